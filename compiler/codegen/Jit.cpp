@@ -1,0 +1,246 @@
+// JIT compilation of kernels with ORC LLJIT: lower -> verify -> optimise -> compile -> look up.
+//
+// Set MBS_JIT_DEBUG=1 in the environment to have each step report its time on stderr.
+#include "compiler/codegen/Jit.h"
+
+#include <llvm/ExecutionEngine/Orc/CompileUtils.h>
+#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/TargetParser/Host.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <unordered_map>
+
+#include "compiler/codegen/LowerToLlvm.h"
+
+namespace mbs::codegen {
+
+namespace {
+
+// Above this many DAG nodes in one module the O2/O3 pipeline is replaced by O1: the O2 passes
+// (GVN, SLP vectorisation, ...) grow super-linearly on huge straight-line functions while
+// gaining little on code that is already a CSE'd DAG. Measured numbers: see test_codegen's
+// BigKernelCompileTime printout.
+constexpr size_t kLargeModuleNodes = 20000;
+
+bool debug_enabled() {
+  static const bool on = [] {
+    const char* s = std::getenv("MBS_JIT_DEBUG");
+    return s != nullptr && *s != '\0' && *s != '0';
+  }();
+  return on;
+}
+
+// Times the steps of one compile() call and reports them when MBS_JIT_DEBUG is set.
+class StepTimer {
+ public:
+  void step(const char* name) {
+    auto now = std::chrono::steady_clock::now();
+    if (debug_enabled() && name_ != nullptr) {
+      std::fprintf(stderr, "[mbs jit] %-12s %8.3f ms\n", name_,
+                   std::chrono::duration<double, std::milli>(now - start_).count());
+    }
+    name_ = name;
+    start_ = now;
+  }
+  ~StepTimer() { step(nullptr); }
+
+ private:
+  const char* name_ = nullptr;
+  std::chrono::steady_clock::time_point start_;
+};
+
+// The host target, detected once. A TargetMachine costs about half a millisecond to set up (its
+// subtarget tables), a noticeable part of compiling a small model, so one per codegen level is
+// kept for the life of the process. TargetMachines are not thread-safe: `mutex` is held while
+// one is used. Never destroyed (it must outlive every JitModule, including static ones).
+struct HostTarget {
+  std::mutex mutex;
+  std::string error;  // why the host target is unusable, if it is
+  std::unique_ptr<llvm::orc::JITTargetMachineBuilder> builder;
+  std::unique_ptr<llvm::TargetMachine> machine[4];  // by codegen level
+};
+
+HostTarget& host_target() {
+  static HostTarget* host = [] {
+    auto* h = new HostTarget;
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    llvm::InitializeNativeTargetAsmParser();
+    auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();  // host CPU name and features
+    if (jtmb) {
+      h->builder = std::make_unique<llvm::orc::JITTargetMachineBuilder>(std::move(*jtmb));
+    } else {
+      h->error = llvm::toString(jtmb.takeError());
+    }
+    return h;
+  }();
+  return *host;
+}
+
+std::string message(llvm::Error e) { return llvm::toString(std::move(e)); }
+
+llvm::CodeGenOpt::Level codegen_level(int opt_level) {
+  switch (opt_level) {
+    case 0: return llvm::CodeGenOpt::None;
+    case 1: return llvm::CodeGenOpt::Less;
+    case 3: return llvm::CodeGenOpt::Aggressive;
+    default: return llvm::CodeGenOpt::Default;
+  }
+}
+
+void optimise(llvm::Module& m, llvm::TargetMachine& tm, int opt_level) {
+  if (opt_level <= 0) return;  // the O0 pipeline only handles always-inline and coroutines
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(&tm);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::OptimizationLevel level = opt_level == 1   ? llvm::OptimizationLevel::O1
+                                  : opt_level == 2 ? llvm::OptimizationLevel::O2
+                                                   : llvm::OptimizationLevel::O3;
+  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(level);
+  mpm.run(m, mam);
+}
+
+std::string print(const llvm::Module& m) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  m.print(os, nullptr);
+  os.flush();
+  return s;
+}
+
+}  // namespace
+
+struct JitModule::Impl {
+  // The JIT owns the linked code. No LLVMContext is kept: kernels are compiled to an object file
+  // before they reach the JIT, so the IR is freed at the end of compile().
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+  std::unordered_map<std::string, KernelFn> kernels;
+};
+
+JitModule::JitModule() : impl_(std::make_unique<Impl>()) {}
+JitModule::~JitModule() = default;
+
+std::unique_ptr<JitModule> JitModule::compile(const sym::Context& cx,
+                                              std::span<const KernelSpec> kernels,
+                                              const JitOptions& options, std::string* error,
+                                              std::string* ir_text) {
+  std::string ignored;
+  std::string& err = error != nullptr ? *error : ignored;
+  auto fail = [&](std::string what) -> std::unique_ptr<JitModule> {
+    err = "JIT compilation failed: " + std::move(what);
+    return nullptr;
+  };
+  if (options.opt_level < 0 || options.opt_level > 3) {
+    return fail("opt_level " + std::to_string(options.opt_level) + " is not in 0..3");
+  }
+  StepTimer timer;
+  timer.step("target");
+  HostTarget& host = host_target();
+  if (host.builder == nullptr) return fail("no native target: " + host.error);
+
+  timer.step("lower");
+  llvm::LLVMContext ctx;
+  ctx.setDiscardValueNames(ir_text == nullptr);  // names only cost time unless someone reads them
+  llvm::Module module("mbs_kernels", ctx);
+  size_t nodes = 0;
+  if (std::string e = lower_kernels(cx, kernels, module, &nodes); !e.empty()) return fail(e);
+  int opt_level = options.opt_level;
+  if (opt_level > 1 && nodes > kLargeModuleNodes) opt_level = 1;
+
+  timer.step("verify");
+  {
+    std::string problems;
+    llvm::raw_string_ostream os(problems);
+    if (llvm::verifyModule(module, &os)) {
+      os.flush();
+      return fail("internal error: generated IR does not verify:\n" + problems);
+    }
+  }
+
+  std::unique_ptr<llvm::MemoryBuffer> object;
+  {
+    std::lock_guard<std::mutex> lock(host.mutex);
+    timer.step("target");
+    std::unique_ptr<llvm::TargetMachine>& tm = host.machine[opt_level];
+    if (tm == nullptr) {
+      llvm::orc::JITTargetMachineBuilder jtmb = *host.builder;
+      jtmb.setCodeGenOptLevel(codegen_level(opt_level));
+      auto made = jtmb.createTargetMachine();
+      if (!made) return fail(message(made.takeError()));
+      tm = std::move(*made);
+    }
+    module.setDataLayout(tm->createDataLayout());
+    module.setTargetTriple(tm->getTargetTriple().str());
+
+    timer.step("optimise");
+    optimise(module, *tm, opt_level);
+    if (ir_text != nullptr) *ir_text = print(module);
+
+    timer.step("codegen");
+    auto compiled = llvm::orc::SimpleCompiler(*tm)(module);
+    if (!compiled) return fail(message(compiled.takeError()));
+    object = std::move(*compiled);
+  }
+
+  // The IR is no longer needed: the JIT links the object file and owns the code from now on.
+  timer.step("jit setup");
+  auto result = std::unique_ptr<JitModule>(new JitModule());
+  Impl& im = *result->impl_;
+  auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(*host.builder).create();
+  if (!jit) return fail(message(jit.takeError()));
+  im.jit = std::move(*jit);
+  if (im.jit->getDataLayout() != module.getDataLayout()) {
+    return fail("internal error: JIT data layout '" +
+                im.jit->getDataLayout().getStringRepresentation() +
+                "' differs from the module's '" +
+                module.getDataLayout().getStringRepresentation() + "'");
+  }
+  // libm (and anything else the code generator's libcalls need) from the host process.
+  auto generator = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+      im.jit->getDataLayout().getGlobalPrefix());
+  if (!generator) return fail(message(generator.takeError()));
+  im.jit->getMainJITDylib().addGenerator(std::move(*generator));
+
+  timer.step("link");
+  if (auto e = im.jit->addObjectFile(std::move(object))) return fail(message(std::move(e)));
+  for (const KernelSpec& k : kernels) {
+    auto address = im.jit->lookup(k.name);
+    if (!address) return fail(message(address.takeError()));
+    im.kernels.emplace(k.name, address->toPtr<KernelFn>());
+  }
+  return result;
+}
+
+KernelFn JitModule::lookup(const std::string& name) const {
+  auto it = impl_->kernels.find(name);
+  return it == impl_->kernels.end() ? nullptr : it->second;
+}
+
+std::string lower_to_llvm_ir(const sym::Context& cx, std::span<const KernelSpec> kernels) {
+  llvm::LLVMContext ctx;
+  llvm::Module module("mbs_kernels", ctx);
+  module.setTargetTriple(llvm::sys::getProcessTriple());
+  if (std::string e = lower_kernels(cx, kernels, module); !e.empty()) return "; error: " + e + "\n";
+  return print(module);
+}
+
+}  // namespace mbs::codegen

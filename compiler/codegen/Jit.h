@@ -1,0 +1,56 @@
+// Lowering of symbolic kernels to LLVM IR and JIT compilation with ORC LLJIT.
+//
+// A kernel is a named list of expressions. Its native form is
+//     int32_t name(const double* v, double* out)
+// where v[i] is the value of symbol i of the Context and out[k] receives output k.
+// The return value is 0 when every output is finite, otherwise 1 + the index of the first
+// non-finite output (a recoverable failure: the solver retries or reports that output's equation).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "compiler/symbolic/Expr.h"
+
+namespace mbs::codegen {
+
+using KernelFn = int32_t (*)(const double* v, double* out);
+
+struct KernelSpec {
+  std::string name;                // a valid C identifier, unique within one module
+  std::vector<sym::Expr> outputs;  // may be empty (the kernel then only returns 0)
+};
+
+struct JitOptions {
+  int opt_level = 2;  // 0..3, LLVM's optimisation pipeline level
+};
+
+// Owns the LLJIT instance (and with it the code of every kernel). Kernels stay valid as long as
+// the JitModule lives. Thread-safe to call kernels concurrently; compile() itself is not.
+class JitModule {
+ public:
+  ~JitModule();
+
+  // Lowers all kernels into one LLVM module, optimises and JIT-compiles it. On failure returns
+  // nullptr and sets *error. When ir_text is non-null it receives the optimised IR as text.
+  static std::unique_ptr<JitModule> compile(const sym::Context& cx,
+                                            std::span<const KernelSpec> kernels,
+                                            const JitOptions& options, std::string* error,
+                                            std::string* ir_text = nullptr);
+
+  // The native entry point of a kernel given to compile(), or nullptr if unknown.
+  KernelFn lookup(const std::string& name) const;
+
+ private:
+  JitModule();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Lowers kernels to textual LLVM IR without compiling (for --emit=ir and tests).
+std::string lower_to_llvm_ir(const sym::Context& cx, std::span<const KernelSpec> kernels);
+
+}  // namespace mbs::codegen

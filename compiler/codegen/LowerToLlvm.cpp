@@ -1,0 +1,309 @@
+// Kernel -> LLVM IR. Each kernel becomes one straight-line function:
+//
+//   define i32 @name(ptr nocapture readonly %v, ptr nocapture writeonly %out)
+//     ; every DAG node reachable from the outputs, once, in topological order
+//     ; store of every output
+//     ; status: 0, or 1 + index of the first output that is NaN or +-inf
+//
+// The IR implements exactly the semantics of the interpreter (sym::evaluate): sums and products
+// combine their operands left to right in stored order, no fast-math flags are set (so LLVM
+// cannot reassociate or contract), comparisons are ordered except <> (NaN <> x is true), and
+// truth tests are `!= 0` (NaN is true). The only deliberate deviations are x^n for integer
+// |n| <= 4, computed by multiplication (within a few ulp of pow), and x^0.5 computed as sqrt(x)
+// (differs from pow only at -0 and -inf).
+#include "compiler/codegen/LowerToLlvm.h"
+
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/Function.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/Module.h>
+
+#include <cmath>
+#include <limits>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "compiler/symbolic/ExprInternal.h"
+
+namespace mbs::codegen {
+
+using sym::Expr;
+using sym::Op;
+
+namespace {
+
+bool is_identifier(const std::string& s) {
+  if (s.empty()) return false;
+  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+  if (!alpha(s[0])) return false;
+  for (char c : s) {
+    if (!alpha(c) && !(c >= '0' && c <= '9')) return false;
+  }
+  return true;
+}
+
+// C library functions the generated code may call (directly, or through LLVM lowering of an
+// intrinsic); a kernel with one of these names would clash with the declaration.
+bool is_reserved(const std::string& s) {
+  static const std::set<std::string> names = {
+      "sin",   "cos",  "tan", "asin", "acos", "atan",   "atan2",  "sinh",   "cosh",  "tanh",
+      "exp",   "exp2", "log", "log2", "log10", "sqrt", "fabs",   "pow",    "sincos", "memcpy",
+      "memset", "memmove", "fmin", "fmax"};
+  return names.contains(s);
+}
+
+// The C library function for ops without an LLVM intrinsic.
+const char* libm_name(Op op) {
+  switch (op) {
+    case Op::Tan: return "tan";
+    case Op::Asin: return "asin";
+    case Op::Acos: return "acos";
+    case Op::Atan: return "atan";
+    case Op::Atan2: return "atan2";
+    case Op::Sinh: return "sinh";
+    case Op::Cosh: return "cosh";
+    case Op::Tanh: return "tanh";
+    default: return nullptr;
+  }
+}
+
+llvm::Intrinsic::ID intrinsic_of(Op op) {
+  switch (op) {
+    case Op::Sin: return llvm::Intrinsic::sin;
+    case Op::Cos: return llvm::Intrinsic::cos;
+    case Op::Exp: return llvm::Intrinsic::exp;
+    case Op::Log: return llvm::Intrinsic::log;
+    case Op::Log10: return llvm::Intrinsic::log10;
+    case Op::Sqrt: return llvm::Intrinsic::sqrt;
+    case Op::Abs: return llvm::Intrinsic::fabs;
+    default: return llvm::Intrinsic::not_intrinsic;
+  }
+}
+
+bool is_boolean(Op op) {
+  switch (op) {
+    case Op::Lt:
+    case Op::Le:
+    case Op::Gt:
+    case Op::Ge:
+    case Op::Eq:
+    case Op::Ne:
+    case Op::And:
+    case Op::Or:
+    case Op::Not:
+      return true;
+    default:
+      return false;
+  }
+}
+
+class KernelLowering {
+ public:
+  KernelLowering(const sym::Context& cx, llvm::Module& m)
+      : cx_(cx), m_(m), b_(m.getContext()), f64_(b_.getDoubleTy()) {}
+
+  void lower(const KernelSpec& k) {
+    llvm::LLVMContext& ctx = m_.getContext();
+    auto* ptr = llvm::PointerType::getUnqual(ctx);
+    auto* type = llvm::FunctionType::get(b_.getInt32Ty(), {ptr, ptr}, false);
+    auto* fn = llvm::Function::Create(type, llvm::Function::ExternalLinkage, k.name, m_);
+    fn->addFnAttr(llvm::Attribute::NoUnwind);
+    fn->addFnAttr(llvm::Attribute::WillReturn);
+    fn->addFnAttr(llvm::Attribute::NoFree);
+    fn->addFnAttr(llvm::Attribute::NoSync);
+    for (unsigned i = 0; i < 2; ++i) {
+      fn->addParamAttr(i, llvm::Attribute::NoCapture);
+      fn->addParamAttr(i, llvm::Attribute::NoUndef);
+    }
+    fn->addParamAttr(0, llvm::Attribute::ReadOnly);
+    fn->addParamAttr(1, llvm::Attribute::WriteOnly);
+    v_ = fn->getArg(0);
+    out_ = fn->getArg(1);
+    v_->setName("v");
+    out_->setName("out");
+    b_.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", fn));
+
+    values_ = sym::detail::NodeMap<llvm::Value*>();
+    truths_ = sym::detail::NodeMap<llvm::Value*>();
+    std::vector<Expr> order = sym::topological_order(k.outputs);
+    emitted_ += order.size();
+    for (Expr n : order) emit(n);
+
+    std::vector<llvm::Value*> results;
+    results.reserve(k.outputs.size());
+    for (size_t i = 0; i < k.outputs.size(); ++i) {
+      llvm::Value* x = value(k.outputs[i]);
+      b_.CreateStore(x, b_.CreateConstInBoundsGEP1_64(f64_, out_, i));
+      results.push_back(x);
+    }
+    // Status: select chain from the last output to the first, so the first non-finite wins.
+    llvm::Value* status = b_.getInt32(0);
+    auto* inf = llvm::ConstantFP::getInfinity(f64_);
+    for (size_t i = results.size(); i-- > 0;) {
+      llvm::Value* mag = b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, results[i]);
+      llvm::Value* bad = b_.CreateFCmpUEQ(mag, inf, "nonfinite");  // NaN or +-inf
+      status = b_.CreateSelect(bad, b_.getInt32(static_cast<uint32_t>(i + 1)), status);
+    }
+    b_.CreateRet(status);
+  }
+
+  size_t emitted() const { return emitted_; }
+
+ private:
+  // The double value of a node (booleans as 0.0/1.0, converted on first use).
+  llvm::Value* value(Expr n) {
+    if (llvm::Value** v = values_.find(n)) return *v;
+    llvm::Value** t = truths_.find(n);
+    if (t == nullptr) sym::detail::internal_error("codegen: node used before it was emitted");
+    llvm::Value* d = b_.CreateUIToFP(*t, f64_);
+    values_.insert(n, d);
+    return d;
+  }
+
+  // The truth (i1) of a node: its value != 0 (NaN is true).
+  llvm::Value* truth(Expr n) {
+    if (llvm::Value** t = truths_.find(n)) return *t;
+    llvm::Value* t = b_.CreateFCmpUNE(value(n), llvm::ConstantFP::get(f64_, 0.0));
+    truths_.insert(n, t);
+    return t;
+  }
+
+  llvm::Value* constant(double x) { return llvm::ConstantFP::get(f64_, x); }
+
+  llvm::FunctionCallee libm(const char* name, unsigned arity) {
+    std::vector<llvm::Type*> params(arity, f64_);
+    auto* type = llvm::FunctionType::get(f64_, params, false);
+    llvm::FunctionCallee callee = m_.getOrInsertFunction(name, type);
+    if (auto* f = llvm::dyn_cast<llvm::Function>(callee.getCallee())) {
+      // As clang with -fno-math-errno: a pure function of its arguments.
+      f->setDoesNotThrow();
+      f->setDoesNotAccessMemory();
+      f->setWillReturn();
+    }
+    return callee;
+  }
+
+  llvm::Value* integer_power(llvm::Value* x, int n) {
+    int k = n < 0 ? -n : n;
+    llvm::Value* p = nullptr;
+    switch (k) {
+      case 0: p = constant(1.0); break;
+      case 1: p = x; break;
+      case 2: p = b_.CreateFMul(x, x); break;
+      case 3: p = b_.CreateFMul(b_.CreateFMul(x, x), x); break;
+      default: {
+        llvm::Value* x2 = b_.CreateFMul(x, x);
+        p = b_.CreateFMul(x2, x2);
+      }
+    }
+    return n < 0 ? b_.CreateFDiv(constant(1.0), p) : p;
+  }
+
+  void emit(Expr n) {
+    if (is_boolean(n->op)) {
+      truths_.insert(n, emit_boolean(n));
+    } else {
+      values_.insert(n, emit_value(n));
+    }
+  }
+
+  llvm::Value* emit_boolean(Expr n) {
+    switch (n->op) {
+      case Op::Lt: return b_.CreateFCmpOLT(value(n->args[0]), value(n->args[1]));
+      case Op::Le: return b_.CreateFCmpOLE(value(n->args[0]), value(n->args[1]));
+      case Op::Gt: return b_.CreateFCmpOGT(value(n->args[0]), value(n->args[1]));
+      case Op::Ge: return b_.CreateFCmpOGE(value(n->args[0]), value(n->args[1]));
+      case Op::Eq: return b_.CreateFCmpOEQ(value(n->args[0]), value(n->args[1]));
+      case Op::Ne: return b_.CreateFCmpUNE(value(n->args[0]), value(n->args[1]));
+      case Op::And: return b_.CreateAnd(truth(n->args[0]), truth(n->args[1]));
+      case Op::Or: return b_.CreateOr(truth(n->args[0]), truth(n->args[1]));
+      case Op::Not: return b_.CreateNot(truth(n->args[0]));
+      default: sym::detail::internal_error("codegen: not a boolean op");
+    }
+  }
+
+  llvm::Value* emit_value(Expr n) {
+    auto arg = [&](uint32_t i) { return value(n->args[i]); };
+    switch (n->op) {
+      case Op::Const:
+        return constant(n->value);
+      case Op::Symbol: {
+        llvm::Value* p = b_.CreateConstInBoundsGEP1_64(f64_, v_, n->symbol);
+        bool named = !m_.getContext().shouldDiscardValueNames() && n->symbol < cx_.symbol_count();
+        return b_.CreateLoad(f64_, p, named ? cx_.symbol_name(n->symbol) : "");
+      }
+      case Op::Add: {
+        llvm::Value* s = arg(0);
+        for (uint32_t i = 1; i < n->nargs; ++i) s = b_.CreateFAdd(s, arg(i));
+        return s;
+      }
+      case Op::Mul: {
+        llvm::Value* p = arg(0);
+        for (uint32_t i = 1; i < n->nargs; ++i) p = b_.CreateFMul(p, arg(i));
+        return p;
+      }
+      case Op::Pow: {
+        Expr e = n->args[1];
+        if (e->is_const()) {
+          double k = e->value;
+          if (sym::detail::is_integer(k) && std::fabs(k) <= 4) {
+            return integer_power(arg(0), static_cast<int>(k));
+          }
+          if (k == 0.5) return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, arg(0));
+        }
+        return b_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, arg(0), arg(1));
+      }
+      case Op::Sign: {
+        llvm::Value* x = arg(0);
+        llvm::Value* zero = constant(0.0);
+        llvm::Value* neg = b_.CreateSelect(b_.CreateFCmpOLT(x, zero), constant(-1.0), x);
+        return b_.CreateSelect(b_.CreateFCmpOGT(x, zero), constant(1.0), neg);
+      }
+      case Op::Min: return b_.CreateSelect(b_.CreateFCmpOLT(arg(0), arg(1)), arg(0), arg(1));
+      case Op::Max: return b_.CreateSelect(b_.CreateFCmpOGT(arg(0), arg(1)), arg(0), arg(1));
+      case Op::Select: return b_.CreateSelect(truth(n->args[0]), arg(1), arg(2));
+      default:
+        break;
+    }
+    if (llvm::Intrinsic::ID id = intrinsic_of(n->op); id != llvm::Intrinsic::not_intrinsic) {
+      return b_.CreateUnaryIntrinsic(id, arg(0));
+    }
+    if (const char* name = libm_name(n->op)) {
+      if (n->nargs == 1) return b_.CreateCall(libm(name, 1), {arg(0)});
+      return b_.CreateCall(libm(name, 2), {arg(0), arg(1)});
+    }
+    sym::detail::internal_error("codegen: cannot lower " + std::string(sym::op_name(n->op)));
+  }
+
+  const sym::Context& cx_;
+  llvm::Module& m_;
+  llvm::IRBuilder<> b_;
+  llvm::Type* f64_;
+  llvm::Value* v_ = nullptr;
+  llvm::Value* out_ = nullptr;
+  sym::detail::NodeMap<llvm::Value*> values_;
+  sym::detail::NodeMap<llvm::Value*> truths_;
+  size_t emitted_ = 0;
+};
+
+}  // namespace
+
+std::string lower_kernels(const sym::Context& cx, std::span<const KernelSpec> kernels,
+                          llvm::Module& module, size_t* emitted_nodes) {
+  std::set<std::string> names;
+  for (const KernelSpec& k : kernels) {
+    if (!is_identifier(k.name)) return "kernel name '" + k.name + "' is not a C identifier";
+    if (is_reserved(k.name)) {
+      return "kernel name '" + k.name + "' is reserved (a C math library function)";
+    }
+    if (!names.insert(k.name).second) return "kernel name '" + k.name + "' is used twice";
+  }
+  KernelLowering lowering(cx, module);
+  for (const KernelSpec& k : kernels) lowering.lower(k);
+  if (emitted_nodes != nullptr) *emitted_nodes = lowering.emitted();
+  return {};
+}
+
+}  // namespace mbs::codegen

@@ -1,0 +1,526 @@
+// From FlatModel to SymbolicDAE.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <ostream>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "compiler/dae/Dae.h"
+
+namespace mbs {
+
+std::vector<int> bipartite_matching(const std::vector<std::vector<int>>& adj, int n_cols) {
+  int n_rows = static_cast<int>(adj.size());
+  std::vector<int> row_of_col(n_cols, -1), col_of_row(n_rows, -1);
+  std::vector<int> visited(n_cols, -1);
+  // cheap greedy start, then augmenting paths (iterative DFS)
+  for (int r = 0; r < n_rows; ++r)
+    for (int c : adj[r])
+      if (row_of_col[c] < 0) {
+        row_of_col[c] = r;
+        col_of_row[r] = c;
+        break;
+      }
+  struct Frame {
+    int row;
+    size_t next;
+  };
+  std::vector<Frame> stack;
+  std::vector<int> via;  // column chosen at each stack level
+  for (int r0 = 0; r0 < n_rows; ++r0) {
+    if (col_of_row[r0] >= 0) continue;
+    stack.clear();
+    via.clear();
+    stack.push_back({r0, 0});
+    bool found = false;
+    while (!stack.empty() && !found) {
+      Frame& f = stack.back();
+      if (f.next >= adj[f.row].size()) {
+        stack.pop_back();
+        if (!via.empty()) via.pop_back();
+        continue;
+      }
+      int c = adj[f.row][f.next++];
+      if (visited[c] == r0) continue;
+      visited[c] = r0;
+      if (row_of_col[c] < 0) {
+        // augment along the stack
+        via.push_back(c);
+        for (size_t k = 0; k < stack.size(); ++k) {
+          int row = stack[k].row, col = via[k];
+          row_of_col[col] = row;
+          col_of_row[row] = col;
+        }
+        found = true;
+      } else {
+        via.push_back(c);
+        stack.push_back({row_of_col[c], 0});
+      }
+    }
+  }
+  return col_of_row;
+}
+
+namespace {
+
+using sym::Expr;
+
+struct Builder {
+  const FlatModel& flat;
+  sym::Context& cx;
+  DerivativeTable& ders;
+  DiagnosticEngine& diags;
+
+  // unknown 0-order symbols of the flat model
+  std::unordered_map<uint32_t, size_t> unknown_var;  // symbol -> flat var index
+  std::unordered_map<uint32_t, Expr> repl;           // eliminated symbol -> value
+  std::unordered_map<uint32_t, Expr> der_start;      // derivative symbol -> start value
+  std::unordered_map<uint32_t, Expr> start;          // variable symbol -> start value
+
+  struct Eq {
+    Expr r;
+    Span span;
+    std::string text;
+    bool alive = true;
+  };
+  std::vector<Eq> eqs;
+  SymbolicDae dae;
+
+  // the base variable and derivative order of a symbol (x -> (x, 0), der(der(x)) -> (x, 2))
+  std::pair<uint32_t, int> base_of(uint32_t s) const {
+    int k = 0;
+    for (int64_t i = ders.integral_of(s); i >= 0; i = ders.integral_of(static_cast<uint32_t>(i))) {
+      s = static_cast<uint32_t>(i);
+      ++k;
+    }
+    return {s, k};
+  }
+  bool is_unknown(uint32_t s) const { return unknown_var.count(s) && !repl.count(s); }
+
+  Expr resolve(Expr e) {
+    for (int i = 0; i < 10000; ++i) {
+      Expr n = sym::substitute(cx, e, repl);
+      if (n == e) return e;
+      e = n;
+    }
+    return e;
+  }
+
+  // Records x := value and the same for its existing derivatives.
+  void eliminate(uint32_t x, Expr value, const char* how, Span span) {
+    repl[x] = value;
+    uint32_t s = x;
+    Expr v = value;
+    while (ders.has_der(s)) {
+      uint32_t d = ders.der(s);
+      v = ders.total_derivative(v);
+      repl[d] = v;
+      s = d;
+    }
+    const FlatVar& fv = flat.vars[unknown_var.at(x)];
+    dae.eliminated.push_back({fv.name, value, how, span});
+  }
+
+  // coefficient of s in r when r is linear in s with a numeric coefficient, else null
+  Expr linear_coefficient(Expr r, uint32_t s) {
+    Expr c = sym::diff(cx, r, s);
+    if (!c->is_const() || c->value == 0.0) return nullptr;
+    return c;
+  }
+
+  bool try_eliminate(Eq& eq) {
+    auto syms = sym::free_symbols(eq.r);
+    std::vector<uint32_t> unknown0, derivs;
+    for (uint32_t s : syms) {
+      auto [b, k] = base_of(s);
+      if (!is_unknown(b)) continue;
+      (k == 0 ? unknown0 : derivs).push_back(s);
+    }
+    // a = c*b  (two unknowns, linear, numeric coefficients, nothing else)
+    if (unknown0.size() == 2 && derivs.empty()) {
+      uint32_t a = unknown0[0], b = unknown0[1];
+      Expr ca = linear_coefficient(eq.r, a), cb = linear_coefficient(eq.r, b);
+      if (ca && cb) {
+        Expr rest = cx.sub(eq.r, cx.add(cx.mul(ca, cx.symbol(a)), cx.mul(cb, cx.symbol(b))));
+        if (rest->is_const(0.0)) {
+          // keep the variable with a start value, otherwise the one with the shorter name
+          const FlatVar& va = flat.vars[unknown_var.at(a)];
+          const FlatVar& vb = flat.vars[unknown_var.at(b)];
+          bool keep_a = (start.count(a) && !start.count(b)) ||
+                        (start.count(a) == start.count(b) &&
+                         (ders.has_der(a) > ders.has_der(b) ||
+                          (ders.has_der(a) == ders.has_der(b) &&
+                           std::count(va.name.begin(), va.name.end(), '.') <=
+                               std::count(vb.name.begin(), vb.name.end(), '.'))));
+          uint32_t gone = keep_a ? b : a, kept = keep_a ? a : b;
+          Expr cg = keep_a ? cb : ca, ck = keep_a ? ca : cb;
+          Expr ratio = cx.neg(cx.div(ck, cg));  // gone = ratio * kept
+          if (start.count(gone) && !start.count(kept))
+            start[kept] = cx.div(start[gone], ratio);
+          eliminate(gone, cx.mul(ratio, cx.symbol(kept)), "alias", eq.span);
+          return true;
+        }
+      }
+    }
+    // v = c*der(x)
+    if (unknown0.size() == 1 && derivs.size() == 1) {
+      uint32_t v = unknown0[0], d = derivs[0];
+      Expr cv = linear_coefficient(eq.r, v), cd = linear_coefficient(eq.r, d);
+      if (cv && cd && base_of(d).first != v) {
+        Expr rest = cx.sub(eq.r, cx.add(cx.mul(cv, cx.symbol(v)), cx.mul(cd, cx.symbol(d))));
+        if (rest->is_const(0.0)) {
+          Expr ratio = cx.neg(cx.div(cd, cv));  // v = ratio * d
+          if (start.count(v) && !der_start.count(d)) der_start[d] = cx.div(start[v], ratio);
+          eliminate(v, cx.mul(ratio, cx.symbol(d)), "derivative alias", eq.span);
+          return true;
+        }
+      }
+    }
+    // v = expression free of v and its derivatives; prefer discrete variables, then variables
+    // that are not differentiated anywhere, then unit coefficients
+    uint32_t best = 0;
+    int best_score = -1;
+    for (uint32_t v : unknown0) {
+      Expr c = linear_coefficient(eq.r, v);
+      if (!c) continue;
+      const FlatVar& fv = flat.vars[unknown_var.at(v)];
+      int score = (fv.type != ScalarType::Real ? 16 : 0) + (ders.has_der(v) ? 0 : 8) +
+                  (std::fabs(c->value) == 1.0 ? 2 : 0) + (start.count(v) ? 0 : 1);
+      if (score <= best_score) continue;
+      Expr value = cx.sub(cx.symbol(v), cx.div(eq.r, c));
+      bool self = false;
+      for (uint32_t s : sym::free_symbols(value)) self |= base_of(s).first == v;
+      if (self) continue;
+      best_score = score;
+      best = v;
+    }
+    if (best_score >= 0) {
+      Expr c = linear_coefficient(eq.r, best);
+      Expr value = cx.sub(cx.symbol(best), cx.div(eq.r, c));
+      const FlatVar& fv = flat.vars[unknown_var.at(best)];
+      if (fv.fixed && fv.start)
+        diags.report(DiagKind::eliminated_start, fv.span, {fv.name, "an explicit function of other variables"});
+      eliminate(best, value, "explicit", eq.span);
+      return true;
+    }
+    return false;
+  }
+
+  std::optional<SymbolicDae> run();
+};
+
+std::optional<SymbolicDae> Builder::run() {
+  dae.name = flat.name;
+  dae.time_symbol = flat.time_symbol;
+  for (size_t i = 0; i < flat.vars.size(); ++i) {
+    const FlatVar& v = flat.vars[i];
+    if (v.role == VarRole::Variable)
+      unknown_var[v.symbol] = i;
+    else
+      dae.parameters.push_back(v.symbol);
+    if (v.start) start[v.symbol] = v.start;
+  }
+  for (const auto& e : flat.equations) eqs.push_back({e.residual, e.span, e.text});
+
+  // ---- alias and explicit-auxiliary elimination, to a fixpoint
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (auto& eq : eqs) {
+      if (!eq.alive) continue;
+      eq.r = resolve(eq.r);
+      if (eq.r->is_const()) continue;  // reported below
+      if (try_eliminate(eq)) {
+        eq.alive = false;
+        changed = true;
+      }
+    }
+  }
+  for (auto& eq : eqs)
+    if (eq.alive) eq.r = resolve(eq.r);
+  for (auto& el : dae.eliminated) el.value = resolve(el.value);
+
+  // equations that became 0 = c
+  bool bad = false;
+  for (auto& eq : eqs) {
+    if (!eq.alive || !eq.r->is_const()) continue;
+    if (eq.r->value == 0.0) {
+      diags.report(DiagKind::structurally_singular, eq.span,
+                   {"this equation is redundant (it reduces to 0 = 0 after eliminating aliases)"});
+    } else {
+      diags.report(DiagKind::structurally_singular, eq.span,
+                   {fmt::format("this equation is contradictory (it reduces to 0 = {})", eq.r->value)});
+    }
+    bad = true;
+  }
+  if (bad) return std::nullopt;
+
+  // remaining unknowns in declaration order, with their highest derivative order
+  std::vector<uint32_t> remaining;
+  for (size_t i = 0; i < flat.vars.size(); ++i) {
+    const FlatVar& v = flat.vars[i];
+    if (v.role == VarRole::Variable && !repl.count(v.symbol)) remaining.push_back(v.symbol);
+  }
+  std::unordered_map<uint32_t, int> order;
+  for (uint32_t s : remaining) order[s] = -1;
+  auto scan_orders = [&] {
+    for (auto& [s, o] : order) o = -1;
+    for (const auto& eq : eqs) {
+      if (!eq.alive) continue;
+      for (uint32_t s : sym::free_symbols(eq.r)) {
+        auto [b, k] = base_of(s);
+        if (auto it = order.find(b); it != order.end()) it->second = std::max(it->second, k);
+      }
+    }
+  };
+  scan_orders();
+
+  // order reduction: der^k(x) with k > 2 gets auxiliary unknowns
+  for (size_t i = 0; i < remaining.size(); ++i) {
+    uint32_t x = remaining[i];
+    if (order[x] <= 2) continue;
+    // w := der(x) as a new unknown: replace der^j(x) by der^(j-1)(w) for j >= 1
+    uint32_t w = cx.new_symbol(cx.symbol_name(ders.der(x)));
+    std::unordered_map<uint32_t, Expr> sub;
+    uint32_t dx = ders.der(x), dw = w;
+    while (true) {
+      sub[dx] = cx.symbol(dw);
+      // start values of derivatives move with them: der^j(x) is der^(j-1)(w)
+      if (dw != w && der_start.count(dx)) der_start[dw] = der_start[dx];
+      if (!ders.has_der(dx)) break;
+      dx = ders.der(dx);
+      dw = ders.der(dw);
+    }
+    for (auto& eq : eqs)
+      if (eq.alive) eq.r = sym::substitute(cx, eq.r, sub);
+    for (auto& el : dae.eliminated) el.value = sym::substitute(cx, el.value, sub);
+    eqs.push_back({cx.sub(cx.symbol(w), cx.symbol(ders.der(x))), flat.vars[unknown_var.at(x)].span,
+                   "der(" + flat.vars[unknown_var.at(x)].name + ") (order reduction)"});
+    if (der_start.count(ders.der(x))) start[w] = der_start[ders.der(x)];
+    unknown_var[w] = unknown_var.at(x);
+    remaining.push_back(w);
+    order[w] = -1;
+    scan_orders();
+  }
+
+  // discrete unknowns must have been eliminated
+  for (uint32_t s : remaining) {
+    const FlatVar& v = flat.vars[unknown_var.at(s)];
+    if (v.type != ScalarType::Real && order[s] >= 0) {
+      diags.report(DiagKind::discrete_unknown, v.span,
+                   {v.type == ScalarType::Integer ? "Integer" : "Boolean", v.name});
+      bad = true;
+    }
+  }
+  if (bad) return std::nullopt;
+
+  std::vector<size_t> live;
+  for (size_t i = 0; i < eqs.size(); ++i)
+    if (eqs[i].alive) live.push_back(i);
+
+  // unknowns that appear in no equation
+  std::vector<uint32_t> unknowns;
+  for (uint32_t s : remaining) unknowns.push_back(s);
+  if (unknowns.empty() && live.empty()) {
+    diags.report(DiagKind::no_unknowns, Span{}, {});
+    return std::nullopt;
+  }
+
+  auto var_name = [&](uint32_t s) {
+    return s < cx.symbol_count() ? cx.symbol_name(s) : std::string("?");
+  };
+  auto var_span = [&](uint32_t s) { return flat.vars[unknown_var.at(s)].span; };
+
+  // ---- counting and matching on the Newton-matrix incidence
+  std::unordered_map<uint32_t, int> col_of;  // base symbol -> column
+  for (size_t j = 0; j < unknowns.size(); ++j) col_of[unknowns[j]] = static_cast<int>(j);
+  std::vector<std::vector<int>> adj(live.size());
+  for (size_t i = 0; i < live.size(); ++i) {
+    std::set<int> cols;
+    for (uint32_t s : sym::free_symbols(eqs[live[i]].r)) {
+      auto it = col_of.find(base_of(s).first);
+      if (it != col_of.end()) cols.insert(it->second);
+    }
+    adj[i].assign(cols.begin(), cols.end());
+  }
+  std::vector<int> match = bipartite_matching(adj, static_cast<int>(unknowns.size()));
+  std::vector<bool> col_matched(unknowns.size(), false);
+  for (int c : match)
+    if (c >= 0) col_matched[c] = true;
+  bool square = live.size() == unknowns.size();
+  bool perfect = square && std::all_of(match.begin(), match.end(), [](int c) { return c >= 0; });
+  if (!perfect) {
+    if (live.size() > unknowns.size())
+      diags.report(DiagKind::too_many_equations, Span{},
+                   {std::to_string(live.size()), std::to_string(unknowns.size())});
+    else if (live.size() < unknowns.size())
+      diags.report(DiagKind::too_few_equations, Span{},
+                   {std::to_string(live.size()), std::to_string(unknowns.size())});
+    else
+      diags.report(DiagKind::structurally_singular, Span{},
+                   {"no assignment of one unknown to each equation exists"});
+    int shown = 0;
+    for (size_t i = 0; i < live.size() && shown < 8; ++i)
+      if (match[i] < 0) {
+        diags.note(eqs[live[i]].span, "this equation has no unknown of its own: '" + eqs[live[i]].text + "'");
+        ++shown;
+      }
+    for (size_t j = 0; j < unknowns.size() && shown < 16; ++j)
+      if (!col_matched[j]) {
+        diags.note(var_span(unknowns[j]),
+                   "no equation is left to determine '" + var_name(unknowns[j]) + "'");
+        ++shown;
+      }
+    if (live.size() < unknowns.size())
+      diags.help("add an equation for each unknown listed above, or declare it a parameter");
+    else if (live.size() > unknowns.size())
+      diags.help("remove the redundant equations listed above, or check for a missing unknown");
+    return std::nullopt;
+  }
+
+  // ---- classification (order 2: ODE2, 1: ODE1, 0: algebraic; -1 cannot happen after matching)
+  for (uint32_t s : unknowns) {
+    DaeUnknown u;
+    u.name = var_name(s);
+    if (unknown_var.count(s)) u.name = s == flat.vars[unknown_var.at(s)].symbol ? flat.vars[unknown_var.at(s)].name : cx.symbol_name(s);
+    u.symbol = s;
+    u.span = var_span(s);
+    int o = order[s];
+    if (start.count(s)) u.start = start[s];
+    if (o >= 1) u.d1 = ders.der(s);
+    if (o == 2) {
+      u.kind = UnknownKind::ODE2;
+      u.d2 = ders.der(u.d1);
+      if (der_start.count(u.d1)) u.start_der = der_start[u.d1];
+      dae.q.push_back(u);
+    } else if (o == 1) {
+      u.kind = UnknownKind::ODE1;
+      dae.y.push_back(u);
+    } else {
+      u.kind = UnknownKind::Algebraic;
+      dae.z.push_back(u);
+    }
+  }
+
+  // ---- linearity in the highest derivatives
+  std::vector<uint32_t> highest;
+  for (const auto& u : dae.q) highest.push_back(u.d2);
+  for (const auto& u : dae.y) highest.push_back(u.d1);
+  std::unordered_set<uint32_t> highest_set(highest.begin(), highest.end());
+  for (size_t i : live) {
+    const Eq& eq = eqs[i];
+    for (uint32_t s : sym::free_symbols(eq.r)) {
+      if (!highest_set.count(s)) continue;
+      Expr d = sym::diff(cx, eq.r, s);
+      for (uint32_t t : sym::free_symbols(d)) {
+        if (highest_set.count(t)) {
+          diags.report(DiagKind::not_linear_in_derivative, eq.span, {cx.symbol_name(t)});
+          bad = true;
+          break;
+        }
+      }
+    }
+  }
+  if (bad) return std::nullopt;
+
+  // ---- equation levels and the index-reduced initial system
+  std::unordered_set<uint32_t> zs, qs, qds, ys;
+  for (const auto& u : dae.z) zs.insert(u.symbol);
+  for (const auto& u : dae.q) {
+    qs.insert(u.symbol);
+    qds.insert(u.d1);
+  }
+  for (const auto& u : dae.y) ys.insert(u.symbol);
+  for (size_t i : live) {
+    const Eq& eq = eqs[i];
+    DaeEquation de;
+    de.residual = eq.r;
+    de.span = eq.span;
+    de.text = eq.text;
+    bool has_high = false, has_z = false, has_qd = false, has_q = false, has_y = false;
+    for (uint32_t s : sym::free_symbols(eq.r)) {
+      has_high |= highest_set.count(s) != 0;
+      has_z |= zs.count(s) != 0;
+      has_qd |= qds.count(s) != 0;
+      has_q |= qs.count(s) != 0;
+      has_y |= ys.count(s) != 0;
+    }
+    if (has_high || has_z || (!has_qd && !has_q && !has_y)) {
+      de.level = has_high ? rt::EquationLevel::Dynamic : rt::EquationLevel::Algebraic;
+      de.init_residual = eq.r;
+    } else if (has_qd || has_y) {
+      de.level = rt::EquationLevel::Velocity;
+      de.init_residual = ders.total_derivative(eq.r);
+    } else {
+      de.level = rt::EquationLevel::Position;
+      de.init_residual = ders.total_derivative(ders.total_derivative(eq.r));
+    }
+    dae.equations.push_back(std::move(de));
+  }
+
+  // the initial system must be regular in [qdd | yd | z]
+  {
+    std::unordered_map<uint32_t, int> col;
+    int j = 0;
+    for (const auto& u : dae.q) col[u.d2] = j++;
+    for (const auto& u : dae.y) col[u.d1] = j++;
+    for (const auto& u : dae.z) col[u.symbol] = j++;
+    std::vector<std::vector<int>> a(dae.equations.size());
+    for (size_t i = 0; i < dae.equations.size(); ++i) {
+      std::set<int> cs;
+      for (uint32_t s : sym::free_symbols(dae.equations[i].init_residual))
+        if (auto it = col.find(s); it != col.end()) cs.insert(it->second);
+      a[i].assign(cs.begin(), cs.end());
+    }
+    auto m = bipartite_matching(a, j);
+    for (size_t i = 0; i < m.size(); ++i) {
+      if (m[i] >= 0) continue;
+      diags.report(DiagKind::initial_singular, dae.equations[i].span,
+                   {"this equation does not determine any highest derivative or algebraic "
+                    "variable, even after differentiation (the DAE has an index above 3, or a "
+                    "constraint acts on first-order variables)"});
+      return std::nullopt;
+    }
+  }
+
+  // ---- outputs: every model variable, declaration order
+  for (const auto& v : flat.vars) {
+    if (v.role != VarRole::Variable) continue;
+    dae.outputs.push_back({v.name, resolve(cx.symbol(v.symbol))});
+  }
+  return std::move(dae);
+}
+
+}  // namespace
+
+std::optional<SymbolicDae> build_dae(const FlatModel& flat, sym::Context& cx,
+                                     DerivativeTable& ders, DiagnosticEngine& diags) {
+  Builder b{flat, cx, ders, diags, {}, {}, {}, {}, {}, {}};
+  return b.run();
+}
+
+void print_dae(std::ostream& os, const sym::Context& cx, const SymbolicDae& dae) {
+  os << "dae " << dae.name << ": " << dae.q.size() << " ODE2, " << dae.y.size() << " ODE1, "
+     << dae.z.size() << " algebraic; " << dae.equations.size() << " equations, "
+     << dae.eliminated.size() << " eliminated\n";
+  auto loc = [](Span s) { return s.valid() ? fmt::format("  @{}:{}", s.line, s.col) : std::string(); };
+  for (const auto& u : dae.q) os << "  ODE2       " << u.name << loc(u.span) << "\n";
+  for (const auto& u : dae.y) os << "  ODE1       " << u.name << loc(u.span) << "\n";
+  for (const auto& u : dae.z) os << "  algebraic  " << u.name << loc(u.span) << "\n";
+  for (const auto& e : dae.eliminated)
+    os << "  eliminated " << e.name << " = " << sym::to_string(cx, e.value) << "  (" << e.how
+       << ")" << loc(e.span) << "\n";
+  static const char* levels[] = {"dynamic", "velocity", "position", "algebraic"};
+  os << "equations\n";
+  for (const auto& e : dae.equations) {
+    os << "  [" << levels[static_cast<int>(e.level)] << "] 0 = " << sym::to_string(cx, e.residual)
+       << loc(e.span) << "\n";
+    if (e.init_residual != e.residual)
+      os << "      initial: 0 = " << sym::to_string(cx, e.init_residual) << "\n";
+  }
+}
+
+}  // namespace mbs

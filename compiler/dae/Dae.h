@@ -1,0 +1,75 @@
+// SymbolicDAE: the flat model sorted into what the solvers assume (seed 002, eq. (34)):
+//   ODE2 coordinates q (their second derivative appears), ODE1 coordinates y (first derivative),
+//   algebraic variables z (no derivative), equations F(qdd, yd, q, qd, y, z, t) = 0 linear in the
+//   highest derivatives, one per unknown, proven structurally regular by a bipartite matching.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compiler/diag/Diagnostics.h"
+#include "compiler/flatten/FlatModel.h"
+#include "compiler/symbolic/Expr.h"
+#include "runtime/model/CompiledModel.h"
+
+namespace mbs {
+
+enum class UnknownKind : uint8_t { ODE2, ODE1, Algebraic };
+
+struct DaeUnknown {
+  std::string name;
+  UnknownKind kind = UnknownKind::Algebraic;
+  uint32_t symbol = 0;  // the variable itself
+  uint32_t d1 = 0;      // der(x)        (ODE2, ODE1)
+  uint32_t d2 = 0;      // der(der(x))   (ODE2)
+  sym::Expr start = nullptr;      // initial value (or null: 0)
+  sym::Expr start_der = nullptr;  // ODE2: initial velocity (or null: 0)
+  Span span;
+};
+
+struct DaeEquation {
+  sym::Expr residual;
+  Span span;
+  std::string text;
+  rt::EquationLevel level = rt::EquationLevel::Dynamic;
+  sym::Expr init_residual = nullptr;  // index-reduced form for initial accelerations
+};
+
+struct DaeOutput {
+  std::string name;
+  sym::Expr value;
+};
+
+struct Elimination {
+  std::string name;
+  sym::Expr value;
+  std::string how;  // "alias", "derivative alias", "explicit"
+  Span span;        // the equation used
+};
+
+struct SymbolicDae {
+  std::string name;
+  uint32_t time_symbol = 0;
+  std::vector<DaeUnknown> q, y, z;
+  std::vector<DaeEquation> equations;  // n_q + n_y + n_z
+  std::vector<Elimination> eliminated;
+  std::vector<DaeOutput> outputs;      // every model variable, declaration order
+  std::vector<uint32_t> parameters;    // parameter symbols (values: FlatModel bindings)
+};
+
+// Builds the DAE: alias and explicit-auxiliary elimination, order reduction of derivatives above
+// two, classification, linearity check, matching, equation levels and the index-reduced initial
+// system. Returns nullopt when errors were reported.
+std::optional<SymbolicDae> build_dae(const FlatModel& flat, sym::Context& cx,
+                                     DerivativeTable& ders, DiagnosticEngine& diags);
+
+void print_dae(std::ostream& os, const sym::Context& cx, const SymbolicDae& dae);
+
+// Maximum-cardinality bipartite matching (rows to columns). adjacency[r] lists the columns of
+// row r. Returns match_of_row (column or -1).
+std::vector<int> bipartite_matching(const std::vector<std::vector<int>>& adjacency, int n_cols);
+
+}  // namespace mbs

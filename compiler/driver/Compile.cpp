@@ -1,0 +1,316 @@
+#include "compiler/driver/Compile.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <ostream>
+#include <sstream>
+#include <functional>
+#include <unordered_map>
+
+#include "compiler/codegen/Jit.h"
+#include "compiler/dae/Dae.h"
+#include "compiler/diag/Diagnostics.h"
+#include "compiler/driver/Kernels.h"
+#include "compiler/flatten/Flatten.h"
+#include "compiler/symbolic/Expr.h"
+#include "compiler/syntax/Parser.h"
+
+namespace mbs {
+
+std::vector<std::string> library_path(const std::vector<std::string>& include_dirs) {
+  std::vector<std::string> path = include_dirs;
+  if (const char* env = std::getenv("MBS_PATH")) {
+    std::string s = env;
+    size_t start = 0;
+    while (start <= s.size()) {
+      size_t colon = s.find(':', start);
+      std::string d = s.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+      if (!d.empty()) path.push_back(d);
+      if (colon == std::string::npos) break;
+      start = colon + 1;
+    }
+  }
+  path.push_back(MBS_STDLIB_DIR);
+  return path;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Everything one compilation owns; the CompiledModel keeps it alive through code_owner.
+struct CompilationState {
+  sym::Context cx;
+  std::unique_ptr<codegen::JitModule> jit;
+};
+
+rt::SourceRef source_ref(const SourceManager& sm, Span s, std::string text) {
+  rt::SourceRef r;
+  if (s.valid() && s.file >= 1 && s.file <= sm.file_count()) {
+    r.file = sm.path(s.file);
+    r.line = s.line;
+    r.col = s.col;
+  }
+  r.text = std::move(text);
+  return r;
+}
+
+rt::SparseKernel sparse(const MatrixKernel& m, const codegen::JitModule& jit) {
+  rt::SparseKernel k;
+  k.values.fn = jit.lookup(m.spec.name);
+  k.values.n_out = static_cast<int32_t>(m.spec.outputs.size());
+  k.rows = m.pattern.rows;
+  k.cols = m.pattern.cols;
+  k.row = m.pattern.row;
+  k.col = m.pattern.col;
+  return k;
+}
+
+rt::Kernel kernel(const codegen::KernelSpec& s, const codegen::JitModule& jit) {
+  return rt::Kernel{jit.lookup(s.name), static_cast<int32_t>(s.outputs.size())};
+}
+
+}  // namespace
+
+CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
+                      std::ostream& diag_out) {
+  CompileResult result;
+  auto t_start = Clock::now();
+  auto last = t_start;
+  auto mark = [&](const char* pass) {
+    auto now = Clock::now();
+    double ms = std::chrono::duration<double, std::milli>(now - last).count();
+    last = now;
+    result.timings.push_back({pass, ms});
+    if (options.verbose) diag_out << fmt::format("mbsc: pass {:<8} {:8.3f} ms\n", pass, ms);
+  };
+
+  SourceManager sources;
+  DiagnosticEngine diags(sources);
+  auto finish = [&](bool ok) {
+    diags.render(diag_out);
+    for (DiagKind k : diags.kinds_seen()) result.diagnostic_kinds.push_back(diag_info(k).name);
+    result.ok = ok && !diags.has_errors();
+    result.total_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_start).count();
+    return result;
+  };
+
+  // ---- read
+  std::string text;
+  {
+    std::ifstream in(options.file, std::ios::binary);
+    std::error_code ec;
+    if (!in || std::filesystem::is_directory(options.file, ec)) {
+      diags.report(DiagKind::file_not_found, Span{}, {options.file});
+      return finish(false);
+    }
+    std::stringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+  }
+  uint32_t file_id = sources.add_file(options.file, std::move(text));
+  mark("read");
+
+  // ---- parse
+  auto file = parse_file(sources, file_id, diags);
+  mark("parse");
+  if (!file || diags.has_errors()) return finish(false);
+  if (options.emit == "ast") {
+    print_ast(emit_out, *file);
+    return finish(true);
+  }
+
+  // ---- flatten
+  auto state = std::make_shared<CompilationState>();
+  sym::Context& cx = state->cx;
+  DerivativeTable ders(cx);
+  ClassLoader loader(sources, diags, library_path(options.include_dirs));
+  const ast::File* main_file = file.get();
+  loader.add_file(std::move(file));
+  const ast::ClassDef* model = select_model(*main_file, options.model);
+  if (!model) {
+    if (options.model.empty())
+      diags.report(DiagKind::no_models_in_file, Span{file_id, 1, 1, 1, 1}, {});
+    else
+      diags.report(DiagKind::no_model, Span{}, {options.model});
+    return finish(false);
+  }
+  FlattenOptions fopts;
+  fopts.model_name = options.model;
+  fopts.overrides = options.overrides;
+  auto flat = flatten(*model, loader, sources, cx, ders, fopts, diags);
+  mark("flatten");
+  if (!flat) return finish(false);
+  if (options.emit == "flat") {
+    print_flat_model(emit_out, cx, *flat);
+    return finish(true);
+  }
+
+  // ---- dae
+  auto dae = build_dae(*flat, cx, ders, diags);
+  mark("dae");
+  if (!dae) return finish(false);
+  if (options.emit == "dae") {
+    print_dae(emit_out, cx, *dae);
+    return finish(true);
+  }
+
+  // ---- parameter values (bindings may refer to other parameters)
+  std::unordered_map<uint32_t, double> param_value;
+  {
+    std::unordered_map<uint32_t, int> state_of;
+    std::vector<double> scratch(cx.symbol_count(), 0.0);
+    bool ok = true;
+    std::function<bool(size_t)> value_of = [&](size_t vi) -> bool {
+      const FlatVar& v = flat->vars[vi];
+      int& st = state_of[v.symbol];
+      if (st == 2) return true;
+      if (st == 1) {
+        diags.report(DiagKind::parameter_cycle, v.span, {v.name});
+        return false;
+      }
+      st = 1;
+      if (!v.binding) {
+        diags.report(DiagKind::parameter_no_value, v.span, {v.name});
+        diags.help("give it a value in the declaration, a modifier, or --set " + v.name + "=VALUE");
+        return false;
+      }
+      for (uint32_t s : sym::free_symbols(v.binding)) {
+        auto it = flat->var_of_symbol.find(s);
+        if (it == flat->var_of_symbol.end() || flat->vars[it->second].role == VarRole::Variable) {
+          diags.report(DiagKind::not_structural, v.span,
+                       {"the value of parameter '" + v.name + "' (it depends on '" +
+                        cx.symbol_name(s) + "')"});
+          return false;
+        }
+        if (!value_of(it->second)) return false;
+      }
+      scratch.resize(cx.symbol_count(), 0.0);
+      double x = sym::evaluate(v.binding, scratch);
+      scratch[v.symbol] = x;
+      param_value[v.symbol] = x;
+      st = 2;
+      return true;
+    };
+    for (size_t i = 0; i < flat->vars.size() && ok; ++i)
+      if (flat->vars[i].role != VarRole::Variable) ok = value_of(i);
+    if (!ok) return finish(false);
+  }
+
+  // ---- kernels
+  ModelKernels kernels = build_kernels(*dae, cx);
+  mark("kernels");
+  if (options.emit == "kernels") {
+    print_kernels(emit_out, cx, kernels);
+    return finish(true);
+  }
+
+  // ---- start values must depend on parameters only
+  for (size_t i = 0; i < kernels.initial_values.outputs.size(); ++i) {
+    for (uint32_t s : sym::free_symbols(kernels.initial_values.outputs[i])) {
+      if (param_value.count(s)) continue;
+      diags.report(DiagKind::not_structural, Span{}, {"a start value (it depends on '" + cx.symbol_name(s) + "')"});
+      return finish(false);
+    }
+  }
+
+  // ---- codegen
+  std::string error, ir;
+  auto specs = kernels.all();
+  codegen::JitOptions jopts;
+  jopts.opt_level = options.opt_level;
+  state->jit = codegen::JitModule::compile(cx, specs, jopts, &error,
+                                           options.emit == "ir" ? &ir : nullptr);
+  mark("codegen");
+  if (!state->jit) {
+    diags.report(DiagKind::jit_failed, Span{}, {error});
+    return finish(false);
+  }
+  if (options.emit == "ir") emit_out << ir;
+
+  // ---- assemble the CompiledModel
+  auto m = std::make_shared<rt::CompiledModel>();
+  m->name = dae->name;
+  m->n_q = static_cast<int32_t>(dae->q.size());
+  m->n_y = static_cast<int32_t>(dae->y.size());
+  m->n_z = static_cast<int32_t>(dae->z.size());
+  m->slot_time = static_cast<int32_t>(dae->time_symbol);
+  for (const auto& u : dae->q) {
+    m->q_slot.push_back(static_cast<int32_t>(u.symbol));
+    m->qd_slot.push_back(static_cast<int32_t>(u.d1));
+    m->qdd_slot.push_back(static_cast<int32_t>(u.d2));
+    m->q.push_back({u.name, source_ref(sources, u.span, u.name)});
+  }
+  for (const auto& u : dae->y) {
+    m->y_slot.push_back(static_cast<int32_t>(u.symbol));
+    m->yd_slot.push_back(static_cast<int32_t>(u.d1));
+    m->y.push_back({u.name, source_ref(sources, u.span, u.name)});
+  }
+  for (const auto& u : dae->z) {
+    m->z_slot.push_back(static_cast<int32_t>(u.symbol));
+    m->z.push_back({u.name, source_ref(sources, u.span, u.name)});
+  }
+  m->slot_c_q = static_cast<int32_t>(kernels.c_q);
+  m->slot_c_qd = static_cast<int32_t>(kernels.c_qd);
+  m->slot_c_y = static_cast<int32_t>(kernels.c_y);
+  for (const auto& e : dae->equations) {
+    m->eq_level.push_back(e.level);
+    m->eq_source.push_back(source_ref(sources, e.span, e.text));
+  }
+  m->residual = kernel(kernels.residual, *state->jit);
+  m->newton_matrix = sparse(kernels.newton_matrix, *state->jit);
+  m->mass_matrix = sparse(kernels.mass_matrix, *state->jit);
+  m->init_residual = kernel(kernels.init_residual, *state->jit);
+  m->init_matrix = sparse(kernels.init_matrix, *state->jit);
+  m->outputs = kernel(kernels.outputs, *state->jit);
+  m->initial_values = kernel(kernels.initial_values, *state->jit);
+  for (const auto& o : dae->outputs) m->output_names.push_back(o.name);
+  for (const auto& v : flat->vars) {
+    if (v.role != VarRole::Parameter) continue;
+    m->parameters.push_back({v.name, source_ref(sources, v.span, v.name)});
+    m->parameter_slot.push_back(static_cast<int32_t>(v.symbol));
+  }
+  m->n_v = static_cast<int32_t>(cx.symbol_count());
+
+  // initial symbol vector: parameters, then start values from the initial_values kernel
+  m->v0.assign(m->n_v, 0.0);
+  for (const auto& [s, x] : param_value) m->v0[s] = x;
+  std::vector<double> start(kernels.initial_values.outputs.size());
+  int32_t st = m->initial_values(m->v0.data(), start.data());
+  size_t k = 0;
+  auto put = [&](int32_t slot, const std::string& name) {
+    if (st != 0 && static_cast<size_t>(st - 1) == k)
+      diags.report(DiagKind::nonfinite_start, Span{}, {name});
+    m->v0[slot] = start[k++];
+  };
+  for (int32_t i = 0; i < m->n_q; ++i) put(m->q_slot[i], m->q[i].name);
+  for (int32_t i = 0; i < m->n_q; ++i) put(m->qd_slot[i], "der(" + m->q[i].name + ")");
+  for (int32_t i = 0; i < m->n_y; ++i) put(m->y_slot[i], m->y[i].name);
+  for (int32_t i = 0; i < m->n_z; ++i) put(m->z_slot[i], m->z[i].name);
+  if (diags.has_errors()) return finish(false);
+
+  // constraints must hold at the start (position and velocity level)
+  {
+    std::vector<double> r(m->n_eq());
+    m->residual(m->v0.data(), r.data());
+    for (int32_t i = 0; i < m->n_eq(); ++i) {
+      auto level = m->eq_level[i];
+      if (level != rt::EquationLevel::Position && level != rt::EquationLevel::Velocity) continue;
+      if (std::isfinite(r[i]) && std::fabs(r[i]) <= 1e-9) continue;
+      diags.report(DiagKind::inconsistent_start, dae->equations[i].span, {fmt::format("{:.6g}", r[i])});
+      diags.help("choose start values that satisfy the constraint; mbs does not move them");
+    }
+    if (diags.has_errors()) return finish(false);
+  }
+
+  m->code_owner = state;
+  result.model = m;
+  return finish(true);
+}
+
+}  // namespace mbs

@@ -1,0 +1,48 @@
+// The compiler driver: a readable list of passes from source text to a CompiledModel.
+//   read -> parse -> flatten -> dae -> kernels -> codegen (LLVM ORC JIT)
+// Each pass can print its result (`emit`) and reports its time when verbose.
+#pragma once
+
+#include <iosfwd>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/model/CompiledModel.h"
+
+namespace mbs {
+
+struct CompileOptions {
+  std::string file;                         // the main .mbs file
+  std::string model;                        // model to compile; empty: the last model in the file
+  std::vector<std::string> include_dirs;    // -I, searched before $MBS_PATH and stdlib/
+  std::map<std::string, double> overrides;  // --set NAME=VALUE
+  std::string emit;                         // "", "ast", "flat", "dae", "kernels", "ir"
+  bool verbose = false;                     // print each pass's time to the diagnostic stream
+  int opt_level = 2;                        // LLVM optimisation level
+};
+
+struct PassTiming {
+  std::string pass;
+  double ms = 0;
+};
+
+struct CompileResult {
+  std::shared_ptr<const rt::CompiledModel> model;  // null on error or when only emitting
+  bool ok = false;                                 // false: model errors were reported
+  std::vector<PassTiming> timings;
+  std::vector<std::string> diagnostic_kinds;  // names of the diagnostic kinds reported
+  double total_ms = 0;
+};
+
+// Runs the pipeline. Diagnostics go to `diag_out`; `--emit` output to `emit_out`. When `emit` is
+// set, the pipeline stops after that pass (ok = true, model = null) unless it is "ir".
+CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
+                      std::ostream& diag_out);
+
+// The library search path for include_dirs: -I dirs, then $MBS_PATH (colon separated), then the
+// stdlib/ of this installation.
+std::vector<std::string> library_path(const std::vector<std::string>& include_dirs);
+
+}  // namespace mbs

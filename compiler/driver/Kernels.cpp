@@ -1,0 +1,134 @@
+#include "compiler/driver/Kernels.h"
+
+#include <map>
+#include <ostream>
+#include <unordered_map>
+
+namespace mbs {
+
+namespace {
+
+using sym::Expr;
+
+struct Column {
+  std::vector<std::pair<uint32_t, Expr>> terms;  // (symbol, coefficient)
+};
+
+// Sparse Jacobian of `f` with respect to columns that are weighted sums of symbol derivatives.
+MatrixKernel jacobian(sym::Context& cx, const char* name, const std::vector<Expr>& f,
+                      const std::vector<Column>& cols) {
+  std::unordered_map<uint32_t, sym::Differentiator> diffs;
+  std::map<std::pair<int32_t, int32_t>, Expr> entries;  // (col, row) -> value
+  std::unordered_map<uint32_t, std::vector<size_t>> rows_of;  // symbol -> rows containing it
+  for (size_t i = 0; i < f.size(); ++i)
+    for (uint32_t s : sym::free_symbols(f[i])) rows_of[s].push_back(i);
+  for (size_t j = 0; j < cols.size(); ++j) {
+    for (const auto& [s, coef] : cols[j].terms) {
+      auto rows = rows_of.find(s);
+      if (rows == rows_of.end()) continue;
+      auto it = diffs.find(s);
+      if (it == diffs.end()) it = diffs.emplace(s, sym::Differentiator(cx, s)).first;
+      for (size_t i : rows->second) {
+        Expr d = it->second(f[i]);
+        if (d->is_const(0.0)) continue;
+        auto key = std::make_pair(static_cast<int32_t>(j), static_cast<int32_t>(i));
+        Expr term = cx.mul(coef, d);
+        auto e = entries.find(key);
+        if (e == entries.end())
+          entries.emplace(key, term);
+        else
+          e->second = cx.add(e->second, term);
+      }
+    }
+  }
+  MatrixKernel m;
+  m.spec.name = name;
+  m.pattern.rows = static_cast<int32_t>(f.size());
+  m.pattern.cols = static_cast<int32_t>(cols.size());
+  for (const auto& [key, value] : entries) {
+    m.pattern.col.push_back(key.first);
+    m.pattern.row.push_back(key.second);
+    m.spec.outputs.push_back(value);
+  }
+  return m;
+}
+
+}  // namespace
+
+std::vector<codegen::KernelSpec> ModelKernels::all() const {
+  return {residual,           newton_matrix.spec, mass_matrix.spec, init_residual,
+          init_matrix.spec,   outputs,            initial_values};
+}
+
+ModelKernels build_kernels(const SymbolicDae& dae, sym::Context& cx) {
+  ModelKernels k;
+  k.c_q = cx.new_symbol("solver.c_q");
+  k.c_qd = cx.new_symbol("solver.c_qd");
+  k.c_y = cx.new_symbol("solver.c_y");
+  Expr one = cx.one();
+
+  std::vector<Expr> f, g;
+  for (const auto& e : dae.equations) {
+    f.push_back(e.residual);
+    g.push_back(e.init_residual);
+  }
+  k.residual.name = "residual";
+  k.residual.outputs = f;
+  k.init_residual.name = "init_residual";
+  k.init_residual.outputs = g;
+
+  std::vector<Column> newton, mass, init;
+  for (const auto& u : dae.q) {
+    newton.push_back({{{u.d2, one}, {u.symbol, cx.symbol(k.c_q)}, {u.d1, cx.symbol(k.c_qd)}}});
+    mass.push_back({{{u.d2, one}}});
+    init.push_back({{{u.d2, one}}});
+  }
+  for (const auto& u : dae.y) {
+    newton.push_back({{{u.d1, one}, {u.symbol, cx.symbol(k.c_y)}}});
+    mass.push_back({{{u.d1, one}}});
+    init.push_back({{{u.d1, one}}});
+  }
+  for (const auto& u : dae.z) {
+    newton.push_back({{{u.symbol, one}}});
+    init.push_back({{{u.symbol, one}}});
+  }
+  k.newton_matrix = jacobian(cx, "newton_matrix", f, newton);
+  k.mass_matrix = jacobian(cx, "mass_matrix", f, mass);
+  k.init_matrix = jacobian(cx, "init_matrix", g, init);
+
+  k.outputs.name = "outputs";
+  for (const auto& o : dae.outputs) k.outputs.outputs.push_back(o.value);
+
+  k.initial_values.name = "initial_values";
+  auto start = [&](Expr e) { return e ? e : cx.zero(); };
+  for (const auto& u : dae.q) k.initial_values.outputs.push_back(start(u.start));
+  for (const auto& u : dae.q) k.initial_values.outputs.push_back(start(u.start_der));
+  for (const auto& u : dae.y) k.initial_values.outputs.push_back(start(u.start));
+  for (const auto& u : dae.z) k.initial_values.outputs.push_back(start(u.start));
+  return k;
+}
+
+void print_kernels(std::ostream& os, const sym::Context& cx, const ModelKernels& k) {
+  auto list = [&](const codegen::KernelSpec& s) {
+    os << "kernel " << s.name << " (" << s.outputs.size() << " outputs)\n";
+    for (size_t i = 0; i < s.outputs.size(); ++i)
+      os << "  [" << i << "] " << sym::to_string(cx, s.outputs[i]) << "\n";
+  };
+  auto matrix = [&](const MatrixKernel& m) {
+    os << "kernel " << m.spec.name << " (" << m.pattern.rows << "x" << m.pattern.cols << ", "
+       << m.pattern.nnz() << " non-zeros)\n";
+    for (size_t i = 0; i < m.spec.outputs.size(); ++i)
+      os << "  (" << m.pattern.row[i] << "," << m.pattern.col[i]
+         << ") " << sym::to_string(cx, m.spec.outputs[i]) << "\n";
+  };
+  list(k.residual);
+  matrix(k.newton_matrix);
+  matrix(k.mass_matrix);
+  list(k.init_residual);
+  matrix(k.init_matrix);
+  list(k.outputs);
+  list(k.initial_values);
+  os << "nodes in the expression DAG: " << cx.node_count() << "\n";
+}
+
+}  // namespace mbs

@@ -1,0 +1,36 @@
+// The "kernels" pass: from the SymbolicDAE to the lists of expressions the runtime calls
+// (residuals, Newton matrix, mass matrix, index-reduced initial system, outputs, initial values),
+// with the sparsity patterns of the matrix kernels.
+#pragma once
+
+#include <iosfwd>
+#include <vector>
+
+#include "compiler/codegen/Jit.h"
+#include "compiler/dae/Dae.h"
+#include "compiler/symbolic/Expr.h"
+
+namespace mbs {
+
+struct MatrixKernel {
+  codegen::KernelSpec spec;
+  sym::Pattern pattern;  // compressed-column order, values in spec.outputs
+};
+
+struct ModelKernels {
+  uint32_t c_q = 0, c_qd = 0, c_y = 0;  // Newton-matrix coefficient symbols
+  codegen::KernelSpec residual;          // F
+  MatrixKernel newton_matrix;            // dF/d[qdd|yd|z] + c_q dF/dq + c_qd dF/dqd + c_y dF/dy
+  MatrixKernel mass_matrix;              // dF/d[qdd|yd]
+  codegen::KernelSpec init_residual;     // index-reduced F
+  MatrixKernel init_matrix;              // d init_residual / d[qdd|yd|z]
+  codegen::KernelSpec outputs;           // every model variable
+  codegen::KernelSpec initial_values;    // start values [q | qd | y | z] from parameters
+  std::vector<codegen::KernelSpec> all() const;
+};
+
+ModelKernels build_kernels(const SymbolicDae& dae, sym::Context& cx);
+
+void print_kernels(std::ostream& os, const sym::Context& cx, const ModelKernels& k);
+
+}  // namespace mbs

@@ -1,0 +1,61 @@
+#include "compiler/flatten/FlatModel.h"
+
+#include <ostream>
+
+namespace mbs {
+
+uint32_t DerivativeTable::der(uint32_t s) {
+  if (auto it = der_.find(s); it != der_.end()) return it->second;
+  uint32_t d = cx_.new_symbol("der(" + cx_.symbol_name(s) + ")");
+  der_.emplace(s, d);
+  inv_.emplace(d, s);
+  return d;
+}
+
+int64_t DerivativeTable::integral_of(uint32_t s) const {
+  auto it = inv_.find(s);
+  return it == inv_.end() ? -1 : static_cast<int64_t>(it->second);
+}
+
+sym::Expr DerivativeTable::total_derivative(sym::Expr e) {
+  std::vector<sym::Expr> terms;
+  for (uint32_t s : sym::free_symbols(e)) {
+    if (is_constant(s)) continue;
+    sym::Expr d = sym::diff(cx_, e, s);
+    if (d->is_const(0.0)) continue;
+    if (static_cast<int64_t>(s) == time_) {
+      terms.push_back(d);
+      continue;
+    }
+    terms.push_back(cx_.mul(d, cx_.symbol(der(s))));
+  }
+  return cx_.add(std::span<const sym::Expr>(terms));
+}
+
+void print_flat_model(std::ostream& os, const sym::Context& cx, const FlatModel& m) {
+  os << "flat model " << m.name << "\n";
+  size_t nvar = 0, npar = 0;
+  for (const auto& v : m.vars) (v.role == VarRole::Variable ? nvar : npar)++;
+  os << "  " << nvar << " variables, " << npar << " parameters/constants, " << m.equations.size()
+     << " equations\n";
+  static const char* types[] = {"Real", "Integer", "Boolean"};
+  for (const auto& v : m.vars) {
+    os << "  " << (v.role == VarRole::Parameter  ? "parameter "
+                   : v.role == VarRole::Constant ? "constant "
+                                                 : "")
+       << (v.flow ? "flow " : "") << types[static_cast<int>(v.type)] << " " << v.name;
+    if (v.binding) os << " = " << sym::to_string(cx, v.binding);
+    if (v.start) os << " (start = " << sym::to_string(cx, v.start) << (v.fixed ? ", fixed" : "") << ")";
+    if (!v.unit.empty()) os << " [" << v.unit << "]";
+    if (v.span.valid()) os << "  @" << v.span.line << ":" << v.span.col;
+    os << "\n";
+  }
+  os << "equations\n";
+  for (const auto& e : m.equations) {
+    os << "  0 = " << sym::to_string(cx, e.residual);
+    if (e.span.valid()) os << "  @" << e.span.line << ":" << e.span.col;
+    os << "\n";
+  }
+}
+
+}  // namespace mbs

@@ -1,0 +1,82 @@
+// FlatModel: one model with no components left. Scalar variables with dotted names
+// (`crank.phi`, `x[2]`), parameters with their binding expressions, equations in residual form,
+// each carrying the span it came from. Expressions live in the symbolic DAG; every variable and
+// parameter is a symbol, and der() of a variable is a symbol of its own (see DerivativeTable).
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "compiler/diag/Diagnostics.h"
+#include "compiler/symbolic/Expr.h"
+
+namespace mbs {
+
+enum class ScalarType : uint8_t { Real, Integer, Boolean };
+enum class VarRole : uint8_t { Variable, Parameter, Constant };
+
+struct FlatVar {
+  std::string name;  // dotted, e.g. "s.x", "x[2]"
+  uint32_t symbol = 0;
+  ScalarType type = ScalarType::Real;
+  VarRole role = VarRole::Variable;
+  bool flow = false;
+  bool input = false;
+  bool output = false;
+  sym::Expr binding = nullptr;  // Parameter/Constant: its value expression (may be null)
+  sym::Expr start = nullptr;    // `start` attribute (may be null)
+  bool fixed = false;           // `fixed` attribute
+  std::string unit;
+  std::string description;
+  Span span;  // the declaration
+};
+
+struct FlatEquation {
+  sym::Expr residual;  // lhs - rhs
+  Span span;
+  std::string text;  // the equation as written (for messages), e.g. "x^2 + y^2 = L^2"
+  std::string origin;  // instance path the equation came from ("" for the top model)
+};
+
+// The symbols of time derivatives: der(s) for a variable symbol s, created on first use.
+class DerivativeTable {
+ public:
+  explicit DerivativeTable(sym::Context& cx) : cx_(cx) {}
+  // The symbol of d/dt of `s`, creating it (named "der(<name>)") on first use.
+  uint32_t der(uint32_t s);
+  // The symbol whose derivative `s` is, or -1.
+  int64_t integral_of(uint32_t s) const;
+  bool has_der(uint32_t s) const { return der_.count(s) != 0; }
+  // Declares that symbols of `zero_rate` have zero time derivative (parameters, constants).
+  void set_constant(uint32_t s) { constant_.insert_or_assign(s, true); }
+  bool is_constant(uint32_t s) const { return constant_.count(s) != 0; }
+  void set_time(uint32_t s) { time_ = static_cast<int64_t>(s); }
+  int64_t time() const { return time_; }
+
+  // Total time derivative of e: sum over symbols s of de/ds * der(s) (+ de/dtime).
+  sym::Expr total_derivative(sym::Expr e);
+
+ private:
+  sym::Context& cx_;
+  std::unordered_map<uint32_t, uint32_t> der_;
+  std::unordered_map<uint32_t, uint32_t> inv_;
+  std::unordered_map<uint32_t, bool> constant_;
+  int64_t time_ = -1;
+};
+
+struct FlatModel {
+  std::string name;
+  std::string description;
+  uint32_t time_symbol = 0;
+  std::vector<FlatVar> vars;
+  std::vector<FlatEquation> equations;
+  // symbol -> index into vars (only variable/parameter symbols)
+  std::unordered_map<uint32_t, size_t> var_of_symbol;
+};
+
+void print_flat_model(std::ostream& os, const sym::Context& cx, const FlatModel& m);
+
+}  // namespace mbs

@@ -1,0 +1,1672 @@
+// Flattening of a model: instance tree, modifications, extends, arrays, equations and connect.
+//
+// Two phases. Instantiation walks the class tree and creates an Instance for every component and
+// a FlatVar (with its own symbol) for every scalar; array sizes are evaluated on the way.
+// Elaboration then evaluates bindings, attributes and equations in the scope of the instance they
+// belong to, and turns connection sets into equations. Parameter bindings are evaluated lazily so
+// that a parameter may be used before it is declared, with cycle detection.
+#include "compiler/flatten/Flatten.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <numeric>
+#include <set>
+#include <sstream>
+
+#include "compiler/syntax/Parser.h"
+
+namespace mbs {
+
+// ------------------------------------------------------------------------------------------------
+// ClassLoader
+
+ClassLoader::ClassLoader(SourceManager& sources, DiagnosticEngine& diags,
+                         std::vector<std::string> path)
+    : sources_(sources), diags_(diags), path_(std::move(path)) {}
+ClassLoader::~ClassLoader() = default;
+
+void ClassLoader::add_file(std::unique_ptr<ast::File> file) {
+  for (const auto& c : file->classes) top_.emplace(c->name, c.get());
+  files_.push_back(std::move(file));
+}
+
+const ast::ClassDef* ClassLoader::find_top_level(const std::string& name, Span use) {
+  if (auto it = top_.find(name); it != top_.end()) return it->second;
+  if (tried_.count(name)) return nullptr;
+  tried_[name] = true;
+  for (const auto& dir : path_) {
+    std::filesystem::path p = std::filesystem::path(dir) / (name + ".mbs");
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(p, ec)) continue;
+    std::ifstream in(p, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    uint32_t id = sources_.add_file(p.string(), ss.str());
+    size_t before = diags_.error_count();
+    auto file = parse_file(sources_, id, diags_);
+    if (!file || diags_.error_count() != before) {
+      diags_.report(DiagKind::library_parse_failed, use, {p.string()});
+      return nullptr;
+    }
+    add_file(std::move(file));
+    if (auto it = top_.find(name); it != top_.end()) return it->second;
+  }
+  return nullptr;
+}
+
+const ast::ClassDef* select_model(const ast::File& file, const std::string& name) {
+  const ast::ClassDef* last = nullptr;
+  for (const auto& c : file.classes) {
+    if (!name.empty()) {
+      if (c->name == name) return c.get();
+      continue;
+    }
+    if (c->kind == ast::ClassKind::Model || c->kind == ast::ClassKind::Block) last = c.get();
+  }
+  return last;
+}
+
+namespace {
+
+using sym::Expr;
+
+// ------------------------------------------------------------------------------------------------
+// Values: scalars and arrays of symbolic expressions.
+
+struct Value {
+  std::vector<int> shape;  // empty: scalar
+  std::vector<Expr> elems;
+  ScalarType type = ScalarType::Real;
+  bool is_string = false;
+  std::string str;
+
+  size_t size() const { return elems.size(); }
+  bool scalar() const { return shape.empty() && !is_string; }
+  static Value of(Expr e, ScalarType t = ScalarType::Real) {
+    Value v;
+    v.elems.push_back(e);
+    v.type = t;
+    return v;
+  }
+};
+
+std::string shape_str(const std::vector<int>& s) {
+  if (s.empty()) return "scalar";
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+// ------------------------------------------------------------------------------------------------
+// Classes with their lexical parents.
+
+struct ClassEntry {
+  const ast::ClassDef* def = nullptr;
+  const ClassEntry* parent = nullptr;  // enclosing class, or null at top level
+  std::string full_name;
+};
+
+// ------------------------------------------------------------------------------------------------
+// Modifications
+
+struct Instance;
+
+struct ModEntry {
+  const ast::Expr* value = nullptr;
+  Instance* scope = nullptr;  // the instance in which `value` is evaluated
+  std::vector<int> pick;      // element of an array value meant for this (array element) instance
+  std::map<std::string, ModEntry> sub;
+  Span span;
+  bool each = false;
+};
+using ModMap = std::map<std::string, ModEntry>;
+
+// outer takes precedence over inner
+ModEntry merge(const ModEntry& outer, const ModEntry& inner) {
+  ModEntry r = inner;
+  if (outer.value) {
+    r.value = outer.value;
+    r.scope = outer.scope;
+    r.pick = outer.pick;
+    r.span = outer.span;
+    r.each = outer.each;
+  }
+  for (const auto& [k, v] : outer.sub) {
+    auto it = r.sub.find(k);
+    if (it == r.sub.end())
+      r.sub.emplace(k, v);
+    else
+      it->second = merge(v, it->second);
+  }
+  return r;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Instances
+
+struct Instance {
+  enum class Kind { Scalar, Composite, Array } kind = Kind::Composite;
+  std::string path;
+  std::string type_name;
+  const ClassEntry* cls = nullptr;  // Composite
+  ScalarType scalar_type = ScalarType::Real;
+  int var = -1;  // Scalar: index into FlatModel::vars
+  std::vector<int> dims;  // Array
+  std::vector<std::unique_ptr<Instance>> elems;  // Array elements / Composite members (owned)
+  std::vector<std::pair<std::string, Instance*>> members;  // Composite
+  Instance* parent = nullptr;
+  bool is_connector = false;
+  VarRole role = VarRole::Variable;
+  bool flow = false;
+  Span span;
+  // Scalar: attribute modifications and binding (evaluated during elaboration)
+  ModEntry mod;
+  // Composite: the classes whose equations belong to this instance (the class and its bases)
+  std::vector<const ClassEntry*> equation_classes;
+
+  Instance* member(const std::string& n) const {
+    for (const auto& [k, v] : members)
+      if (k == n) return v;
+    return nullptr;
+  }
+};
+
+// For-loop iterator bindings visible in a scope.
+struct Iterators {
+  const Iterators* outer = nullptr;
+  std::string name;
+  Value value;
+  const Value* find(const std::string& n) const {
+    for (const Iterators* it = this; it; it = it->outer)
+      if (it->name == n) return &it->value;
+    return nullptr;
+  }
+};
+
+struct Scope {
+  Instance* inst = nullptr;
+  const Iterators* iters = nullptr;
+};
+
+struct BuildError {};  // thrown after a diagnostic has been reported, caught per equation
+
+class Flattener {
+ public:
+  Flattener(ClassLoader& loader, const SourceManager& sources, sym::Context& cx,
+            DerivativeTable& ders, const FlattenOptions& options, DiagnosticEngine& diags)
+      : loader_(loader), sources_(sources), cx_(cx), ders_(ders), options_(options),
+        diags_(diags) {}
+
+  std::optional<FlatModel> run(const ast::ClassDef& model);
+
+ private:
+  // ---- classes
+  const ClassEntry* entry_for(const ast::ClassDef* def, const ClassEntry* parent);
+  const ClassEntry* lookup_class(const std::string& dotted, const ClassEntry* from, Span use);
+  const ClassEntry* lookup_first(const std::string& name, const ClassEntry* from, Span use);
+  const ClassEntry* find_nested(const ClassEntry* c, const std::string& name);
+
+  // ---- instantiation
+  void instantiate_members(Instance& inst, const ClassEntry* cls, const ModEntry& mod, int depth);
+  void collect_elements(const ClassEntry* cls, const ModEntry& mod, Instance& inst,
+                        std::vector<std::pair<const ast::Component*, const ClassEntry*>>& comps,
+                        ModEntry& effective, int depth);
+  std::unique_ptr<Instance> make_component(Instance& parent, const ast::Component& c,
+                                           const ClassEntry* owner, const ModEntry& mod,
+                                           int depth);
+  std::unique_ptr<Instance> make_typed(Instance* parent, const std::string& path,
+                                       const ast::Component& c, const ClassEntry* type,
+                                       const std::string& builtin, const ModEntry& mod,
+                                       std::vector<int> dims, size_t dim_pos, VarRole role,
+                                       bool flow, bool connector, int depth);
+  ModEntry mod_from_ast(const ast::Modification* m, Instance* scope);
+  ModEntry pick_element(const ModEntry& m, int index);
+  std::vector<int> eval_dims(const std::vector<ast::ExprPtr>& dims, Scope s);
+
+  // ---- evaluation
+  Value eval(const ast::Expr& e, Scope s);
+  Value eval_ref(const ast::Expr& e, Scope s);
+  Value eval_call(const ast::Expr& e, Scope s);
+  Value eval_binary(const std::string& op, const Value& a, const Value& b, Span span);
+  Value instance_value(Instance* inst, Span span);
+  Value eval_mod_value(const ModEntry& m);
+  Expr scalar_of(const Value& v, Span span, const char* what);
+  double structural(Expr e, Span span, const std::string& what);
+  long structural_int(const Value& v, Span span, const std::string& what);
+  Expr resolve_parameters(Expr e, Span span, const std::string& what);
+  Expr binding_of(size_t var, Span use);
+  Value apply_subscripts(const Value& v, const std::vector<ast::ExprPtr>& subs, Scope s,
+                         Span span, const std::string& name);
+
+  // ---- equations
+  void elaborate(Instance& inst);
+  void elaborate_scalar(Instance& inst);
+  void add_equations(const ast::EquationList& eqs, Scope s, const std::string& origin);
+  void add_equation(const ast::Equation& eq, Scope s, const std::string& origin);
+  void add_connect(const ast::Equation& eq, Scope s);
+  Instance* resolve_connector(const ast::Expr& ref, Scope s, bool& outside);
+  void connect_pair(Instance* a, bool a_out, Instance* b, bool b_out, const ast::Equation& eq);
+  void generate_connection_equations(Instance& root);
+  std::string source_text(Span span) const;
+
+  [[noreturn]] void fail(DiagKind k, Span span, std::vector<std::string> args = {}) {
+    diags_.report(k, span, std::move(args));
+    throw BuildError{};
+  }
+
+  ClassLoader& loader_;
+  const SourceManager& sources_;
+  sym::Context& cx_;
+  DerivativeTable& ders_;
+  const FlattenOptions& options_;
+  DiagnosticEngine& diags_;
+
+  FlatModel flat_;
+  std::vector<std::unique_ptr<ClassEntry>> entries_;
+  std::map<const ast::ClassDef*, const ClassEntry*> entry_of_;
+  std::vector<Instance*> scalars_;  // by var index
+  // lazy binding evaluation state per var: 0 not yet, 1 in progress, 2 done
+  std::vector<uint8_t> binding_state_;
+  std::map<std::string, bool> overrides_used_;
+
+  // connection sets: elements are (var, outside?)
+  struct Element {
+    int var;
+    bool outside;
+    bool operator<(const Element& o) const {
+      return var != o.var ? var < o.var : outside < o.outside;
+    }
+  };
+  std::map<Element, int> element_id_;
+  std::vector<int> uf_parent_;
+  std::vector<Element> elements_;
+  std::vector<Span> element_span_;
+  int element(int var, bool outside, Span span) {
+    auto [it, inserted] = element_id_.emplace(Element{var, outside}, (int)elements_.size());
+    if (inserted) {
+      elements_.push_back(Element{var, outside});
+      uf_parent_.push_back(it->second);
+      element_span_.push_back(span);
+    }
+    return it->second;
+  }
+  int find(int x) {
+    while (uf_parent_[x] != x) x = uf_parent_[x] = uf_parent_[uf_parent_[x]];
+    return x;
+  }
+  std::vector<std::unique_ptr<Instance>> package_instances_;
+};
+
+constexpr int kMaxDepth = 64;
+
+// ------------------------------------------------------------------------------------------------
+// Class lookup
+
+const ClassEntry* Flattener::entry_for(const ast::ClassDef* def, const ClassEntry* parent) {
+  if (auto it = entry_of_.find(def); it != entry_of_.end()) return it->second;
+  auto e = std::make_unique<ClassEntry>();
+  e->def = def;
+  e->parent = parent;
+  e->full_name = parent ? parent->full_name + "." + def->name : def->name;
+  const ClassEntry* r = e.get();
+  entries_.push_back(std::move(e));
+  entry_of_[def] = r;
+  return r;
+}
+
+const ClassEntry* Flattener::find_nested(const ClassEntry* c, const std::string& name) {
+  for (const auto& n : c->def->classes)
+    if (n->name == name) return entry_for(n.get(), c);
+  return nullptr;
+}
+
+const ClassEntry* Flattener::lookup_first(const std::string& name, const ClassEntry* from,
+                                          Span use) {
+  for (const ClassEntry* c = from; c; c = c->parent) {
+    if (c->def->name == name) return c;
+    if (auto* n = find_nested(c, name)) return n;
+    // bases' nested classes
+    for (const auto& ext : c->def->extends) {
+      if (ext.base == name) continue;
+      if (auto* b = lookup_class(ext.base, c->parent ? c->parent : c, ext.span))
+        if (auto* n = find_nested(b, name)) return n;
+    }
+    for (const auto& imp : c->def->imports) {
+      if (!imp.alias.empty()) {
+        if (imp.alias == name) {
+          auto* t = lookup_class(imp.path, nullptr, imp.span);
+          if (!t) fail(DiagKind::import_not_found, imp.span, {imp.path});
+          return t;
+        }
+      } else if (imp.wildcard) {
+        auto* pkg = lookup_class(imp.path, nullptr, imp.span);
+        if (!pkg) fail(DiagKind::import_not_found, imp.span, {imp.path});
+        if (auto* n = find_nested(pkg, name)) return n;
+      } else {
+        auto dot = imp.path.rfind('.');
+        std::string last = dot == std::string::npos ? imp.path : imp.path.substr(dot + 1);
+        if (last == name) {
+          auto* t = lookup_class(imp.path, nullptr, imp.span);
+          if (!t) fail(DiagKind::import_not_found, imp.span, {imp.path});
+          return t;
+        }
+      }
+    }
+  }
+  if (const ast::ClassDef* top = loader_.find_top_level(name, use)) return entry_for(top, nullptr);
+  return nullptr;
+}
+
+const ClassEntry* Flattener::lookup_class(const std::string& dotted, const ClassEntry* from,
+                                          Span use) {
+  size_t start = 0;
+  const ClassEntry* cur = nullptr;
+  while (start <= dotted.size()) {
+    size_t dot = dotted.find('.', start);
+    std::string part = dotted.substr(start, dot == std::string::npos ? std::string::npos
+                                                                     : dot - start);
+    cur = cur ? find_nested(cur, part) : lookup_first(part, from, use);
+    if (!cur) return nullptr;
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  return cur;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Modifications
+
+ModEntry Flattener::mod_from_ast(const ast::Modification* m, Instance* scope) {
+  ModEntry r;
+  if (!m) return r;
+  r.span = m->span;
+  if (m->value) {
+    r.value = m->value.get();
+    r.scope = scope;
+  }
+  for (const auto& a : m->args) {
+    ModEntry sub = mod_from_ast(a.mod.get(), scope);
+    sub.each = a.each;
+    if (!sub.span.valid()) sub.span = a.span;
+    // a dotted path x.start = 1 nests
+    for (size_t i = a.path.size(); i-- > 1;) {
+      ModEntry outer;
+      outer.span = a.span;
+      outer.sub.emplace(a.path[i], std::move(sub));
+      sub = std::move(outer);
+    }
+    if (a.path.empty()) continue;
+    auto it = r.sub.find(a.path[0]);
+    if (it == r.sub.end())
+      r.sub.emplace(a.path[0], std::move(sub));
+    else
+      it->second = merge(sub, it->second);
+  }
+  return r;
+}
+
+ModEntry Flattener::pick_element(const ModEntry& m, int index) {
+  ModEntry r = m;
+  if (r.value && !r.each) r.pick.push_back(index);
+  for (auto& [k, v] : r.sub) v = pick_element(v, index);
+  return r;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Instantiation
+
+std::vector<int> Flattener::eval_dims(const std::vector<ast::ExprPtr>& dims, Scope s) {
+  std::vector<int> r;
+  for (const auto& d : dims) {
+    Value v = eval(*d, s);
+    long n = structural_int(v, d->span, "an array size");
+    if (n < 0 || n > 10'000'000) fail(DiagKind::bad_subscript, d->span, {"invalid array size " + std::to_string(n)});
+    r.push_back(static_cast<int>(n));
+  }
+  return r;
+}
+
+void Flattener::collect_elements(
+    const ClassEntry* cls, const ModEntry& mod, Instance& inst,
+    std::vector<std::pair<const ast::Component*, const ClassEntry*>>& comps, ModEntry& effective,
+    int depth) {
+  if (depth > kMaxDepth) fail(DiagKind::recursive_class, cls->def->span, {cls->full_name});
+  // extends first: base elements come before the class's own
+  for (const auto& ext : cls->def->extends) {
+    const ClassEntry* base = lookup_class(ext.base, cls, ext.span);
+    if (!base) fail(DiagKind::unknown_type, ext.span, {ext.base});
+    if (base == cls) fail(DiagKind::recursive_class, ext.span, {cls->full_name});
+    ModEntry ext_mod = mod_from_ast(ext.mod.get(), &inst);
+    effective = merge(effective, ext_mod);
+    collect_elements(base, ModEntry{}, inst, comps, effective, depth + 1);
+  }
+  for (const auto& c : cls->def->components) comps.emplace_back(&c, cls);
+  inst.equation_classes.push_back(cls);
+  (void)mod;
+}
+
+void Flattener::instantiate_members(Instance& inst, const ClassEntry* cls, const ModEntry& mod,
+                                    int depth) {
+  if (depth > kMaxDepth) fail(DiagKind::recursive_class, cls->def->span, {cls->full_name});
+  std::vector<std::pair<const ast::Component*, const ClassEntry*>> comps;
+  ModEntry inherited;  // modifications from extends clauses
+  collect_elements(cls, mod, inst, comps, inherited, depth);
+  ModEntry effective = merge(mod, inherited);
+  std::set<std::string> names;
+  for (const auto& [c, owner] : comps) {
+    if (!names.insert(c->name).second) fail(DiagKind::duplicate_element, c->span, {c->name});
+  }
+  for (const auto& [k, v] : effective.sub) {
+    if (!names.count(k))
+      fail(DiagKind::unknown_modifier, v.span.valid() ? v.span : inst.span,
+           {inst.path.empty() ? cls->def->name : inst.path, k});
+  }
+  for (const auto& [c, owner] : comps) {
+    ModEntry m;
+    if (auto it = effective.sub.find(c->name); it != effective.sub.end()) m = it->second;
+    auto child = make_component(inst, *c, owner, m, depth + 1);
+    inst.members.emplace_back(c->name, child.get());
+    inst.elems.push_back(std::move(child));
+  }
+}
+
+std::unique_ptr<Instance> Flattener::make_component(Instance& parent, const ast::Component& c,
+                                                    const ClassEntry* owner, const ModEntry& mod,
+                                                    int depth) {
+  // declaration modification, evaluated in the parent's scope; outer `mod` overrides it
+  ModEntry decl = mod_from_ast(c.mod.get(), &parent);
+  ModEntry m = merge(mod, decl);
+  std::vector<int> dims = eval_dims(c.type_dims, Scope{&parent, nullptr});
+  auto more = eval_dims(c.dims, Scope{&parent, nullptr});
+  dims.insert(dims.end(), more.begin(), more.end());
+  VarRole role = parent.role;
+  if (c.variability == ast::Variability::Parameter && role == VarRole::Variable)
+    role = VarRole::Parameter;
+  if (c.variability == ast::Variability::Constant) role = VarRole::Constant;
+  std::string path = parent.path.empty() ? c.name : parent.path + "." + c.name;
+
+  // resolve the type: builtin, short class (type X = Real(...)) or a class
+  std::string builtin;
+  const ClassEntry* type = nullptr;
+  bool connector = false;
+  std::string tn = c.type_name;
+  ModEntry type_mod;
+  for (int guard = 0; guard < 32; ++guard) {
+    if (tn == "Real" || tn == "Integer" || tn == "Boolean" || tn == "String") {
+      builtin = tn;
+      break;
+    }
+    type = lookup_class(tn, type ? type : owner, c.type_span);
+    if (!type) fail(DiagKind::unknown_type, c.type_span, {c.type_name});
+    if (type->def->kind == ast::ClassKind::Connector) connector = true;
+    if (!type->def->short_base.empty()) {
+      type_mod = merge(type_mod, mod_from_ast(type->def->short_mod.get(), &parent));
+      tn = type->def->short_base;
+      continue;
+    }
+    break;
+  }
+  m = merge(m, type_mod);
+  return make_typed(&parent, path, c, type, builtin, m, dims, 0, role, c.flow, connector, depth);
+}
+
+std::unique_ptr<Instance> Flattener::make_typed(Instance* parent, const std::string& path,
+                                                const ast::Component& c, const ClassEntry* type,
+                                                const std::string& builtin, const ModEntry& mod,
+                                                std::vector<int> dims, size_t dim_pos,
+                                                VarRole role, bool flow, bool connector,
+                                                int depth) {
+  auto inst = std::make_unique<Instance>();
+  inst->path = path;
+  inst->type_name = c.type_name;
+  inst->parent = parent;
+  inst->span = c.span;
+  inst->role = role;
+  inst->flow = flow;
+  inst->is_connector = connector;
+  if (dim_pos < dims.size()) {
+    inst->kind = Instance::Kind::Array;
+    inst->dims.assign(dims.begin() + dim_pos, dims.end());
+    int n = dims[dim_pos];
+    for (int i = 1; i <= n; ++i) {
+      std::string p = path;
+      // x[1][2] is written x[1,2]
+      if (dim_pos > 0 && !p.empty() && p.back() == ']') {
+        p.pop_back();
+        p += "," + std::to_string(i) + "]";
+      } else {
+        p += "[" + std::to_string(i) + "]";
+      }
+      auto el = make_typed(parent, p, c, type, builtin, pick_element(mod, i - 1), dims,
+                           dim_pos + 1, role, flow, connector, depth);
+      inst->elems.push_back(std::move(el));
+    }
+    return inst;
+  }
+  if (!builtin.empty()) {
+    if (builtin == "String") fail(DiagKind::unsupported, c.type_span, {"a String variable"});
+    inst->kind = Instance::Kind::Scalar;
+    inst->scalar_type = builtin == "Real"      ? ScalarType::Real
+                        : builtin == "Integer" ? ScalarType::Integer
+                                               : ScalarType::Boolean;
+    static const std::set<std::string> attrs = {"start", "fixed", "unit", "min", "max",
+                                                "nominal", "displayUnit", "quantity",
+                                                "stateSelect"};
+    for (const auto& [k, v] : mod.sub)
+      if (!attrs.count(k))
+        fail(DiagKind::unknown_modifier, v.span.valid() ? v.span : c.span, {path, k});
+    FlatVar fv;
+    fv.name = path;
+    fv.symbol = cx_.new_symbol(path);
+    fv.type = inst->scalar_type;
+    fv.role = role;
+    fv.flow = flow;
+    fv.input = c.causality == ast::Causality::Input;
+    fv.output = c.causality == ast::Causality::Output;
+    fv.description = c.description;
+    fv.span = c.span;
+    inst->var = static_cast<int>(flat_.vars.size());
+    inst->mod = mod;
+    flat_.var_of_symbol[fv.symbol] = flat_.vars.size();
+    if (role != VarRole::Variable) ders_.set_constant(fv.symbol);
+    flat_.vars.push_back(std::move(fv));
+    scalars_.push_back(inst.get());
+    binding_state_.push_back(0);
+    return inst;
+  }
+  inst->kind = Instance::Kind::Composite;
+  inst->cls = type;
+  instantiate_members(*inst, type, mod, depth);
+  if (mod.value) {
+    // a record-valued binding `R r = R(...)` is not supported; a value for a model is an error
+    fail(DiagKind::unsupported, mod.span.valid() ? mod.span : c.span,
+         {"a value binding for component '" + path + "' of type '" + c.type_name + "'"});
+  }
+  return inst;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Evaluation
+
+Expr Flattener::scalar_of(const Value& v, Span span, const char* what) {
+  if (v.is_string || v.elems.size() != 1 || !v.shape.empty())
+    fail(DiagKind::shape_mismatch, span,
+         {fmt::format("{} must be a scalar, found {}", what,
+                      v.is_string ? std::string("a string") : shape_str(v.shape))});
+  return v.elems[0];
+}
+
+Expr Flattener::binding_of(size_t var, Span use) {
+  FlatVar& fv = flat_.vars[var];
+  if (binding_state_[var] == 2) return fv.binding;
+  if (binding_state_[var] == 1) fail(DiagKind::parameter_cycle, use.valid() ? use : fv.span, {fv.name});
+  binding_state_[var] = 1;
+  Instance* inst = scalars_[var];
+  Expr b = nullptr;
+  auto ov = options_.overrides.find(fv.name);
+  if (ov != options_.overrides.end() && fv.role == VarRole::Parameter) {
+    b = cx_.num(ov->second);
+    overrides_used_[fv.name] = true;
+  } else if (inst->mod.value) {
+    Value v = eval_mod_value(inst->mod);
+    b = scalar_of(v, inst->mod.span.valid() ? inst->mod.span : fv.span, "a binding");
+  }
+  fv.binding = b;
+  binding_state_[var] = 2;
+  return b;
+}
+
+Value Flattener::eval_mod_value(const ModEntry& m) {
+  Value v = eval(*m.value, Scope{m.scope, nullptr});
+  for (int idx : m.pick) {
+    if (v.shape.empty()) break;  // a scalar applies to every element
+    int n = v.shape[0];
+    if (idx >= n)
+      fail(DiagKind::shape_mismatch, m.value->span,
+           {fmt::format("the value has {} elements but the array has more", n)});
+    size_t stride = v.elems.size() / static_cast<size_t>(n);
+    Value r;
+    r.type = v.type;
+    r.shape.assign(v.shape.begin() + 1, v.shape.end());
+    r.elems.assign(v.elems.begin() + idx * stride, v.elems.begin() + (idx + 1) * stride);
+    v = std::move(r);
+  }
+  return v;
+}
+
+Value Flattener::instance_value(Instance* inst, Span span) {
+  if (inst->kind == Instance::Kind::Scalar) {
+    FlatVar& fv = flat_.vars[inst->var];
+    if (fv.role == VarRole::Constant) {
+      Expr b = binding_of(inst->var, span);
+      if (!b) fail(DiagKind::parameter_no_value, span, {fv.name});
+      return Value::of(b, fv.type);
+    }
+    return Value::of(cx_.symbol(fv.symbol), fv.type);
+  }
+  if (inst->kind == Instance::Kind::Array) {
+    Value r;
+    r.shape.push_back(static_cast<int>(inst->elems.size()));
+    bool first = true;
+    for (auto& el : inst->elems) {
+      Value e = instance_value(el.get(), span);
+      if (first) {
+        r.shape.insert(r.shape.end(), e.shape.begin(), e.shape.end());
+        r.type = e.type;
+        first = false;
+      }
+      r.elems.insert(r.elems.end(), e.elems.begin(), e.elems.end());
+    }
+    return r;
+  }
+  fail(DiagKind::not_a_value, span, {inst->path, inst->type_name});
+}
+
+Expr Flattener::resolve_parameters(Expr e, Span span, const std::string& what) {
+  std::unordered_map<uint32_t, Expr> repl;
+  for (int iter = 0; iter < 1000; ++iter) {
+    auto syms = sym::free_symbols(e);
+    if (syms.empty()) return e;
+    repl.clear();
+    for (uint32_t s : syms) {
+      auto it = flat_.var_of_symbol.find(s);
+      if (it == flat_.var_of_symbol.end() || flat_.vars[it->second].role == VarRole::Variable) {
+        std::string n = it == flat_.var_of_symbol.end() ? cx_.symbol_name(s)
+                                                        : flat_.vars[it->second].name;
+        fail(DiagKind::not_structural, span, {what + " (it depends on '" + n + "')"});
+      }
+      Expr b = binding_of(it->second, span);
+      if (!b) fail(DiagKind::parameter_no_value, span, {flat_.vars[it->second].name});
+      repl[s] = b;
+    }
+    e = sym::substitute(cx_, e, repl);
+  }
+  fail(DiagKind::parameter_cycle, span, {what});
+}
+
+double Flattener::structural(Expr e, Span span, const std::string& what) {
+  Expr r = resolve_parameters(e, span, what);
+  if (!r->is_const()) fail(DiagKind::not_structural, span, {what});
+  return r->value;
+}
+
+long Flattener::structural_int(const Value& v, Span span, const std::string& what) {
+  double d = structural(scalar_of(v, span, what.c_str()), span, what);
+  if (d != std::floor(d) || std::fabs(d) > 1e12)
+    fail(DiagKind::type_error, span, {what + " must be an integer, found " + fmt::format("{}", d)});
+  return static_cast<long>(d);
+}
+
+Value Flattener::apply_subscripts(const Value& v, const std::vector<ast::ExprPtr>& subs, Scope s,
+                                  Span span, const std::string& name) {
+  if (subs.empty()) return v;
+  if (subs.size() > v.shape.size())
+    fail(DiagKind::bad_subscript, span,
+         {fmt::format("'{}' has {} dimension(s) but {} subscript(s) are given", name,
+                      v.shape.size(), subs.size())});
+  // index lists per dimension
+  std::vector<std::vector<int>> idx(v.shape.size());
+  std::vector<bool> keep(v.shape.size(), true);
+  for (size_t d = 0; d < v.shape.size(); ++d) {
+    int n = v.shape[d];
+    if (d >= subs.size() || subs[d]->kind == ast::ExprKind::Colon) {
+      for (int i = 0; i < n; ++i) idx[d].push_back(i);
+      continue;
+    }
+    Iterators end_it{s.iters, "end", Value::of(cx_.num(n), ScalarType::Integer)};
+    Value sv = eval(*subs[d], Scope{s.inst, &end_it});
+    if (sv.shape.empty()) {
+      long i = structural_int(sv, subs[d]->span, "a subscript");
+      if (i < 1 || i > n)
+        fail(DiagKind::index_out_of_range, subs[d]->span, {std::to_string(i), std::to_string(n), name});
+      idx[d].push_back(static_cast<int>(i - 1));
+      keep[d] = false;
+    } else {
+      for (Expr e : sv.elems) {
+        double di = structural(e, subs[d]->span, "a subscript");
+        long i = static_cast<long>(di);
+        if (i < 1 || i > n)
+          fail(DiagKind::index_out_of_range, subs[d]->span, {std::to_string(i), std::to_string(n), name});
+        idx[d].push_back(static_cast<int>(i - 1));
+      }
+    }
+  }
+  Value r;
+  r.type = v.type;
+  for (size_t d = 0; d < idx.size(); ++d)
+    if (keep[d]) r.shape.push_back(static_cast<int>(idx[d].size()));
+  std::vector<size_t> stride(v.shape.size(), 1);
+  for (size_t d = v.shape.size(); d-- > 1;) stride[d - 1] = stride[d] * v.shape[d];
+  std::vector<size_t> pos(idx.size(), 0);
+  while (true) {
+    size_t off = 0;
+    for (size_t d = 0; d < idx.size(); ++d) off += idx[d][pos[d]] * stride[d];
+    r.elems.push_back(v.elems[off]);
+    size_t d = idx.size();
+    while (d > 0) {
+      --d;
+      if (++pos[d] < idx[d].size()) break;
+      pos[d] = 0;
+      if (d == 0) return r;
+    }
+    if (idx.empty()) return r;
+  }
+}
+
+Value Flattener::eval_ref(const ast::Expr& e, Scope s) {
+  const auto& parts = e.ref;
+  const std::string& first = parts[0].name;
+  Span span = e.span;
+  // for-loop iterators
+  if (s.iters) {
+    if (const Value* it = s.iters->find(first)) {
+      if (parts.size() > 1) fail(DiagKind::unknown_member, parts[1].span, {first, parts[1].name});
+      return apply_subscripts(*it, parts[0].subscripts, s, span, first);
+    }
+  }
+  // components, searching enclosing instances only for constants/parameters is not Modelica;
+  // names resolve in the instance the expression belongs to.
+  Instance* inst = s.inst ? s.inst->member(first) : nullptr;
+  if (!inst && first == "time" && parts.size() == 1 && parts[0].subscripts.empty())
+    return Value::of(cx_.symbol(flat_.time_symbol));
+  if (!inst) {
+    // a constant in a package: P.c
+    const ClassEntry* from = s.inst && s.inst->cls ? s.inst->cls : nullptr;
+    const ClassEntry* pkg = nullptr;
+    size_t k = 0;
+    if (parts.size() == 1) {
+      // a constant of an enclosing class (lexical scope)
+      for (const ClassEntry* c = from ? from->parent : nullptr; c && !pkg; c = c->parent)
+        for (const auto& comp : c->def->components)
+          if (comp.name == first) pkg = c;
+    } else {
+      pkg = lookup_first(first, from, span);
+      k = 1;
+      while (pkg && k + 1 < parts.size()) {
+        const ClassEntry* n = find_nested(pkg, parts[k].name);
+        if (!n) break;
+        pkg = n;
+        ++k;
+      }
+    }
+    if (!pkg) fail(DiagKind::unknown_name, parts[0].span, {first});
+    // instantiate the package once as a composite holding its constants
+    Instance* pinst = nullptr;
+    for (auto& p : package_instances_)
+      if (p->cls == pkg) pinst = p.get();
+    if (!pinst) {
+      auto p = std::make_unique<Instance>();
+      p->kind = Instance::Kind::Composite;
+      p->cls = pkg;
+      p->path = pkg->full_name;
+      p->role = VarRole::Constant;
+      p->span = parts[0].span;
+      instantiate_members(*p, pkg, ModEntry{}, 0);
+      pinst = p.get();
+      package_instances_.push_back(std::move(p));
+    }
+    inst = pinst->member(parts[k].name);
+    if (!inst) fail(DiagKind::unknown_member, parts[k].span, {pkg->full_name, parts[k].name});
+    // evaluate remaining parts against the package instance
+    Instance* cur = pinst;
+    Value val;
+    bool have_val = false;
+    for (size_t i = k; i < parts.size(); ++i) {
+      Instance* m = cur->member(parts[i].name);
+      if (!m) fail(DiagKind::unknown_member, parts[i].span, {cur->path, parts[i].name});
+      cur = m;
+      if (!parts[i].subscripts.empty() || i + 1 == parts.size()) {
+        val = apply_subscripts(instance_value(cur, span), parts[i].subscripts, s, span,
+                               cur->path);
+        have_val = true;
+        if (i + 1 != parts.size())
+          fail(DiagKind::unsupported, parts[i + 1].span, {"member access after a subscript of a package constant"});
+      }
+    }
+    if (!have_val) val = instance_value(cur, span);
+    return val;
+  }
+  // walk the parts through the instance tree
+  Instance* cur = inst;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i > 0) {
+      if (cur->kind != Instance::Kind::Composite)
+        fail(DiagKind::unknown_member, parts[i].span, {cur->path, parts[i].name});
+      Instance* m = cur->member(parts[i].name);
+      if (!m) fail(DiagKind::unknown_member, parts[i].span, {cur->path, parts[i].name});
+      cur = m;
+    }
+    const auto& subs = parts[i].subscripts;
+    if (subs.empty()) continue;
+    // scalar subscripts on an instance array select an element instance
+    bool all_scalar = cur->kind == Instance::Kind::Array;
+    std::vector<long> ids;
+    if (all_scalar) {
+      for (const auto& sx : subs) {
+        if (sx->kind == ast::ExprKind::Colon) {
+          all_scalar = false;
+          break;
+        }
+        Iterators end_it{s.iters, "end", Value::of(cx_.num(cur->dims.size() > ids.size() ? cur->dims[ids.size()] : 0), ScalarType::Integer)};
+        Value v = eval(*sx, Scope{s.inst, &end_it});
+        if (!v.shape.empty()) {
+          all_scalar = false;
+          break;
+        }
+        ids.push_back(structural_int(v, sx->span, "a subscript"));
+      }
+    }
+    if (all_scalar && ids.size() <= cur->dims.size()) {
+      for (long id : ids) {
+        if (cur->kind != Instance::Kind::Array) break;
+        long n = static_cast<long>(cur->elems.size());
+        if (id < 1 || id > n)
+          fail(DiagKind::index_out_of_range, parts[i].span, {std::to_string(id), std::to_string(n), cur->path});
+        cur = cur->elems[id - 1].get();
+      }
+      continue;
+    }
+    // slices: only on arrays of scalars and only as the last part
+    if (i + 1 != parts.size())
+      fail(DiagKind::unsupported, parts[i].span, {"a slice of an array of components"});
+    return apply_subscripts(instance_value(cur, span), subs, s, span, cur->path);
+  }
+  return instance_value(cur, span);
+}
+
+Value Flattener::eval_binary(const std::string& op, const Value& a, const Value& b, Span span) {
+  auto elementwise = [&](auto f, ScalarType t) -> Value {
+    if (a.is_string || b.is_string) fail(DiagKind::type_error, span, {"strings cannot be used in arithmetic"});
+    Value r;
+    r.type = t;
+    if (a.shape == b.shape) {
+      r.shape = a.shape;
+      for (size_t i = 0; i < a.size(); ++i) r.elems.push_back(f(a.elems[i], b.elems[i]));
+    } else if (a.shape.empty()) {
+      r.shape = b.shape;
+      for (Expr e : b.elems) r.elems.push_back(f(a.elems[0], e));
+    } else if (b.shape.empty()) {
+      r.shape = a.shape;
+      for (Expr e : a.elems) r.elems.push_back(f(e, b.elems[0]));
+    } else {
+      fail(DiagKind::shape_mismatch, span,
+           {fmt::format("operands of '{}' have incompatible shapes {} and {}", op,
+                        shape_str(a.shape), shape_str(b.shape))});
+    }
+    return r;
+  };
+  ScalarType num_t = (a.type == ScalarType::Integer && b.type == ScalarType::Integer)
+                         ? ScalarType::Integer
+                         : ScalarType::Real;
+  auto& cx = cx_;
+  if (op == "+" || op == ".+") {
+    if (op == "+" && a.shape != b.shape && !(a.shape.empty() && b.shape.empty()))
+      fail(DiagKind::shape_mismatch, span,
+           {fmt::format("operands of '+' have different shapes {} and {} (use '.+' to add a "
+                        "scalar to every element)", shape_str(a.shape), shape_str(b.shape))});
+    return elementwise([&](Expr x, Expr y) { return cx.add(x, y); }, num_t);
+  }
+  if (op == "-" || op == ".-") {
+    if (op == "-" && a.shape != b.shape && !(a.shape.empty() && b.shape.empty()))
+      fail(DiagKind::shape_mismatch, span,
+           {fmt::format("operands of '-' have different shapes {} and {} (use '.-' to subtract a "
+                        "scalar from every element)", shape_str(a.shape), shape_str(b.shape))});
+    return elementwise([&](Expr x, Expr y) { return cx.sub(x, y); }, num_t);
+  }
+  if (op == ".*") return elementwise([&](Expr x, Expr y) { return cx.mul(x, y); }, num_t);
+  if (op == "./") return elementwise([&](Expr x, Expr y) { return cx.div(x, y); }, ScalarType::Real);
+  if (op == ".^") return elementwise([&](Expr x, Expr y) { return cx.pow(x, y); }, num_t);
+  if (op == "/") {
+    if (!b.shape.empty())
+      fail(DiagKind::shape_mismatch, span, {"the divisor of '/' must be a scalar (use './' for element-wise division)"});
+    return elementwise([&](Expr x, Expr y) { return cx.div(x, y); }, ScalarType::Real);
+  }
+  if (op == "^") {
+    if (!a.shape.empty() || !b.shape.empty())
+      fail(DiagKind::shape_mismatch, span, {"'^' needs scalar operands (use '.^' for element-wise powers)"});
+    return elementwise([&](Expr x, Expr y) { return cx.pow(x, y); }, num_t);
+  }
+  if (op == "*") {
+    if (a.shape.empty() || b.shape.empty())
+      return elementwise([&](Expr x, Expr y) { return cx.mul(x, y); }, num_t);
+    auto dot = [&](const std::vector<Expr>& xs, const std::vector<Expr>& ys) {
+      std::vector<Expr> t;
+      for (size_t i = 0; i < xs.size(); ++i) t.push_back(cx.mul(xs[i], ys[i]));
+      return cx.add(std::span<const Expr>(t));
+    };
+    Value r;
+    r.type = num_t;
+    if (a.shape.size() == 1 && b.shape.size() == 1) {
+      if (a.shape[0] != b.shape[0])
+        fail(DiagKind::shape_mismatch, span, {fmt::format("vectors of sizes {} and {} cannot be multiplied", a.shape[0], b.shape[0])});
+      r.elems.push_back(dot(a.elems, b.elems));
+      return r;
+    }
+    if (a.shape.size() == 2 && b.shape.size() == 1) {
+      int m = a.shape[0], n = a.shape[1];
+      if (n != b.shape[0])
+        fail(DiagKind::shape_mismatch, span, {fmt::format("a {}x{} matrix cannot multiply a vector of size {}", m, n, b.shape[0])});
+      r.shape = {m};
+      for (int i = 0; i < m; ++i) {
+        std::vector<Expr> row(a.elems.begin() + i * n, a.elems.begin() + (i + 1) * n);
+        r.elems.push_back(dot(row, b.elems));
+      }
+      return r;
+    }
+    if (a.shape.size() == 1 && b.shape.size() == 2) {
+      int n = b.shape[0], p = b.shape[1];
+      if (n != a.shape[0])
+        fail(DiagKind::shape_mismatch, span, {fmt::format("a vector of size {} cannot multiply a {}x{} matrix", a.shape[0], n, p)});
+      r.shape = {p};
+      for (int j = 0; j < p; ++j) {
+        std::vector<Expr> col;
+        for (int i = 0; i < n; ++i) col.push_back(b.elems[i * p + j]);
+        r.elems.push_back(dot(a.elems, col));
+      }
+      return r;
+    }
+    if (a.shape.size() == 2 && b.shape.size() == 2) {
+      int m = a.shape[0], n = a.shape[1], p = b.shape[1];
+      if (n != b.shape[0])
+        fail(DiagKind::shape_mismatch, span, {fmt::format("matrices of shapes {}x{} and {}x{} cannot be multiplied", m, n, b.shape[0], p)});
+      r.shape = {m, p};
+      for (int i = 0; i < m; ++i)
+        for (int j = 0; j < p; ++j) {
+          std::vector<Expr> row(a.elems.begin() + i * n, a.elems.begin() + (i + 1) * n);
+          std::vector<Expr> col;
+          for (int k = 0; k < n; ++k) col.push_back(b.elems[k * p + j]);
+          r.elems.push_back(dot(row, col));
+        }
+      return r;
+    }
+    fail(DiagKind::shape_mismatch, span, {fmt::format("'*' is not defined for shapes {} and {}", shape_str(a.shape), shape_str(b.shape))});
+  }
+  static const std::map<std::string, sym::Op> rel = {
+      {"<", sym::Op::Lt}, {"<=", sym::Op::Le}, {">", sym::Op::Gt},  {">=", sym::Op::Ge},
+      {"==", sym::Op::Eq}, {"<>", sym::Op::Ne}, {"and", sym::Op::And}, {"or", sym::Op::Or}};
+  if (auto it = rel.find(op); it != rel.end()) {
+    sym::Op o = it->second;
+    return elementwise([&](Expr x, Expr y) { return cx.binary(o, x, y); }, ScalarType::Boolean);
+  }
+  fail(DiagKind::unsupported, span, {"operator '" + op + "'"});
+}
+
+Value Flattener::eval(const ast::Expr& e, Scope s) {
+  using K = ast::ExprKind;
+  switch (e.kind) {
+    case K::Number:
+      return Value::of(cx_.num(e.number), e.is_integer ? ScalarType::Integer : ScalarType::Real);
+    case K::Bool:
+      return Value::of(cx_.num(e.boolean ? 1.0 : 0.0), ScalarType::Boolean);
+    case K::String: {
+      Value v;
+      v.is_string = true;
+      v.str = e.text;
+      return v;
+    }
+    case K::Ref:
+      return eval_ref(e, s);
+    case K::Call:
+      return eval_call(e, s);
+    case K::Unary: {
+      Value a = eval(*e.args[0], s);
+      if (a.is_string) fail(DiagKind::type_error, e.span, {"strings cannot be used in arithmetic"});
+      if (e.op == "+") return a;
+      for (auto& x : a.elems) x = e.op == "-" ? cx_.neg(x) : cx_.unary(sym::Op::Not, x);
+      if (e.op == "not") a.type = ScalarType::Boolean;
+      return a;
+    }
+    case K::Binary: {
+      Value a = eval(*e.args[0], s);
+      Value b = eval(*e.args[1], s);
+      return eval_binary(e.op, a, b, e.span);
+    }
+    case K::If: {
+      // if c1 then a1 elseif c2 then a2 else b   (args: c1, a1, c2, a2, ..., b)
+      size_t n = e.args.size();
+      Value result = eval(*e.args[n - 1], s);
+      for (size_t i = n - 1; i >= 2; i -= 2) {
+        Value c = eval(*e.args[i - 2], s);
+        Expr ce = scalar_of(c, e.args[i - 2]->span, "an if condition");
+        if (ce->is_const()) {
+          if (ce->value != 0.0) result = eval(*e.args[i - 1], s);
+          continue;
+        }
+        Value t = eval(*e.args[i - 1], s);
+        if (t.shape != result.shape)
+          fail(DiagKind::shape_mismatch, e.span, {"the branches of an if-expression have different shapes"});
+        for (size_t k = 0; k < t.size(); ++k)
+          result.elems[k] = cx_.select(ce, t.elems[k], result.elems[k]);
+        if (t.type == ScalarType::Real) result.type = ScalarType::Real;
+      }
+      return result;
+    }
+    case K::Array: {
+      Value r;
+      r.type = ScalarType::Integer;
+      if (e.args.empty()) {
+        r.shape = {0};
+        return r;
+      }
+      std::vector<int> inner;
+      for (size_t i = 0; i < e.args.size(); ++i) {
+        Value v = eval(*e.args[i], s);
+        if (v.is_string) fail(DiagKind::type_error, e.args[i]->span, {"arrays of strings are not supported"});
+        if (i == 0)
+          inner = v.shape;
+        else if (v.shape != inner)
+          fail(DiagKind::shape_mismatch, e.args[i]->span,
+               {fmt::format("array elements have different shapes {} and {}", shape_str(inner), shape_str(v.shape))});
+        if (v.type == ScalarType::Real) r.type = ScalarType::Real;
+        if (v.type == ScalarType::Boolean && i == 0) r.type = ScalarType::Boolean;
+        r.elems.insert(r.elems.end(), v.elems.begin(), v.elems.end());
+      }
+      r.shape.push_back(static_cast<int>(e.args.size()));
+      r.shape.insert(r.shape.end(), inner.begin(), inner.end());
+      return r;
+    }
+    case K::Matrix: {
+      // promote to 2-D, concatenate horizontally within rows and vertically across rows
+      std::vector<Value> rows;
+      for (const auto& row : e.rows) {
+        Value acc;
+        bool first = true;
+        for (const auto& el : row) {
+          Value v = eval(*el, s);
+          if (v.shape.empty()) v.shape = {1, 1};
+          else if (v.shape.size() == 1) v.shape = {v.shape[0], 1};
+          if (v.shape.size() != 2) fail(DiagKind::shape_mismatch, el->span, {"matrix elements must be scalars, vectors or matrices"});
+          if (first) {
+            acc = v;
+            first = false;
+            continue;
+          }
+          if (v.shape[0] != acc.shape[0])
+            fail(DiagKind::shape_mismatch, el->span, {"elements of a matrix row have different numbers of rows"});
+          Value c;
+          c.type = (acc.type == ScalarType::Real || v.type == ScalarType::Real) ? ScalarType::Real : acc.type;
+          int m = acc.shape[0], n1 = acc.shape[1], n2 = v.shape[1];
+          c.shape = {m, n1 + n2};
+          for (int i = 0; i < m; ++i) {
+            c.elems.insert(c.elems.end(), acc.elems.begin() + i * n1, acc.elems.begin() + (i + 1) * n1);
+            c.elems.insert(c.elems.end(), v.elems.begin() + i * n2, v.elems.begin() + (i + 1) * n2);
+          }
+          acc = std::move(c);
+        }
+        rows.push_back(std::move(acc));
+      }
+      Value r = rows[0];
+      for (size_t i = 1; i < rows.size(); ++i) {
+        if (rows[i].shape[1] != r.shape[1])
+          fail(DiagKind::shape_mismatch, e.span, {"rows of a matrix have different numbers of columns"});
+        r.shape[0] += rows[i].shape[0];
+        r.elems.insert(r.elems.end(), rows[i].elems.begin(), rows[i].elems.end());
+        if (rows[i].type == ScalarType::Real) r.type = ScalarType::Real;
+      }
+      return r;
+    }
+    case K::Range: {
+      double a = structural(scalar_of(eval(*e.args[0], s), e.args[0]->span, "a range bound"), e.span, "a range bound");
+      double step = 1, b;
+      if (e.args.size() == 3) {
+        step = structural(scalar_of(eval(*e.args[1], s), e.args[1]->span, "a range step"), e.span, "a range step");
+        b = structural(scalar_of(eval(*e.args[2], s), e.args[2]->span, "a range bound"), e.span, "a range bound");
+      } else {
+        b = structural(scalar_of(eval(*e.args[1], s), e.args[1]->span, "a range bound"), e.span, "a range bound");
+      }
+      if (step == 0) fail(DiagKind::bad_subscript, e.span, {"the step of a range is zero"});
+      double count = std::floor((b - a) / step + 1e-10) + 1;
+      if (count > 10'000'000) fail(DiagKind::bad_subscript, e.span, {"range has too many elements"});
+      Value r;
+      r.type = (a == std::floor(a) && step == std::floor(step)) ? ScalarType::Integer : ScalarType::Real;
+      for (long i = 0; i < static_cast<long>(count); ++i) r.elems.push_back(cx_.num(a + i * step));
+      r.shape = {static_cast<int>(r.elems.size())};
+      return r;
+    }
+    case K::End:
+      if (s.iters)
+        if (const Value* v = s.iters->find("end")) return *v;
+      [[fallthrough]];
+    case K::Colon:
+      fail(DiagKind::bad_subscript, e.span, {e.kind == K::Colon ? "':' is only allowed as a subscript" : "'end' is only allowed inside subscripts"});
+  }
+  fail(DiagKind::unsupported, e.span, {"this expression"});
+}
+
+Value Flattener::eval_call(const ast::Expr& e, Scope s) {
+  std::string name = e.ref.back().name;
+  std::string full;
+  for (size_t i = 0; i < e.ref.size(); ++i) full += (i ? "." : "") + e.ref[i].name;
+  auto nargs = e.args.size();
+  auto need = [&](size_t lo, size_t hi) {
+    if (nargs < lo || nargs > hi)
+      fail(DiagKind::bad_call, e.span,
+           {lo == hi ? fmt::format("'{}' takes {} argument(s), {} given", full, lo, nargs)
+                     : fmt::format("'{}' takes {} to {} arguments, {} given", full, lo, hi, nargs)});
+  };
+  auto arg = [&](size_t i) { return eval(*e.args[i], s); };
+  auto map1 = [&](Value v, auto f) {
+    if (v.is_string) fail(DiagKind::type_error, e.span, {"'" + full + "' of a string"});
+    for (auto& x : v.elems) x = f(x);
+    v.type = ScalarType::Real;
+    return v;
+  };
+  static const std::map<std::string, sym::Op> unary = {
+      {"sin", sym::Op::Sin},   {"cos", sym::Op::Cos},     {"tan", sym::Op::Tan},
+      {"asin", sym::Op::Asin}, {"acos", sym::Op::Acos},   {"atan", sym::Op::Atan},
+      {"sinh", sym::Op::Sinh}, {"cosh", sym::Op::Cosh},   {"tanh", sym::Op::Tanh},
+      {"exp", sym::Op::Exp},   {"log", sym::Op::Log},     {"log10", sym::Op::Log10},
+      {"sqrt", sym::Op::Sqrt}, {"abs", sym::Op::Abs},     {"sign", sym::Op::Sign}};
+  if (auto it = unary.find(name); it != unary.end()) {
+    need(1, 1);
+    sym::Op op = it->second;
+    Value v = map1(arg(0), [&](Expr x) { return cx_.unary(op, x); });
+    return v;
+  }
+  if (name == "der") {
+    need(1, 1);
+    return map1(arg(0), [&](Expr x) { return ders_.total_derivative(x); });
+  }
+  if (name == "noEvent" || name == "smooth" || name == "homotopy") {
+    if (name == "smooth") {
+      need(2, 2);
+      return arg(1);
+    }
+    need(1, 2);
+    return arg(0);
+  }
+  if (name == "atan2") {
+    need(2, 2);
+    Expr y = scalar_of(arg(0), e.args[0]->span, "an argument of atan2");
+    Expr x = scalar_of(arg(1), e.args[1]->span, "an argument of atan2");
+    return Value::of(cx_.binary(sym::Op::Atan2, y, x));
+  }
+  if (name == "min" || name == "max") {
+    sym::Op op = name == "min" ? sym::Op::Min : sym::Op::Max;
+    if (nargs == 2) {
+      Expr a = scalar_of(arg(0), e.args[0]->span, "an argument of min/max");
+      Expr b = scalar_of(arg(1), e.args[1]->span, "an argument of min/max");
+      return Value::of(cx_.binary(op, a, b));
+    }
+    need(1, 1);
+    Value v = arg(0);
+    if (v.elems.empty()) fail(DiagKind::bad_call, e.span, {"'" + name + "' of an empty array"});
+    Expr r = v.elems[0];
+    for (size_t i = 1; i < v.size(); ++i) r = cx_.binary(op, r, v.elems[i]);
+    return Value::of(r, v.type);
+  }
+  if (name == "size") {
+    need(1, 2);
+    Value v = arg(0);
+    if (nargs == 2) {
+      long d = structural_int(arg(1), e.args[1]->span, "the dimension of size()");
+      if (d < 1 || d > static_cast<long>(v.shape.size()))
+        fail(DiagKind::bad_call, e.span, {fmt::format("size(a, {}): a has {} dimension(s)", d, v.shape.size())});
+      return Value::of(cx_.num(v.shape[d - 1]), ScalarType::Integer);
+    }
+    Value r;
+    r.type = ScalarType::Integer;
+    r.shape = {static_cast<int>(v.shape.size())};
+    for (int n : v.shape) r.elems.push_back(cx_.num(n));
+    return r;
+  }
+  if (name == "ndims") {
+    need(1, 1);
+    return Value::of(cx_.num(static_cast<double>(arg(0).shape.size())), ScalarType::Integer);
+  }
+  if (name == "zeros" || name == "ones" || name == "fill") {
+    size_t first = name == "fill" ? 1 : 0;
+    if (nargs < first + 1) need(first + 1, 8);
+    Value r;
+    Expr val = name == "zeros" ? cx_.num(0) : name == "ones" ? cx_.num(1) : nullptr;
+    r.type = ScalarType::Integer;
+    if (name == "fill") {
+      Value f = arg(0);
+      val = scalar_of(f, e.args[0]->span, "the fill value");
+      r.type = f.type;
+    }
+    size_t count = 1;
+    for (size_t i = first; i < nargs; ++i) {
+      long n = structural_int(arg(i), e.args[i]->span, "an array size");
+      if (n < 0) fail(DiagKind::bad_call, e.args[i]->span, {"negative array size"});
+      r.shape.push_back(static_cast<int>(n));
+      count *= static_cast<size_t>(n);
+    }
+    r.elems.assign(count, val);
+    return r;
+  }
+  if (name == "identity") {
+    need(1, 1);
+    long n = structural_int(arg(0), e.args[0]->span, "the size of identity()");
+    Value r;
+    r.type = ScalarType::Integer;
+    r.shape = {static_cast<int>(n), static_cast<int>(n)};
+    for (long i = 0; i < n; ++i)
+      for (long j = 0; j < n; ++j) r.elems.push_back(cx_.num(i == j ? 1 : 0));
+    return r;
+  }
+  if (name == "diagonal" || name == "diag") {
+    need(1, 1);
+    Value v = arg(0);
+    if (v.shape.size() != 1) fail(DiagKind::bad_call, e.span, {"'" + name + "' needs a vector"});
+    int n = v.shape[0];
+    Value r;
+    r.type = v.type;
+    r.shape = {n, n};
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j) r.elems.push_back(i == j ? v.elems[i] : cx_.num(0));
+    return r;
+  }
+  if (name == "transpose") {
+    need(1, 1);
+    Value v = arg(0);
+    if (v.shape.size() != 2) fail(DiagKind::bad_call, e.span, {"'transpose' needs a matrix"});
+    Value r;
+    r.type = v.type;
+    int m = v.shape[0], n = v.shape[1];
+    r.shape = {n, m};
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < m; ++i) r.elems.push_back(v.elems[i * n + j]);
+    return r;
+  }
+  if (name == "sum" || name == "product") {
+    need(1, 1);
+    Value v = arg(0);
+    Expr r = name == "sum" ? cx_.add(std::span<const Expr>(v.elems))
+                           : cx_.mul(std::span<const Expr>(v.elems));
+    return Value::of(r, v.type);
+  }
+  if (name == "cross") {
+    need(2, 2);
+    Value a = arg(0), b = arg(1);
+    if (a.shape != std::vector<int>{3} || b.shape != std::vector<int>{3})
+      fail(DiagKind::bad_call, e.span, {"'cross' needs two vectors of size 3"});
+    auto& x = a.elems;
+    auto& y = b.elems;
+    Value r;
+    r.shape = {3};
+    r.elems = {cx_.sub(cx_.mul(x[1], y[2]), cx_.mul(x[2], y[1])),
+               cx_.sub(cx_.mul(x[2], y[0]), cx_.mul(x[0], y[2])),
+               cx_.sub(cx_.mul(x[0], y[1]), cx_.mul(x[1], y[0]))};
+    return r;
+  }
+  if (name == "skew") {
+    need(1, 1);
+    Value a = arg(0);
+    if (a.shape != std::vector<int>{3}) fail(DiagKind::bad_call, e.span, {"'skew' needs a vector of size 3"});
+    auto& x = a.elems;
+    Value r;
+    r.shape = {3, 3};
+    Expr z = cx_.num(0);
+    r.elems = {z, cx_.neg(x[2]), x[1], x[2], z, cx_.neg(x[0]), cx_.neg(x[1]), x[0], z};
+    return r;
+  }
+  if (name == "outerProduct") {
+    need(2, 2);
+    Value a = arg(0), b = arg(1);
+    if (a.shape.size() != 1 || b.shape.size() != 1) fail(DiagKind::bad_call, e.span, {"'outerProduct' needs two vectors"});
+    Value r;
+    r.shape = {a.shape[0], b.shape[0]};
+    for (Expr x : a.elems)
+      for (Expr y : b.elems) r.elems.push_back(cx_.mul(x, y));
+    return r;
+  }
+  if (name == "norm") {
+    need(1, 1);
+    Value a = arg(0);
+    std::vector<Expr> sq;
+    for (Expr x : a.elems) sq.push_back(cx_.mul(x, x));
+    return Value::of(cx_.unary(sym::Op::Sqrt, cx_.add(std::span<const Expr>(sq))));
+  }
+  if (name == "scalar") {
+    need(1, 1);
+    Value a = arg(0);
+    if (a.size() != 1) fail(DiagKind::bad_call, e.span, {"'scalar' needs an array with one element"});
+    a.shape.clear();
+    return a;
+  }
+  if (name == "vector") {
+    need(1, 1);
+    Value a = arg(0);
+    a.shape = {static_cast<int>(a.size())};
+    return a;
+  }
+  if (name == "linspace") {
+    need(3, 3);
+    double x1 = structural(scalar_of(arg(0), e.span, "linspace start"), e.span, "linspace start");
+    double x2 = structural(scalar_of(arg(1), e.span, "linspace end"), e.span, "linspace end");
+    long n = structural_int(arg(2), e.span, "linspace count");
+    if (n < 2) fail(DiagKind::bad_call, e.span, {"linspace needs at least 2 points"});
+    Value r;
+    r.shape = {static_cast<int>(n)};
+    for (long i = 0; i < n; ++i) r.elems.push_back(cx_.num(x1 + (x2 - x1) * i / (n - 1)));
+    return r;
+  }
+  fail(DiagKind::unknown_function, e.ref.front().span, {full});
+}
+
+// ------------------------------------------------------------------------------------------------
+// Elaboration
+
+std::string Flattener::source_text(Span span) const {
+  if (!span.valid()) return {};
+  std::string out;
+  for (uint32_t l = span.line; l <= std::max(span.line, span.end_line); ++l) {
+    std::string_view t = sources_.line_text(span.file, l);
+    size_t from = l == span.line ? span.col - 1 : 0;
+    size_t to = (l == span.end_line && span.end_col >= 1) ? span.end_col : t.size();
+    if (from > t.size()) from = t.size();
+    if (to > t.size()) to = t.size();
+    if (to < from) to = from;
+    if (!out.empty()) out += ' ';
+    out += std::string(t.substr(from, to - from));
+    if (l - span.line > 20) break;
+  }
+  // collapse whitespace runs
+  std::string r;
+  bool ws = false;
+  for (char c : out) {
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+      ws = true;
+      continue;
+    }
+    if (ws && !r.empty()) r += ' ';
+    ws = false;
+    r += c;
+  }
+  if (!r.empty() && r.back() == ';') r.pop_back();
+  return r;
+}
+
+void Flattener::elaborate_scalar(Instance& inst) {
+  FlatVar& fv = flat_.vars[inst.var];
+  const ModEntry& m = inst.mod;
+  auto attr = [&](const char* name) -> const ModEntry* {
+    auto it = m.sub.find(name);
+    if (it == m.sub.end() || !it->second.value) return nullptr;
+    return &it->second;
+  };
+  if (const ModEntry* a = attr("start")) {
+    Value v = eval_mod_value(*a);
+    flat_.vars[inst.var].start = scalar_of(v, a->value->span, "a start value");
+  }
+  if (const ModEntry* a = attr("fixed")) {
+    Value v = eval_mod_value(*a);
+    double f = structural(scalar_of(v, a->value->span, "'fixed'"), a->value->span, "'fixed'");
+    flat_.vars[inst.var].fixed = f != 0.0;
+  }
+  if (const ModEntry* a = attr("unit")) {
+    Value v = eval_mod_value(*a);
+    if (!v.is_string) fail(DiagKind::attribute_type, a->value->span, {"unit", "a string"});
+    flat_.vars[inst.var].unit = v.str;
+  }
+  if (fv.role != VarRole::Variable) {
+    binding_of(inst.var, fv.span);
+    return;
+  }
+  if (m.value) {
+    // declaration equation `Real v = expr;`
+    Value v = eval_mod_value(m);
+    Expr rhs = scalar_of(v, m.value->span, "the value of a scalar");
+    FlatEquation eq;
+    eq.residual = cx_.sub(cx_.symbol(flat_.vars[inst.var].symbol), rhs);
+    eq.span = m.value->span.valid() ? m.value->span : fv.span;
+    eq.text = flat_.vars[inst.var].name + " = " + source_text(m.value->span);
+    eq.origin = inst.parent ? inst.parent->path : "";
+    flat_.equations.push_back(std::move(eq));
+  }
+}
+
+void Flattener::elaborate(Instance& inst) {
+  switch (inst.kind) {
+    case Instance::Kind::Scalar:
+      try {
+        elaborate_scalar(inst);
+      } catch (const BuildError&) {
+        if (diags_.error_limit_reached()) throw;
+      }
+      return;
+    case Instance::Kind::Array:
+      for (auto& el : inst.elems) elaborate(*el);
+      return;
+    case Instance::Kind::Composite:
+      for (auto& el : inst.elems) elaborate(*el);
+      for (const ClassEntry* c : inst.equation_classes)
+        add_equations(c->def->equations, Scope{&inst, nullptr}, inst.path);
+      return;
+  }
+}
+
+void Flattener::add_equations(const ast::EquationList& eqs, Scope s, const std::string& origin) {
+  for (const auto& eq : eqs) {
+    try {
+      add_equation(eq, s, origin);
+    } catch (const BuildError&) {
+      if (diags_.error_limit_reached()) throw;
+    }
+  }
+}
+
+void Flattener::add_equation(const ast::Equation& eq, Scope s, const std::string& origin) {
+  switch (eq.kind) {
+    case ast::EquationKind::Simple: {
+      Value l = eval(*eq.lhs, s);
+      Value r = eval(*eq.rhs, s);
+      if (l.is_string || r.is_string) fail(DiagKind::type_error, eq.span, {"an equation cannot relate strings"});
+      if (l.shape != r.shape)
+        fail(DiagKind::shape_mismatch, eq.span,
+             {fmt::format("the two sides of the equation have shapes {} and {}", shape_str(l.shape), shape_str(r.shape))});
+      std::string text = source_text(eq.span);
+      for (size_t i = 0; i < l.size(); ++i) {
+        FlatEquation fe;
+        fe.residual = cx_.sub(l.elems[i], r.elems[i]);
+        fe.span = eq.span;
+        fe.text = l.size() > 1 ? fmt::format("{}  (element {})", text, i + 1) : text;
+        fe.origin = origin;
+        flat_.equations.push_back(std::move(fe));
+      }
+      return;
+    }
+    case ast::EquationKind::Connect:
+      add_connect(eq, s);
+      return;
+    case ast::EquationKind::For: {
+      std::function<void(size_t, const Iterators*)> loop = [&](size_t k, const Iterators* outer) {
+        if (k == eq.indices.size()) {
+          add_equations(eq.body, Scope{s.inst, outer}, origin);
+          return;
+        }
+        const auto& ix = eq.indices[k];
+        if (!ix.range) fail(DiagKind::unsupported, ix.span, {"a for loop without a range"});
+        Value range = eval(*ix.range, Scope{s.inst, outer});
+        if (range.shape.size() != 1) fail(DiagKind::shape_mismatch, ix.range->span, {"a for-loop range must be a vector"});
+        for (Expr e : range.elems) {
+          Iterators it{outer, ix.name, Value::of(e, range.type)};
+          loop(k + 1, &it);
+        }
+      };
+      loop(0, s.iters);
+      return;
+    }
+    case ast::EquationKind::If: {
+      for (size_t i = 0; i < eq.branches.size(); ++i) {
+        if (i < eq.conditions.size()) {
+          Value c = eval(*eq.conditions[i], s);
+          double v = structural(scalar_of(c, eq.conditions[i]->span, "an if-equation condition"),
+                                eq.conditions[i]->span,
+                                "the condition of an if-equation");
+          if (v == 0.0) continue;
+        }
+        add_equations(eq.branches[i], s, origin);
+        return;
+      }
+      return;
+    }
+  }
+}
+
+Instance* Flattener::resolve_connector(const ast::Expr& ref, Scope s, bool& outside) {
+  if (ref.kind != ast::ExprKind::Ref)
+    fail(DiagKind::bad_connect, ref.span, {"the arguments of connect must be connector references"});
+  Instance* cur = s.inst;
+  outside = false;
+  for (size_t i = 0; i < ref.ref.size(); ++i) {
+    const auto& part = ref.ref[i];
+    Instance* m = cur->kind == Instance::Kind::Composite ? cur->member(part.name) : nullptr;
+    if (!m) fail(i == 0 ? DiagKind::unknown_name : DiagKind::unknown_member, part.span,
+                 i == 0 ? std::vector<std::string>{part.name} : std::vector<std::string>{cur->path, part.name});
+    cur = m;
+    for (const auto& sx : part.subscripts) {
+      if (cur->kind != Instance::Kind::Array)
+        fail(DiagKind::bad_subscript, sx->span, {"'" + cur->path + "' is not an array"});
+      Value v = eval(*sx, s);
+      long id = structural_int(v, sx->span, "a subscript");
+      long n = static_cast<long>(cur->elems.size());
+      if (id < 1 || id > n)
+        fail(DiagKind::index_out_of_range, sx->span, {std::to_string(id), std::to_string(n), cur->path});
+      cur = cur->elems[id - 1].get();
+    }
+    if (i == 0 && cur->is_connector) outside = true;
+  }
+  if (!cur->is_connector)
+    fail(DiagKind::bad_connect, ref.span, {"'" + cur->path + "' is not a connector (its type '" + cur->type_name + "' is not declared with 'connector')"});
+  return cur;
+}
+
+void Flattener::connect_pair(Instance* a, bool a_out, Instance* b, bool b_out,
+                             const ast::Equation& eq) {
+  if (a->kind != b->kind)
+    fail(DiagKind::bad_connect, eq.span, {"cannot connect '" + a->path + "' and '" + b->path + "': they have different structure"});
+  if (a->kind == Instance::Kind::Array) {
+    if (a->elems.size() != b->elems.size())
+      fail(DiagKind::bad_connect, eq.span, {"cannot connect arrays '" + a->path + "' and '" + b->path + "' of different sizes"});
+    for (size_t i = 0; i < a->elems.size(); ++i)
+      connect_pair(a->elems[i].get(), a_out, b->elems[i].get(), b_out, eq);
+    return;
+  }
+  if (a->kind == Instance::Kind::Composite) {
+    for (const auto& [n, ma] : a->members) {
+      Instance* mb = b->member(n);
+      if (!mb) fail(DiagKind::bad_connect, eq.span, {"cannot connect '" + a->path + "' and '" + b->path + "': '" + b->path + "' has no member '" + n + "'"});
+      connect_pair(ma, a_out, mb, b_out, eq);
+    }
+    for (const auto& [n, mb] : b->members)
+      if (!a->member(n)) fail(DiagKind::bad_connect, eq.span, {"cannot connect '" + a->path + "' and '" + b->path + "': '" + a->path + "' has no member '" + n + "'"});
+    return;
+  }
+  const FlatVar& va = flat_.vars[a->var];
+  const FlatVar& vb = flat_.vars[b->var];
+  if (va.flow != vb.flow)
+    fail(DiagKind::bad_connect, eq.span, {"cannot connect flow variable '" + (va.flow ? va.name : vb.name) + "' with potential variable '" + (va.flow ? vb.name : va.name) + "'"});
+  if (va.role != VarRole::Variable || vb.role != VarRole::Variable) return;  // parameters: no equation
+  int ea = element(a->var, a_out, eq.span);
+  int eb = element(b->var, b_out, eq.span);
+  int ra = find(ea), rb = find(eb);
+  if (ra != rb) uf_parent_[ra] = rb;
+}
+
+void Flattener::add_connect(const ast::Equation& eq, Scope s) {
+  bool a_out = false, b_out = false;
+  Instance* a = resolve_connector(*eq.lhs, s, a_out);
+  Instance* b = resolve_connector(*eq.rhs, s, b_out);
+  if (a == b) fail(DiagKind::bad_connect, eq.span, {"a connector cannot be connected to itself"});
+  connect_pair(a, a_out, b, b_out, eq);
+}
+
+void Flattener::generate_connection_equations(Instance& root) {
+  // every flow variable of every connector instance has an inside element (a singleton when the
+  // connector is not connected from outside: its flow is then zero)
+  std::function<void(Instance&, bool)> walk = [&](Instance& in, bool in_connector) {
+    bool conn = in_connector || in.is_connector;
+    if (in.kind == Instance::Kind::Scalar) {
+      const FlatVar& v = flat_.vars[in.var];
+      if (conn && v.flow && v.role == VarRole::Variable) element(in.var, false, v.span);
+      return;
+    }
+    for (auto& el : in.elems) walk(*el, conn);
+  };
+  walk(root, false);
+  std::map<int, std::vector<int>> sets;
+  for (int i = 0; i < static_cast<int>(elements_.size()); ++i) sets[find(i)].push_back(i);
+  for (auto& [rep, members] : sets) {
+    std::sort(members.begin(), members.end(), [&](int x, int y) { return elements_[x] < elements_[y]; });
+    const FlatVar& v0 = flat_.vars[elements_[members[0]].var];
+    if (v0.flow) {
+      std::vector<Expr> terms;
+      std::string text;
+      for (int m : members) {
+        const Element& el = elements_[m];
+        Expr s = cx_.symbol(flat_.vars[el.var].symbol);
+        terms.push_back(el.outside ? cx_.neg(s) : s);
+        text += (text.empty() ? (el.outside ? "-" : "") : (el.outside ? " - " : " + ")) + flat_.vars[el.var].name;
+      }
+      FlatEquation fe;
+      fe.residual = cx_.add(std::span<const Expr>(terms));
+      fe.span = element_span_[members.back()];
+      fe.text = members.size() == 1 ? text + " = 0  (unconnected flow variable)" : text + " = 0  (connection set)";
+      flat_.equations.push_back(std::move(fe));
+    } else {
+      for (size_t k = 1; k < members.size(); ++k) {
+        const FlatVar& vk = flat_.vars[elements_[members[k]].var];
+        FlatEquation fe;
+        fe.residual = cx_.sub(cx_.symbol(v0.symbol), cx_.symbol(vk.symbol));
+        fe.span = element_span_[members[k]];
+        fe.text = v0.name + " = " + vk.name + "  (connection set)";
+        flat_.equations.push_back(std::move(fe));
+      }
+    }
+  }
+}
+
+std::optional<FlatModel> Flattener::run(const ast::ClassDef& model) {
+  flat_.name = model.name;
+  flat_.description = model.description;
+  flat_.time_symbol = cx_.new_symbol("time");
+  ders_.set_time(flat_.time_symbol);
+  Instance root;
+  root.kind = Instance::Kind::Composite;
+  root.span = model.span;
+  try {
+    const ClassEntry* cls = nullptr;
+    for (const auto& f : loader_.files())
+      for (const auto& c : f->classes)
+        if (c.get() == &model) cls = entry_for(&model, nullptr);
+    if (!cls) cls = entry_for(&model, nullptr);
+    root.cls = cls;
+    root.type_name = model.name;
+    root.is_connector = model.kind == ast::ClassKind::Connector;
+    instantiate_members(root, cls, ModEntry{}, 0);
+    elaborate(root);
+    generate_connection_equations(root);
+  } catch (const BuildError&) {
+  }
+  for (const auto& [name, value] : options_.overrides) {
+    (void)value;
+    if (!overrides_used_.count(name)) {
+      bool is_param = false;
+      for (const auto& v : flat_.vars)
+        if (v.name == name && v.role == VarRole::Parameter) is_param = true;
+      if (!is_param) diags_.report(DiagKind::unknown_override, Span{}, {name});
+    }
+  }
+  if (diags_.has_errors()) return std::nullopt;
+  return std::move(flat_);
+}
+
+}  // namespace
+
+std::optional<FlatModel> flatten(const ast::ClassDef& model, ClassLoader& loader,
+                                 const SourceManager& sources, sym::Context& cx,
+                                 DerivativeTable& ders, const FlattenOptions& options,
+                                 DiagnosticEngine& diags) {
+  Flattener f(loader, sources, cx, ders, options, diags);
+  return f.run(model);
+}
+
+}  // namespace mbs

@@ -1,0 +1,56 @@
+// Flattening: instantiate a model with its components, modifiers, `extends` and `connect`, and
+// expand arrays to scalars. The result is a FlatModel whose expressions live in the symbolic DAG.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compiler/diag/Diagnostics.h"
+#include "compiler/flatten/FlatModel.h"
+#include "compiler/syntax/Ast.h"
+#include "compiler/symbolic/Expr.h"
+
+namespace mbs {
+
+// Finds classes by name: first in the files already loaded, then as `<dir>/<Name>.mbs` in each
+// directory of the library path (the order given: -I directories, then $MBS_PATH, then stdlib/).
+// Loaded files stay alive as long as the loader.
+class ClassLoader {
+ public:
+  ClassLoader(SourceManager& sources, DiagnosticEngine& diags, std::vector<std::string> path);
+  ~ClassLoader();
+
+  // Adds an already parsed file (the main file); its classes become top-level names.
+  void add_file(std::unique_ptr<ast::File> file);
+  // A top-level class by name, loading a library file when needed; nullptr if none.
+  const ast::ClassDef* find_top_level(const std::string& name, Span use);
+  const std::vector<std::string>& path() const { return path_; }
+  const std::vector<std::unique_ptr<ast::File>>& files() const { return files_; }
+
+ private:
+  SourceManager& sources_;
+  DiagnosticEngine& diags_;
+  std::vector<std::string> path_;
+  std::vector<std::unique_ptr<ast::File>> files_;
+  std::map<std::string, const ast::ClassDef*> top_;
+  std::map<std::string, bool> tried_;
+};
+
+struct FlattenOptions {
+  std::string model_name;                    // empty: the last model of the main file
+  std::map<std::string, double> overrides;   // --set NAME=VALUE for parameters
+};
+
+// Flattens `model` (a class of the main file). Returns nullopt when errors were reported.
+std::optional<FlatModel> flatten(const ast::ClassDef& model, ClassLoader& loader,
+                                 const SourceManager& sources, sym::Context& cx,
+                                 DerivativeTable& ders, const FlattenOptions& options,
+                                 DiagnosticEngine& diags);
+
+// The model of `file` to simulate: the one named `name`, or the last `model` when name is empty.
+const ast::ClassDef* select_model(const ast::File& file, const std::string& name);
+
+}  // namespace mbs

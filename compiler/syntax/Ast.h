@@ -1,0 +1,155 @@
+// Abstract syntax tree of a .mbs file: exactly what the user wrote, with a source span on every
+// node. Built once by the parser and never rewritten in place; later passes read it.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compiler/diag/Diagnostics.h"
+
+namespace mbs::ast {
+
+struct Expr;
+using ExprPtr = std::unique_ptr<Expr>;
+struct Modification;
+
+// One part of a component reference: `name[subscripts]`. A reference a.b[2].c has three parts.
+struct RefPart {
+  std::string name;
+  std::vector<ExprPtr> subscripts;  // a subscript may be a Colon expression (`a[:, 1]`)
+  Span span;
+};
+
+enum class ExprKind {
+  Number,   // number, is_integer
+  Bool,     // boolean
+  String,   // text
+  Ref,      // ref (a dotted component reference; `time` is Ref{"time"})
+  Call,     // ref = function name (dotted), args = positional arguments
+  Unary,    // op in {"-", "+", "not"}, args[0]
+  Binary,   // op in {"+","-","*","/","^",".+",".-",".*","./",".^","==","<>","<","<=",">",">=",
+            //        "and","or"}, args[0] op args[1]
+  If,       // args = cond0, then0, cond1, then1, ..., else   (elseif chains; odd size)
+  Array,    // `{a, b, c}`: args = elements
+  Matrix,   // `[a, b; c, d]`: rows
+  Range,    // `start:stop` (args size 2) or `start:step:stop` (args size 3)
+  Colon,    // a lone `:` inside subscripts
+  End,      // `end` inside subscripts
+};
+
+struct Expr {
+  ExprKind kind;
+  Span span;
+  double number = 0.0;
+  bool is_integer = false;  // Number literal written without '.', 'e' or 'E'
+  bool boolean = false;
+  std::string text;                          // String
+  std::string op;                            // Unary, Binary
+  std::vector<RefPart> ref;                  // Ref, Call (function name)
+  std::vector<ExprPtr> args;                 // see ExprKind
+  std::vector<std::vector<ExprPtr>> rows;    // Matrix
+};
+
+// `name(args) = value` inside a modification. path is the dotted name being modified
+// (usually one part: `start`, `k`, `x` in `x(start = 1)`).
+struct ModArg {
+  std::vector<std::string> path;
+  std::unique_ptr<Modification> mod;  // never null
+  bool each = false;
+  bool final_ = false;
+  Span span;
+};
+
+// `(arg, arg, ...) = value`, either part optional.
+struct Modification {
+  std::vector<ModArg> args;
+  ExprPtr value;  // may be null
+  Span span;
+};
+
+enum class Variability { Continuous, Discrete, Parameter, Constant };
+enum class Causality { None, Input, Output };
+
+// One declared component: `parameter Real k[3](start = 1) = 2 "description";`
+// A declaration `Real x, y;` yields two Components sharing the prefixes and type.
+struct Component {
+  std::string name;
+  Span span;       // the component's name
+  std::string type_name;  // dotted, as written: "Real", "Mechanics.Body"
+  Span type_span;
+  std::vector<ExprPtr> type_dims;  // `Real[3] x`
+  std::vector<ExprPtr> dims;       // `Real x[3]`
+  Variability variability = Variability::Continuous;
+  Causality causality = Causality::None;
+  bool flow = false;
+  bool stream = false;
+  std::unique_ptr<Modification> mod;  // may be null
+  std::string description;
+  bool is_protected = false;
+};
+
+struct Extends {
+  std::string base;  // dotted
+  Span span;
+  std::unique_ptr<Modification> mod;  // may be null
+};
+
+struct Import {
+  std::string path;   // dotted, e.g. "Mechanics" for `import Mechanics.*;`
+  bool wildcard = false;  // `import A.B.*;`
+  std::string alias;      // `import M = A.B;`  -> alias "M", path "A.B"
+  Span span;
+};
+
+struct Equation;
+using EquationList = std::vector<Equation>;
+
+struct ForIndex {
+  std::string name;
+  Span span;
+  ExprPtr range;  // usually a Range expression; may be any array expression
+};
+
+enum class EquationKind { Simple, Connect, For, If };
+
+struct Equation {
+  EquationKind kind = EquationKind::Simple;
+  Span span;  // the whole equation
+  // Simple: lhs = rhs. Connect: lhs, rhs are Ref expressions.
+  ExprPtr lhs, rhs;
+  // For: indices and body.
+  std::vector<ForIndex> indices;
+  EquationList body;
+  // If: conditions[i] guards branches[i]; branches may have one more element (the else branch).
+  std::vector<ExprPtr> conditions;
+  std::vector<EquationList> branches;
+  std::string description;
+};
+
+enum class ClassKind { Model, Connector, Record, Block, Package, Type, Function };
+
+struct ClassDef {
+  ClassKind kind = ClassKind::Model;
+  std::string name;
+  Span span;  // the name after `model`
+  std::string description;
+  std::vector<Import> imports;
+  std::vector<Extends> extends;
+  std::vector<Component> components;
+  EquationList equations;
+  std::vector<std::unique_ptr<ClassDef>> classes;  // nested classes (packages)
+  // `type Length = Real(unit = "m");`  -> short_base "Real", short_mod its modification
+  std::string short_base;
+  std::unique_ptr<Modification> short_mod;
+};
+
+struct File {
+  uint32_t file_id = 0;
+  std::string within;  // `within A.B;` or empty
+  std::vector<std::unique_ptr<ClassDef>> classes;
+};
+
+const char* class_kind_name(ClassKind k);
+
+}  // namespace mbs::ast

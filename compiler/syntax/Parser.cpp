@@ -1,0 +1,1643 @@
+// parse_file: .mbs text -> AST. The steps, each of which may end the parse with diagnostics:
+//   1. UTF-8 validation (ANTLR's decoder throws on malformed input, so it never sees any).
+//   2. Lexing all tokens, then a pre-scan that reports invalid characters and unterminated
+//      strings/comments (the grammar turns them into tokens so the lexer never fails) and rejects
+//      bracket nesting deeper than kMaxNesting before the recursive-descent parser sees it.
+//   3. Parsing with SLL prediction and a bail-out error strategy; only if that fails, parsing again
+//      with full LL prediction and MbsErrorStrategy, which turns ANTLR's errors into messages.
+//      A parser subclass limits the nesting of the recursive constructs that have no brackets
+//      (if-expressions, for/if equations, classes).
+//   4. Conversion of the parse tree to the AST, checking what the grammar leaves open (end names,
+//      prefixes, `a^b^c`, `end` outside subscripts, operator chains deeper than kMaxExprDepth).
+// Steps 2-4 run on a thread with a large stack, so even the limits above cannot overflow it
+// (ANTLR's prediction recurses too), and every exception is caught there.
+#include "compiler/syntax/Parser.h"
+
+#include <fmt/format.h>
+#include <pthread.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <optional>
+#include <string_view>
+
+#include "MbsLexer.h"
+#include "MbsParser.h"
+#include "antlr4-runtime.h"
+
+namespace mbs {
+namespace {
+
+using antlr4::ParserRuleContext;
+using antlr4::Token;
+using antlr4::tree::ParseTree;
+using antlr4::tree::TerminalNode;
+using P = grammar::MbsParser;
+
+// Deepest rule-invocation stack the parser may build, whatever the input: a backstop behind the
+// bracket pre-scan and the per-construct limits, far above what they let through (~6000).
+constexpr size_t kMaxRuleDepth = 16384;
+// Stack of the parsing thread. Only touched pages are committed.
+constexpr size_t kParserStackBytes = size_t{256} << 20;
+
+// Unwinds the parse. Whatever there was to say has been reported before it is thrown.
+struct ParseAbort {};
+
+// ---------------------------------------------------------------- text helpers
+
+// A token or character as it appears in a message: quoted, control characters escaped, long
+// texts shortened.
+std::string quote(std::string_view text) {
+  constexpr size_t kMaxShown = 32;
+  std::string out = "'";
+  size_t shown = 0;
+  for (size_t i = 0; i < text.size();) {
+    if (shown == kMaxShown) {
+      out += "...";
+      break;
+    }
+    size_t len = utf8_sequence_length(text, i);
+    auto c = static_cast<unsigned char>(text[i]);
+    if (len == 0) {
+      out += fmt::format("\\x{:02X}", c);
+      len = 1;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c < 0x20 || c == 0x7F) {
+      out += fmt::format("\\x{:02X}", c);
+    } else {
+      out.append(text.substr(i, len));
+    }
+    i += len;
+    ++shown;
+  }
+  return out + "'";
+}
+
+// ---------------------------------------------------------------- reporting
+
+class Reporter {
+ public:
+  Reporter(uint32_t file, DiagnosticEngine& diags)
+      : file_(file), diags_(diags), dropped_at_start_(diags.dropped_count()) {}
+
+  uint32_t file() const { return file_; }
+  bool failed() const { return failed_; }
+  DiagnosticEngine& diags() { return diags_; }
+
+  Span span(const Token* t) const {
+    Span s;
+    if (t == nullptr) return s;
+    s.file = file_;
+    s.line = static_cast<uint32_t>(t->getLine());
+    s.col = static_cast<uint32_t>(t->getCharPositionInLine()) + 1;
+    s.end_line = s.line;
+    s.end_col = s.col;
+    if (t->getType() == Token::EOF) return s;
+    if (t->getType() == P::STRING) {  // the only token that can span lines
+      std::string text = t->getText();
+      uint32_t line = s.line, col = s.col - 1;
+      for (size_t i = 0; i < text.size();) {
+        size_t len = utf8_sequence_length(text, i);
+        if (text[i] == '\n') {
+          ++line;
+          col = 0;
+        } else {
+          ++col;
+        }
+        i += len == 0 ? 1 : len;
+      }
+      s.end_line = line;
+      s.end_col = col == 0 ? 1 : col;
+      return s;
+    }
+    size_t n = t->getStopIndex() >= t->getStartIndex() ? t->getStopIndex() - t->getStartIndex() + 1
+                                                       : 1;
+    s.end_col = s.col + static_cast<uint32_t>(n) - 1;
+    return s;
+  }
+
+  Span span(ParserRuleContext* c) const {
+    if (c == nullptr) return {};
+    Span first = span(c->getStart());
+    const Token* stop = c->getStop();
+    if (stop == nullptr || c->getStart() == nullptr ||
+        stop->getTokenIndex() < c->getStart()->getTokenIndex()) {
+      return first;
+    }
+    Span last = span(stop);
+    first.end_line = last.end_line;
+    first.end_col = last.end_col;
+    return first;
+  }
+
+  // The column just after the end of `t` (where a missing ';' belongs).
+  Span after(const Token* t) const {
+    Span s = span(t);
+    s.line = s.end_line;
+    s.col = s.end_col + 1;
+    s.end_line = s.line;
+    s.end_col = s.col;
+    return s;
+  }
+
+  // Reports an error. Once the engine starts dropping errors (the limit is reached) the parse is
+  // pointless: unwind it.
+  Diagnostic& error(DiagKind kind, Span span, std::vector<std::string> args = {}) {
+    failed_ = true;
+    Diagnostic& d = diags_.report(kind, span, std::move(args));
+    if (diags_.dropped_count() != dropped_at_start_) throw ParseAbort{};
+    return d;
+  }
+  void syntax(Span span, std::string message) { error(DiagKind::syntax_error, span, {message}); }
+
+ private:
+  uint32_t file_;
+  DiagnosticEngine& diags_;
+  size_t dropped_at_start_;
+  bool failed_ = false;
+};
+
+// ---------------------------------------------------------------- the guarded parser
+
+// Counts the active invocations of the recursive rules that need no bracket (the pre-scan
+// bounds bracket nesting) and stops the parse before they get deep enough to hurt. The check is
+// in enterRule, before the base class pushes the new context, so the context stack stays
+// consistent while the exception unwinds through the generated rule functions; the count goes
+// down in a parse listener because Parser::exitRule is not virtual (the listener is called from
+// it, also while unwinding).
+class GuardedParser : public P {
+ public:
+  GuardedParser(antlr4::TokenStream* input, Reporter& reporter)
+      : P(input), reporter_(reporter), exits_(*this) {
+    active_.assign(getRuleNames().size(), 0);
+    addParseListener(&exits_);
+  }
+  ~GuardedParser() override { removeParseListeners(); }
+
+  void enterRule(ParserRuleContext* ctx, size_t state, size_t rule) override {
+    bool nesting = rule == RuleIfExpression || rule == RuleForEquation ||
+                   rule == RuleIfEquation || rule == RuleClassDefinition;
+    if ((nesting && rule < active_.size() && active_[rule] >= static_cast<size_t>(kMaxNesting)) ||
+        depth_ >= kMaxRuleDepth) {
+      reporter_.error(DiagKind::nesting_too_deep, reporter_.span(getCurrentToken()),
+                      {std::to_string(kMaxNesting)});
+      throw ParseAbort{};
+    }
+    if (rule < active_.size()) ++active_[rule];
+    ++depth_;
+    P::enterRule(ctx, state, rule);
+  }
+
+ private:
+  struct ExitCounter : antlr4::tree::ParseTreeListener {
+    explicit ExitCounter(GuardedParser& p) : parser(p) {}
+    void visitTerminal(antlr4::tree::TerminalNode*) override {}
+    void visitErrorNode(antlr4::tree::ErrorNode*) override {}
+    void enterEveryRule(ParserRuleContext*) override {}
+    void exitEveryRule(ParserRuleContext* ctx) override {
+      size_t rule = ctx->getRuleIndex();
+      if (rule < parser.active_.size() && parser.active_[rule] > 0) --parser.active_[rule];
+      if (parser.depth_ > 0) --parser.depth_;
+    }
+    GuardedParser& parser;
+  };
+
+  Reporter& reporter_;
+  std::vector<size_t> active_;  // by rule index
+  size_t depth_ = 0;
+  ExitCounter exits_;
+};
+
+// ---------------------------------------------------------------- syntax error messages
+
+bool has(const antlr4::misc::IntervalSet& set, size_t token_type) { return set.contains(token_type); }
+
+class MbsErrorStrategy : public antlr4::DefaultErrorStrategy {
+ public:
+  explicit MbsErrorStrategy(Reporter& reporter) : reporter_(reporter) {}
+
+  // In the statement lists (the file, a class body, for/if bodies) a token that cannot start a
+  // statement is reported and the statement is skipped up to its ';' ("panic mode"). ANTLR's own
+  // recovery would leave the whole rule, i.e. give up on the rest of the class, and report
+  // every following statement as an error.
+  void sync(antlr4::Parser* p) override {
+    if (inErrorRecoveryMode(p)) return;
+    size_t rule = p->getContext()->getRuleIndex();
+    if (rule != P::RuleStoredDefinition && rule != P::RuleLongClassSpecifier &&
+        rule != P::RuleForEquation && rule != P::RuleIfEquation) {
+      DefaultErrorStrategy::sync(p);
+      return;
+    }
+    const antlr4::atn::ATN& atn = p->getATN();
+    const antlr4::misc::IntervalSet& next = atn.nextTokens(atn.states[p->getState()]);
+    size_t la = p->getTokenStream()->LA(1);
+    if (next.contains(la) || next.contains(Token::EPSILON)) return;
+    report(p, p->getCurrentToken(), p->getContext(), next, Style::Expected);
+    skip_statement(p);
+  }
+
+ protected:
+  // Inside a statement (declaration, equation, import, ...) recovery skips to the statement's
+  // ';' (ANTLR's default stops at the first token that could follow any active rule, which in
+  // Modelica is nearly every token, and then reports a cascade of errors). When the statement
+  // rule itself failed, it cannot match its ';' any more, so the ';' is consumed here.
+  void recover(antlr4::Parser* p, std::exception_ptr e) override {
+    ParserRuleContext* ctx = p->getContext();
+    ParserRuleContext* statement = nullptr;
+    for (ParseTree* n = ctx; n != nullptr; n = n->parent) {
+      auto* r = dynamic_cast<ParserRuleContext*>(n);
+      if (r == nullptr) break;
+      size_t rule = r->getRuleIndex();
+      if (rule == P::RuleComponentClause || rule == P::RuleImportClause ||
+          rule == P::RuleExtendsClause || rule == P::RuleEquation ||
+          rule == P::RuleWithinClause) {
+        statement = r;
+        break;
+      }
+      if (rule == P::RuleLongClassSpecifier || rule == P::RuleForEquation ||
+          rule == P::RuleIfEquation || rule == P::RuleStoredDefinition) {
+        break;
+      }
+    }
+    if (statement == nullptr) {
+      DefaultErrorStrategy::recover(p, e);
+      return;
+    }
+    antlr4::TokenStream* in = p->getTokenStream();
+    // Progress guarantee: recovering twice at the same token consumes it.
+    if (in->index() == last_recovery_index_ && in->LA(1) != Token::EOF) p->consume();
+    last_recovery_index_ = in->index();
+    int depth = 0;
+    while (true) {
+      size_t la = in->LA(1);
+      if (la == Token::EOF) return;
+      if (depth == 0 && la == P::SEMICOLON) break;
+      if (depth == 0 && (la == P::END || la == P::EQUATION || la == P::PUBLIC ||
+                         la == P::PROTECTED || la == P::ELSE || la == P::ELSEIF)) {
+        return;
+      }
+      if (la == P::LPAREN || la == P::LBRACKET || la == P::LBRACE) ++depth;
+      if ((la == P::RPAREN || la == P::RBRACKET || la == P::RBRACE) && depth > 0) --depth;
+      p->consume();
+    }
+    if (statement == ctx) {
+      p->consume();
+      endErrorCondition(p);
+    }
+  }
+
+  // Deleting a ';' to go on with an expression merges two statements, deleting the '=' of an
+  // equation leaves one without '='; both produce a cascade of errors. Report the missing
+  // operand instead.
+  Token* singleTokenDeletion(antlr4::Parser* p) override {
+    size_t la = p->getTokenStream()->LA(1);
+    if (la == P::SEMICOLON || la == P::ASSIGN) return nullptr;
+    return DefaultErrorStrategy::singleTokenDeletion(p);
+  }
+
+  void reportNoViableAlternative(antlr4::Parser* p, const antlr4::NoViableAltException& e) override {
+    // When prediction failed on its first token, the tokens that could start an alternative are
+    // a meaningful "expected" set; when it failed further on, only "unexpected" is honest.
+    Token* t = e.getOffendingToken();
+    if (t != nullptr && e.getStartToken() == t) {
+      report(p, t, e.getCtx(), p->getExpectedTokens(), Style::Expected);
+    } else {
+      report(p, t, e.getCtx(), {}, Style::Unexpected);
+    }
+  }
+
+  void reportInputMismatch(antlr4::Parser* p, const antlr4::InputMismatchException& e) override {
+    report(p, e.getOffendingToken(), e.getCtx(), e.getExpectedTokens(), Style::Expected);
+  }
+
+  void reportFailedPredicate(antlr4::Parser* p,
+                             const antlr4::FailedPredicateException& e) override {
+    report(p, e.getOffendingToken(), e.getCtx(), {}, Style::Unexpected);
+  }
+
+  void reportUnwantedToken(antlr4::Parser* p) override {
+    if (inErrorRecoveryMode(p)) return;
+    beginErrorCondition(p);
+    // With a short list of what would have fitted ("',' or ')'") say it; otherwise the token
+    // simply does not belong here.
+    antlr4::misc::IntervalSet expected = getExpectedTokens(p);
+    bool short_list = expected.size() <= 3 && !expected.contains(Token::EPSILON);
+    report(p, p->getCurrentToken(), p->getContext(), expected,
+           short_list ? Style::Expected : Style::Unexpected);
+  }
+
+  void reportMissingToken(antlr4::Parser* p) override {
+    if (inErrorRecoveryMode(p)) return;
+    beginErrorCondition(p);
+    report(p, p->getCurrentToken(), p->getContext(), getExpectedTokens(p), Style::Expected);
+  }
+
+ private:
+  enum class Style { Expected, Unexpected };
+
+  static std::string token_name(const antlr4::dfa::Vocabulary& vocabulary, ssize_t type) {
+    switch (type) {
+      case -1:
+        return "end of file";
+      case P::IDENT:
+        return "a name";
+      case P::UNSIGNED_NUMBER:
+        return "a number";
+      case P::STRING:
+        return "a string";
+      case P::SUBSCRIPT_END:
+        return "'end'";
+      default:
+        break;
+    }
+    std::string literal = vocabulary.getLiteralName(static_cast<size_t>(type));
+    return literal.empty() ? vocabulary.getDisplayName(static_cast<size_t>(type)) : literal;
+  }
+
+  static bool is_operator(size_t type) {
+    switch (type) {
+      case P::PLUS:
+      case P::MINUS:
+      case P::STAR:
+      case P::SLASH:
+      case P::CARET:
+      case P::DOT_PLUS:
+      case P::DOT_MINUS:
+      case P::DOT_STAR:
+      case P::DOT_SLASH:
+      case P::DOT_CARET:
+      case P::EQ:
+      case P::NEQ:
+      case P::LT:
+      case P::LE:
+      case P::GT:
+      case P::GE:
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  static std::string found(const Token* t) {
+    if (t == nullptr || t->getType() == Token::EOF) return "end of file";
+    return quote(t->getText());
+  }
+
+  // What the parser wanted, in words; empty if that is not worth saying.
+  static std::string describe(const antlr4::misc::IntervalSet& expected, size_t rule,
+                              const Token* previous, const antlr4::Parser* p) {
+    auto in = [&](size_t type) { return has(expected, type); };
+    if (in(P::CONNECT) || in(P::IMPORT)) return "";  // statement lists: "unexpected" says it
+    if (in(P::IDENT) && in(P::UNSIGNED_NUMBER)) return "an expression";
+    if (in(P::MODEL) && !in(P::IDENT)) return "a class definition";
+    if (rule == P::RuleComponentClause && in(P::IDENT)) return "a component name";
+    if (in(P::EACH) && in(P::FINAL)) return in(P::RPAREN) ? "a modifier or ')'" : "a modifier";
+    std::vector<ssize_t> types;
+    for (ssize_t t : expected.toList()) {
+      if (t != static_cast<ssize_t>(Token::EPSILON)) types.push_back(t);
+    }
+    if (types.empty() || types.size() > 4) return "";
+    if (types.size() == 1 && types[0] == P::IDENT) {
+      switch (rule) {
+        case P::RuleComponentDeclaration:
+          return "a component name";
+        case P::RuleTypeSpecifier:
+          return "a type name";
+        case P::RuleForIndex:
+          return "a loop index name";
+        case P::RuleLongClassSpecifier:
+          if (previous != nullptr && previous->getType() == P::END) return "the class name";
+          return "a class name";
+        default:
+          return "a name";
+      }
+    }
+    // "',' or ')'" reads better than the token numbering's "')' or ','".
+    std::stable_partition(types.begin(), types.end(), [](ssize_t t) { return t == P::COMMA; });
+    std::string out;
+    for (size_t i = 0; i < types.size(); ++i) {
+      if (i > 0) out += i + 1 == types.size() ? " or " : ", ";
+      out += token_name(p->getVocabulary(), types[i]);
+    }
+    return out;
+  }
+
+  // " after declaration" and the like: which construct a ';' would have ended.
+  static std::string after_phrase(const antlr4::misc::IntervalSet& expected,
+                                  antlr4::RuleContext* ctx, const Token* previous) {
+    if (ctx == nullptr) return "";
+    if (previous != nullptr && previous->getType() == P::END && !has(expected, P::SEMICOLON))
+      return " after 'end'";
+    if (!has(expected, P::SEMICOLON)) return "";
+    switch (ctx->getRuleIndex()) {
+      case P::RuleComponentClause:
+        return " after declaration";
+      case P::RuleEquation:
+        return " after equation";
+      case P::RuleImportClause:
+        return " after import";
+      case P::RuleExtendsClause:
+        return " after extends clause";
+      case P::RuleWithinClause:
+        return " after within clause";
+      case P::RuleLongClassSpecifier:
+        return " after annotation";
+      case P::RuleClassDefinition: {
+        auto* c = static_cast<P::ClassDefinitionContext*>(ctx);
+        if (auto* l = c->longClassSpecifier(); l != nullptr && l->IDENT().size() == 2)
+          return " after 'end " + l->IDENT(1)->getText() + "'";
+        if (auto* s = c->shortClassSpecifier(); s != nullptr && s->IDENT() != nullptr)
+          return " after the definition of '" + s->IDENT()->getText() + "'";
+        return "";
+      }
+      default:
+        return "";
+    }
+  }
+
+  // At the end of the file with a block still open: name the block.
+  bool report_missing_end(antlr4::RuleContext* ctx, const Span& where) {
+    for (ParseTree* n = ctx; n != nullptr; n = n->parent) {
+      if (auto* l = dynamic_cast<P::LongClassSpecifierContext*>(n)) {
+        auto* def = dynamic_cast<P::ClassDefinitionContext*>(l->parent);
+        if (l->IDENT().empty() || def == nullptr || def->classPrefix() == nullptr) return false;
+        if (report_nested_mismatch(l)) return true;
+        std::string name = l->IDENT(0)->getText();
+        std::string kind = def->classPrefix()->getText();
+        reporter_.syntax(where, "missing 'end " + name + ";' for " + kind + " '" + name + "'");
+        reporter_.diags().note(reporter_.span(l->IDENT(0)->getSymbol()),
+                               kind + " '" + name + "' begins here");
+        return true;
+      }
+      if (auto* f = dynamic_cast<P::ForEquationContext*>(n)) {
+        reporter_.syntax(where, "missing 'end for;'");
+        reporter_.diags().note(reporter_.span(f->getStart()), "'for' begins here");
+        return true;
+      }
+      if (auto* i = dynamic_cast<P::IfEquationContext*>(n)) {
+        reporter_.syntax(where, "missing 'end if;'");
+        reporter_.diags().note(reporter_.span(i->getStart()), "'if' begins here");
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // Consumes the statement that starts at LT(1): up to and including its ';' at bracket depth
+  // 0, or up to a keyword that ends a statement list. An unsupported block (`when ... end when;`,
+  // `while ... end while;`) or `algorithm` section is skipped as a whole.
+  static void skip_statement(antlr4::Parser* p) {
+    antlr4::TokenStream* in = p->getTokenStream();
+    Token* first = in->LT(1);
+    if (first->getType() == Token::EOF) return;
+    const std::string keyword = first->getType() == P::UNSUPPORTED_KEYWORD ? first->getText() : "";
+    p->consume();
+    if (keyword == "when" || keyword == "while") {
+      while (in->LA(1) != Token::EOF) {
+        bool closes = in->LA(1) == P::END && in->LT(2)->getText() == keyword;
+        p->consume();
+        if (closes) {
+          p->consume();
+          if (in->LA(1) == P::SEMICOLON) p->consume();
+          return;
+        }
+      }
+      return;
+    }
+    if (keyword == "algorithm") {
+      while (in->LA(1) != Token::EOF && in->LA(1) != P::EQUATION && in->LA(1) != P::PUBLIC &&
+             in->LA(1) != P::PROTECTED && !(in->LA(1) == P::END && in->LA(2) == P::IDENT)) {
+        p->consume();
+      }
+      return;
+    }
+    int depth = 0;
+    while (true) {
+      size_t la = in->LA(1);
+      if (la == Token::EOF) return;
+      if (depth == 0 && la == P::SEMICOLON) {
+        p->consume();
+        return;
+      }
+      if (depth == 0 && (la == P::END || la == P::EQUATION || la == P::PUBLIC ||
+                         la == P::PROTECTED || la == P::ELSE || la == P::ELSEIF)) {
+        return;
+      }
+      if (la == P::LPAREN || la == P::LBRACKET || la == P::LBRACE) ++depth;
+      if ((la == P::RPAREN || la == P::RBRACKET || la == P::RBRACE) && depth > 0) --depth;
+      p->consume();
+    }
+  }
+
+  // `model M  model N ... end M;` then the end of the file: the real mistake is the missing
+  // `end N;`, which made `end M` close N.
+  bool report_nested_mismatch(P::LongClassSpecifierContext* outer) {
+    std::string outer_name = outer->IDENT(0)->getText();
+    for (auto* e : outer->element()) {
+      auto* def = e->classDefinition();
+      auto* inner = def != nullptr ? def->longClassSpecifier() : nullptr;
+      if (inner == nullptr || inner->IDENT().size() != 2) continue;
+      if (inner->IDENT(1)->getText() != outer_name || inner->IDENT(0)->getText() == outer_name)
+        continue;
+      std::string name = inner->IDENT(0)->getText();
+      std::string kind = def->classPrefix()->getText();
+      reporter_.error(DiagKind::end_name_mismatch, reporter_.span(inner->IDENT(1)->getSymbol()),
+                      {outer_name, name});
+      reporter_.diags().note(reporter_.span(inner->IDENT(0)->getSymbol()),
+                             kind + " '" + name + "' begins here");
+      reporter_.diags().help("add 'end " + name + ";' before 'end " + outer_name + ";'");
+      return true;
+    }
+    return false;
+  }
+
+  void report(antlr4::Parser* p, Token* t, antlr4::RuleContext* ctx,
+              const antlr4::misc::IntervalSet& expected, Style style) {
+    const Token* previous = nullptr;
+    if (t != nullptr && t->getTokenIndex() > 0 && t->getTokenIndex() != INVALID_INDEX) {
+      previous = p->getTokenStream()->get(t->getTokenIndex() - 1);
+    }
+    const bool at_eof = t == nullptr || t->getType() == Token::EOF;
+    // After an error, ANTLR's complaints at the end of the file are nearly always consequences
+    // of it (the recovery skipped an `end`, a comment ran to the end, ...).
+    if (at_eof && reporter_.failed()) return;
+
+    if (!at_eof && t->getType() == P::UNSUPPORTED_KEYWORD) {
+      reporter_.error(DiagKind::unsupported, reporter_.span(t),
+                      {"the Modelica keyword " + quote(t->getText())});
+      return;
+    }
+    if (!at_eof && t->getType() == P::ASSIGN && ctx != nullptr &&
+        (ctx->getRuleIndex() == P::RuleComponentDeclaration ||
+         ctx->getRuleIndex() == P::RuleComponentClause)) {
+      // `Real x; y = 1;` before `equation`: `y` was taken for a type.
+      reporter_.syntax(reporter_.span(t), "expected a component name, found '='");
+      reporter_.diags().help("equations belong in an 'equation' section");
+      return;
+    }
+
+    // A missing token belongs after the previous token when the next one is on a later line:
+    // that is where the user has to type it.
+    Span where = reporter_.span(t);
+    if (previous != nullptr && (at_eof || (style == Style::Expected &&
+                                           t->getLine() > reporter_.span(previous).end_line))) {
+      where = reporter_.after(previous);
+    }
+
+    if (at_eof && has(expected, P::END) && !has(expected, P::UNSIGNED_NUMBER) &&
+        report_missing_end(ctx, where)) {
+      return;
+    }
+
+    size_t rule = ctx != nullptr ? ctx->getRuleIndex() : INVALID_INDEX;
+    std::string want =
+        style == Style::Expected ? describe(expected, rule, previous, p) : std::string();
+    if (want.empty()) {
+      reporter_.syntax(where, "unexpected " + found(t));
+      if (!at_eof && (t->getType() == P::MINUS || t->getType() == P::PLUS) &&
+          previous != nullptr && is_operator(previous->getType())) {
+        reporter_.diags().help(
+            "a sign may only start an expression: write the signed operand in parentheses, as "
+            "in 2*(-x)");
+      }
+      return;
+    }
+    if (want == "the class name" && ctx != nullptr) {
+      auto* l = dynamic_cast<P::LongClassSpecifierContext*>(ctx);
+      if (l != nullptr && !l->IDENT().empty()) want += " '" + l->IDENT(0)->getText() + "'";
+    }
+    // "expected ';' after declaration" even where a ',' or a '(' could also have come: the ';' is
+    // what is missing in practice.
+    std::string after = after_phrase(expected, ctx, previous);
+    if (!after.empty() && has(expected, P::SEMICOLON)) want = "';'";
+    reporter_.syntax(where, "expected " + want + after + ", found " + found(t));
+    if (rule == P::RuleEquation && want == "'='" && !at_eof && t->getType() == P::SEMICOLON) {
+      reporter_.diags().help(
+          "an equation has the form 'expression = expression;' (function-call equations such as "
+          "assert(...) are not supported)");
+    }
+  }
+
+  Reporter& reporter_;
+  size_t last_recovery_index_ = static_cast<size_t>(-1);
+};
+
+// Anything that still reaches ANTLR's listener interface (the strategy above reports the rest
+// itself): rewrite ANTLR's wording into ours.
+class FallbackListener : public antlr4::BaseErrorListener {
+ public:
+  explicit FallbackListener(Reporter& reporter) : reporter_(reporter) {}
+
+  void syntaxError(antlr4::Recognizer*, Token* offending, size_t line, size_t column,
+                   const std::string& message, std::exception_ptr) override {
+    Span where = offending != nullptr ? reporter_.span(offending) : Span{};
+    if (!where.valid()) {
+      where = Span{reporter_.file(), static_cast<uint32_t>(line),
+                   static_cast<uint32_t>(column) + 1, static_cast<uint32_t>(line),
+                   static_cast<uint32_t>(column) + 1};
+    }
+    std::string shown = offending == nullptr || offending->getType() == Token::EOF
+                            ? "end of file"
+                            : quote(offending->getText());
+    auto starts = [&](const char* prefix) { return message.rfind(prefix, 0) == 0; };
+    if (starts("mismatched input")) {
+      auto pos = message.find(" expecting ");
+      std::string want = pos == std::string::npos ? "" : message.substr(pos + 11);
+      reporter_.syntax(where, want.empty() ? "unexpected " + shown
+                                           : "expected " + want + ", found " + shown);
+    } else if (starts("missing ")) {
+      auto pos = message.find(" at ");
+      reporter_.syntax(where, "expected " + message.substr(8, pos - 8) + ", found " + shown);
+    } else if (starts("extraneous input") || starts("no viable alternative")) {
+      reporter_.syntax(where, "unexpected " + shown);
+    } else {
+      reporter_.syntax(where, message);
+    }
+  }
+
+ private:
+  Reporter& reporter_;
+};
+
+// ---------------------------------------------------------------- parse tree -> AST
+
+// Ends the conversion of one statement (declaration, equation, ...) after an error that leaves
+// nothing sensible to build; the next statement is converted normally.
+struct StatementFailed {};
+
+Token* token_of(ParseTree* node) {
+  auto* t = dynamic_cast<TerminalNode*>(node);
+  return t != nullptr ? t->getSymbol() : nullptr;
+}
+
+size_t type_of(ParseTree* node) {
+  Token* t = token_of(node);
+  return t != nullptr ? t->getType() : antlr4::Token::INVALID_TYPE;
+}
+
+ast::ExprPtr clone(const ast::Expr& e);
+
+std::vector<ast::ExprPtr> clone_all(const std::vector<ast::ExprPtr>& v) {
+  std::vector<ast::ExprPtr> out;
+  out.reserve(v.size());
+  for (const auto& e : v) out.push_back(clone(*e));
+  return out;
+}
+
+ast::ExprPtr clone(const ast::Expr& e) {
+  auto c = std::make_unique<ast::Expr>();
+  c->kind = e.kind;
+  c->span = e.span;
+  c->number = e.number;
+  c->is_integer = e.is_integer;
+  c->boolean = e.boolean;
+  c->text = e.text;
+  c->op = e.op;
+  for (const auto& part : e.ref) {
+    c->ref.push_back(ast::RefPart{part.name, clone_all(part.subscripts), part.span});
+  }
+  c->args = clone_all(e.args);
+  for (const auto& row : e.rows) c->rows.push_back(clone_all(row));
+  return c;
+}
+
+class Builder {
+ public:
+  explicit Builder(Reporter& reporter) : r_(reporter) {}
+
+  std::unique_ptr<ast::File> file(P::StoredDefinitionContext* ctx) {
+    auto f = std::make_unique<ast::File>();
+    f->file_id = r_.file();
+    if (auto* w = ctx->withinClause(); w != nullptr && w->name() != nullptr) {
+      f->within = dotted(w->name());
+    }
+    for (auto* c : ctx->classDefinition()) {
+      if (auto def = class_definition(c)) f->classes.push_back(std::move(def));
+    }
+    return f;
+  }
+
+ private:
+  // An expression under construction and its depth (a leaf is 1).
+  struct Built {
+    ast::ExprPtr e;
+    int depth = 1;
+  };
+
+  // ---------------------------------------------------------------- classes and elements
+
+  std::unique_ptr<ast::ClassDef> class_definition(P::ClassDefinitionContext* ctx) {
+    auto def = std::make_unique<ast::ClassDef>();
+    def->kind = class_kind(ctx->classPrefix());
+    if (auto* s = ctx->shortClassSpecifier()) {
+      def->name = s->IDENT()->getText();
+      def->span = r_.span(s->IDENT()->getSymbol());
+      try {
+        def->short_base = dotted(s->typeSpecifier()->name());
+        if (s->arraySubscripts() != nullptr) {
+          r_.error(DiagKind::unsupported, r_.span(s->arraySubscripts()),
+                   {"an array dimension in a short class definition"});
+        }
+        if (auto* m = s->classModification()) {
+          def->short_mod = std::make_unique<ast::Modification>();
+          def->short_mod->args = class_modification(m);
+          def->short_mod->span = r_.span(m);
+        }
+        def->description = string_comment(s->comment()->stringComment());
+      } catch (const StatementFailed&) {
+      }
+      return def;
+    }
+
+    auto* l = ctx->longClassSpecifier();
+    def->name = l->IDENT(0)->getText();
+    def->span = r_.span(l->IDENT(0)->getSymbol());
+    def->description = string_comment(l->stringComment());
+    bool is_protected = false;
+    bool after_end = false;
+    for (ParseTree* child : l->children) {
+      switch (type_of(child)) {
+        case P::PUBLIC:
+          is_protected = false;
+          continue;
+        case P::PROTECTED:
+          is_protected = true;
+          continue;
+        case P::END:
+          after_end = true;
+          continue;
+        case P::IDENT:
+          if (after_end) check_end_name(*def, ctx, token_of(child));
+          continue;
+        default:
+          break;
+      }
+      if (auto* e = dynamic_cast<P::ElementContext*>(child)) {
+        element(*def, e, is_protected);
+      } else if (auto* s = dynamic_cast<P::EquationSectionContext*>(child)) {
+        for (auto* eq : s->equation()) equation(def->equations, eq);
+      }
+    }
+    return def;
+  }
+
+  void check_end_name(const ast::ClassDef& def, P::ClassDefinitionContext* ctx, Token* end_name) {
+    if (end_name->getText() == def.name) return;
+    std::string kind = ctx->classPrefix()->getText();
+    r_.error(DiagKind::end_name_mismatch, r_.span(end_name), {end_name->getText(), def.name});
+    r_.diags().note(def.span, kind + " '" + def.name + "' begins here");
+  }
+
+  static ast::ClassKind class_kind(P::ClassPrefixContext* ctx) {
+    switch (ctx->getStart()->getType()) {
+      case P::CONNECTOR:
+        return ast::ClassKind::Connector;
+      case P::RECORD:
+        return ast::ClassKind::Record;
+      case P::BLOCK:
+        return ast::ClassKind::Block;
+      case P::PACKAGE:
+        return ast::ClassKind::Package;
+      case P::TYPE:
+        return ast::ClassKind::Type;
+      case P::FUNCTION:
+        return ast::ClassKind::Function;
+      default:
+        return ast::ClassKind::Model;
+    }
+  }
+
+  void element(ast::ClassDef& def, P::ElementContext* ctx, bool is_protected) {
+    try {
+      if (auto* i = ctx->importClause()) {
+        def.imports.push_back(import_clause(i));
+      } else if (auto* e = ctx->extendsClause()) {
+        ast::Extends ext;
+        ext.base = dotted(e->typeSpecifier()->name());
+        ext.span = r_.span(e->typeSpecifier());
+        if (auto* m = e->classModification()) {
+          ext.mod = std::make_unique<ast::Modification>();
+          ext.mod->args = class_modification(m);
+          ext.mod->span = r_.span(m);
+        }
+        def.extends.push_back(std::move(ext));
+      } else if (auto* c = ctx->classDefinition()) {
+        if (auto nested = class_definition(c)) def.classes.push_back(std::move(nested));
+      } else if (auto* cc = ctx->componentClause()) {
+        component_clause(def, cc, is_protected);
+      }
+    } catch (const StatementFailed&) {
+    }
+  }
+
+  ast::Import import_clause(P::ImportClauseContext* ctx) {
+    ast::Import imp;
+    imp.path = dotted(ctx->name());
+    imp.span = r_.span(ctx->name());
+    if (ctx->ASSIGN() != nullptr) {
+      imp.alias = ctx->IDENT()->getText();
+    } else if (ctx->DOT_STAR() != nullptr || ctx->STAR() != nullptr) {
+      imp.wildcard = true;
+      Span last = r_.span(ctx->DOT_STAR() != nullptr ? ctx->DOT_STAR()->getSymbol()
+                                                     : ctx->STAR()->getSymbol());
+      imp.span.end_line = last.end_line;
+      imp.span.end_col = last.end_col;
+    }
+    return imp;
+  }
+
+  void component_clause(ast::ClassDef& def, P::ComponentClauseContext* ctx, bool is_protected) {
+    ast::Component proto;
+    proto.is_protected = is_protected;
+    prefixes(proto, ctx->typePrefix());
+    proto.type_name = dotted(ctx->typeSpecifier()->name());
+    proto.type_span = r_.span(ctx->typeSpecifier());
+    std::vector<ast::ExprPtr> type_dims;
+    if (auto* s = ctx->arraySubscripts()) type_dims = subscripts(s);
+
+    for (auto* d : ctx->componentDeclaration()) {
+      try {
+        ast::Component c;
+        c.name = d->IDENT()->getText();
+        c.span = r_.span(d->IDENT()->getSymbol());
+        c.type_name = proto.type_name;
+        c.type_span = proto.type_span;
+        c.type_dims = clone_all(type_dims);
+        c.variability = proto.variability;
+        c.causality = proto.causality;
+        c.flow = proto.flow;
+        c.stream = proto.stream;
+        c.is_protected = proto.is_protected;
+        if (auto* s = d->arraySubscripts()) c.dims = subscripts(s);
+        if (auto* m = d->modification()) c.mod = modification(m);
+        c.description = string_comment(d->comment()->stringComment());
+        def.components.push_back(std::move(c));
+      } catch (const StatementFailed&) {
+      }
+    }
+  }
+
+  // Prefixes may come in any order; each group (variability, causality, flow/stream) at most
+  // once.
+  void prefixes(ast::Component& c, const std::vector<P::TypePrefixContext*>& list) {
+    Token* variability = nullptr;
+    Token* causality = nullptr;
+    Token* flow = nullptr;
+    for (auto* p : list) {
+      Token* t = p->getStart();
+      Token** slot = nullptr;
+      switch (t->getType()) {
+        case P::PARAMETER:
+        case P::CONSTANT:
+        case P::DISCRETE:
+          slot = &variability;
+          break;
+        case P::INPUT:
+        case P::OUTPUT:
+          slot = &causality;
+          break;
+        default:
+          slot = &flow;
+          break;
+      }
+      if (*slot != nullptr) {
+        std::string first = (*slot)->getText(), second = t->getText();
+        r_.syntax(r_.span(t), first == second
+                                  ? "duplicate prefix '" + second + "'"
+                                  : "conflicting prefixes '" + first + "' and '" + second + "'");
+        continue;
+      }
+      *slot = t;
+      switch (t->getType()) {
+        case P::PARAMETER:
+          c.variability = ast::Variability::Parameter;
+          break;
+        case P::CONSTANT:
+          c.variability = ast::Variability::Constant;
+          break;
+        case P::DISCRETE:
+          c.variability = ast::Variability::Discrete;
+          break;
+        case P::INPUT:
+          c.causality = ast::Causality::Input;
+          break;
+        case P::OUTPUT:
+          c.causality = ast::Causality::Output;
+          break;
+        case P::FLOW:
+          c.flow = true;
+          break;
+        case P::STREAM:
+          c.stream = true;
+          break;
+        default:
+          break;
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------- modifications
+
+  std::unique_ptr<ast::Modification> modification(P::ModificationContext* ctx) {
+    auto m = std::make_unique<ast::Modification>();
+    m->span = r_.span(ctx);
+    if (auto* c = ctx->classModification()) m->args = class_modification(c);
+    if (auto* e = ctx->expression()) m->value = expr(e).e;
+    return m;
+  }
+
+  std::vector<ast::ModArg> class_modification(P::ClassModificationContext* ctx) {
+    std::vector<ast::ModArg> args;
+    for (auto* a : ctx->argument()) {
+      ast::ModArg arg;
+      arg.each = a->EACH() != nullptr;
+      arg.final_ = a->FINAL() != nullptr;
+      for (auto* id : a->name()->IDENT()) arg.path.push_back(id->getText());
+      arg.span = r_.span(a->name());
+      if (auto* m = a->modification()) {
+        arg.mod = modification(m);
+      } else {
+        std::string name = dotted(a->name());
+        r_.syntax(arg.span, "modification of '" + name + "' has no value; write '" + name +
+                                " = ...' or '" + name + "(...)'");
+        arg.mod = std::make_unique<ast::Modification>();
+        arg.mod->span = arg.span;
+      }
+      args.push_back(std::move(arg));
+    }
+    return args;
+  }
+
+  // ---------------------------------------------------------------- equations
+
+  void equation(ast::EquationList& out, P::EquationContext* ctx) {
+    try {
+      ast::Equation eq;
+      eq.description = string_comment(ctx->comment()->stringComment());
+      if (auto* lhs = ctx->simpleExpression()) {
+        eq.kind = ast::EquationKind::Simple;
+        eq.lhs = simple_expression(lhs).e;
+        eq.rhs = expr(ctx->expression()).e;
+        eq.span = join(r_.span(lhs), r_.span(ctx->expression()));
+      } else if (auto* c = ctx->connectClause()) {
+        eq.kind = ast::EquationKind::Connect;
+        eq.span = r_.span(c);
+        eq.lhs = component_reference(c->componentReference(0)).e;
+        eq.rhs = component_reference(c->componentReference(1)).e;
+      } else if (auto* f = ctx->forEquation()) {
+        eq.kind = ast::EquationKind::For;
+        eq.span = r_.span(f);
+        for (auto* i : f->forIndices()->forIndex()) eq.indices.push_back(for_index(i));
+        for (auto* e : f->equation()) equation(eq.body, e);
+      } else if (auto* i = ctx->ifEquation()) {
+        eq.kind = ast::EquationKind::If;
+        eq.span = r_.span(i);
+        if_equation(eq, i);
+      }
+      out.push_back(std::move(eq));
+    } catch (const StatementFailed&) {
+    }
+  }
+
+  ast::ForIndex for_index(P::ForIndexContext* ctx) {
+    ast::ForIndex index;
+    index.name = ctx->IDENT()->getText();
+    index.span = r_.span(ctx->IDENT()->getSymbol());
+    index.range = expr(ctx->expression()).e;
+    return index;
+  }
+
+  // IF c THEN eqs (ELSEIF c THEN eqs)* (ELSE eqs)? END IF: walk the children in order.
+  void if_equation(ast::Equation& eq, P::IfEquationContext* ctx) {
+    bool expect_condition = false;
+    for (ParseTree* child : ctx->children) {
+      size_t type = type_of(child);
+      if (type == P::IF || type == P::ELSEIF) {
+        expect_condition = true;
+      } else if (type == P::ELSE) {
+        eq.branches.emplace_back();
+      } else if (type == P::THEN) {
+        eq.branches.emplace_back();
+      } else if (type == P::END) {
+        break;
+      } else if (auto* c = dynamic_cast<P::ExpressionContext*>(child); c && expect_condition) {
+        eq.conditions.push_back(expr(c).e);
+        expect_condition = false;
+      } else if (auto* e = dynamic_cast<P::EquationContext*>(child)) {
+        equation(eq.branches.back(), e);
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------- expressions
+
+  Span join(Span first, const Span& last) const {
+    first.end_line = last.end_line;
+    first.end_col = last.end_col;
+    return first;
+  }
+
+  // Checks the depth of a node that is about to be created; too deep ends the statement.
+  int deeper(int child_depth, const Span& where) {
+    int depth = child_depth + 1;
+    if (depth > kMaxExprDepth) {
+      r_.error(DiagKind::expression_too_deep, where, {std::to_string(kMaxExprDepth)});
+      r_.diags().help(
+          "a chain of n operators counts as n levels; split the expression into several "
+          "equations with intermediate variables");
+      throw StatementFailed{};
+    }
+    return depth;
+  }
+
+  Built node(ast::ExprKind kind, Span span, std::vector<Built> args, std::string op = {}) {
+    int depth = 0;
+    auto e = std::make_unique<ast::Expr>();
+    e->kind = kind;
+    e->span = span;
+    e->op = std::move(op);
+    for (auto& a : args) {
+      depth = std::max(depth, a.depth);
+      e->args.push_back(std::move(a.e));
+    }
+    return Built{std::move(e), deeper(depth, span)};
+  }
+
+  Built binary(Built lhs, std::string op, Built rhs) {
+    Span span = join(lhs.e->span, rhs.e->span);
+    std::vector<Built> args;
+    args.push_back(std::move(lhs));
+    args.push_back(std::move(rhs));
+    return node(ast::ExprKind::Binary, span, std::move(args), std::move(op));
+  }
+
+  Built expr(P::ExpressionContext* ctx) {
+    if (auto* s = ctx->simpleExpression()) return simple_expression(s);
+    auto* i = ctx->ifExpression();
+    std::vector<Built> args;
+    for (auto* e : i->expression()) args.push_back(expr(e));
+    return node(ast::ExprKind::If, r_.span(i), std::move(args));
+  }
+
+  Built simple_expression(P::SimpleExpressionContext* ctx) {
+    auto parts = ctx->logicalExpression();
+    if (parts.size() == 1) return logical_expression(parts[0]);
+    std::vector<Built> args;
+    for (auto* p : parts) args.push_back(logical_expression(p));
+    return node(ast::ExprKind::Range, r_.span(ctx), std::move(args));
+  }
+
+  Built logical_expression(P::LogicalExpressionContext* ctx) {
+    auto terms = ctx->logicalTerm();
+    Built e = logical_term(terms[0]);
+    for (size_t i = 1; i < terms.size(); ++i) e = binary(std::move(e), "or", logical_term(terms[i]));
+    return e;
+  }
+
+  Built logical_term(P::LogicalTermContext* ctx) {
+    auto factors = ctx->logicalFactor();
+    Built e = logical_factor(factors[0]);
+    for (size_t i = 1; i < factors.size(); ++i) {
+      e = binary(std::move(e), "and", logical_factor(factors[i]));
+    }
+    return e;
+  }
+
+  Built logical_factor(P::LogicalFactorContext* ctx) {
+    Built e = relation(ctx->relation());
+    if (ctx->NOT() == nullptr) return e;
+    Span span = join(r_.span(ctx->NOT()->getSymbol()), e.e->span);
+    std::vector<Built> args;
+    args.push_back(std::move(e));
+    return node(ast::ExprKind::Unary, span, std::move(args), "not");
+  }
+
+  Built relation(P::RelationContext* ctx) {
+    auto sides = ctx->arithmeticExpression();
+    Built e = arithmetic_expression(sides[0]);
+    if (sides.size() == 1) return e;
+    return binary(std::move(e), ctx->relOp()->getText(), arithmetic_expression(sides[1]));
+  }
+
+  // addOp? term (addOp term)*: a leading addOp is the sign of the first term.
+  Built arithmetic_expression(P::ArithmeticExpressionContext* ctx) {
+    std::optional<Built> e;
+    std::string op;
+    Token* sign = nullptr;
+    for (ParseTree* child : ctx->children) {
+      if (auto* a = dynamic_cast<P::AddOpContext*>(child)) {
+        op = a->getText();
+        if (!e) sign = a->getStart();
+      } else if (auto* t = dynamic_cast<P::TermContext*>(child)) {
+        Built rhs = term(t);
+        if (!e && sign != nullptr) {
+          Span span = join(r_.span(sign), rhs.e->span);
+          std::vector<Built> args;
+          args.push_back(std::move(rhs));
+          // `.-a` is `-a`: elementwise and scalar negation are the same operation.
+          std::string unary = op == ".-" ? "-" : op == ".+" ? "+" : op;
+          e = node(ast::ExprKind::Unary, span, std::move(args), unary);
+        } else if (!e) {
+          e = std::move(rhs);
+        } else {
+          e = binary(std::move(*e), op, std::move(rhs));
+        }
+      }
+    }
+    return std::move(*e);
+  }
+
+  Built term(P::TermContext* ctx) {
+    auto factors = ctx->factor();
+    auto ops = ctx->mulOp();
+    Built e = factor(factors[0]);
+    for (size_t i = 1; i < factors.size(); ++i) {
+      e = binary(std::move(e), ops[i - 1]->getText(), factor(factors[i]));
+    }
+    return e;
+  }
+
+  // Modelica's power operator is not associative: a^b^c must be bracketed.
+  Built factor(P::FactorContext* ctx) {
+    auto primaries = ctx->primary();
+    auto ops = ctx->powOp();
+    if (ops.size() > 1) {
+      std::string op = ops[1]->getText();
+      r_.syntax(r_.span(ops[1]), "'" + op + "' is not associative; write (a" + op + "b)" + op +
+                                     "c or a" + op + "(b" + op + "c)");
+      throw StatementFailed{};
+    }
+    Built e = primary(primaries[0]);
+    if (primaries.size() == 2) e = binary(std::move(e), ops[0]->getText(), primary(primaries[1]));
+    return e;
+  }
+
+  Built primary(P::PrimaryContext* ctx) {
+    Token* first = ctx->getStart();
+    Span span = r_.span(ctx);
+    switch (first->getType()) {
+      case P::UNSIGNED_NUMBER:
+        return number(first);
+      case P::STRING: {
+        auto e = leaf(ast::ExprKind::String, span);
+        e.e->text = unescape(first);
+        return e;
+      }
+      case P::TRUE:
+      case P::FALSE: {
+        auto e = leaf(ast::ExprKind::Bool, span);
+        e.e->boolean = first->getType() == P::TRUE;
+        return e;
+      }
+      case P::SUBSCRIPT_END:
+        if (subscript_depth_ == 0) {
+          r_.syntax(span, "'end' can only be used inside array subscripts");
+        }
+        return leaf(ast::ExprKind::End, span);
+      case P::LPAREN:
+        return expr(ctx->expression());
+      case P::LBRACKET: {
+        auto e = std::make_unique<ast::Expr>();
+        e->kind = ast::ExprKind::Matrix;
+        e->span = span;
+        int depth = 0;
+        for (auto* row : ctx->expressionList()) {
+          std::vector<ast::ExprPtr> cells;
+          for (auto* cell : row->expression()) {
+            Built b = expr(cell);
+            depth = std::max(depth, b.depth);
+            cells.push_back(std::move(b.e));
+          }
+          e->rows.push_back(std::move(cells));
+        }
+        return Built{std::move(e), deeper(depth, span)};
+      }
+      case P::LBRACE: {
+        std::vector<Built> elements;
+        if (auto* a = ctx->arrayArguments()) {
+          if (a->FOR() != nullptr) {
+            r_.error(DiagKind::unsupported, span, {"an array comprehension ('{... for ...}')"});
+            throw StatementFailed{};
+          }
+          for (auto* x : a->expression()) elements.push_back(expr(x));
+        }
+        return node(ast::ExprKind::Array, span, std::move(elements));
+      }
+      default:
+        break;
+    }
+    Built ref = component_reference(ctx->componentReference());
+    auto* call = ctx->functionCallArgs();
+    if (call == nullptr) return ref;
+    ref.e->kind = ast::ExprKind::Call;
+    ref.e->span = span;
+    for (const auto& part : ref.e->ref) {
+      if (!part.subscripts.empty()) {
+        r_.syntax(part.span, "a function name cannot have subscripts");
+        throw StatementFailed{};
+      }
+    }
+    int depth = ref.depth;
+    if (auto* args = call->functionArguments()) {
+      if (args->FOR() != nullptr) {
+        r_.error(DiagKind::unsupported, span, {"a reduction expression ('f(... for ...)')"});
+        throw StatementFailed{};
+      }
+      for (auto* a : args->functionArgument()) {
+        if (a->IDENT() != nullptr) {
+          r_.error(DiagKind::unsupported, r_.span(a),
+                   {"the named argument '" + a->IDENT()->getText() + " = ...'"});
+          throw StatementFailed{};
+        }
+        Built b = expr(a->expression());
+        depth = std::max(depth, b.depth);
+        ref.e->args.push_back(std::move(b.e));
+      }
+    }
+    ref.depth = deeper(depth, span);
+    return ref;
+  }
+
+  Built component_reference(P::ComponentReferenceContext* ctx) {
+    auto e = std::make_unique<ast::Expr>();
+    e->kind = ast::ExprKind::Ref;
+    e->span = r_.span(ctx);
+    int depth = 0;
+    for (auto* p : ctx->refPart()) {
+      ast::RefPart part;
+      part.name = p->IDENT()->getText();
+      part.span = r_.span(p);
+      if (auto* s = p->arraySubscripts()) {
+        for (auto* sub : s->subscript()) {
+          Built b = subscript(sub);
+          depth = std::max(depth, b.depth);
+          part.subscripts.push_back(std::move(b.e));
+        }
+      }
+      e->ref.push_back(std::move(part));
+    }
+    Span span = e->span;
+    return Built{std::move(e), deeper(depth, span)};
+  }
+
+  std::vector<ast::ExprPtr> subscripts(P::ArraySubscriptsContext* ctx) {
+    std::vector<ast::ExprPtr> out;
+    for (auto* s : ctx->subscript()) out.push_back(subscript(s).e);
+    return out;
+  }
+
+  Built subscript(P::SubscriptContext* ctx) {
+    if (ctx->expression() == nullptr) return leaf(ast::ExprKind::Colon, r_.span(ctx));
+    ++subscript_depth_;
+    struct Restore {
+      int& depth;
+      ~Restore() { --depth; }
+    } restore{subscript_depth_};
+    return expr(ctx->expression());
+  }
+
+  static Built leaf(ast::ExprKind kind, Span span) {
+    auto e = std::make_unique<ast::Expr>();
+    e->kind = kind;
+    e->span = span;
+    return Built{std::move(e), 1};
+  }
+
+  Built number(Token* t) {
+    std::string text = t->getText();
+    Built b = leaf(ast::ExprKind::Number, r_.span(t));
+    b.e->is_integer = text.find_first_of(".eE") == std::string::npos;
+    double value = 0.0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec == std::errc::result_out_of_range) {
+      // Underflow rounds to zero, as in every Modelica tool; overflow is an error.
+      bool tiny = text.find("e-") != std::string::npos || text.find("E-") != std::string::npos;
+      if (!tiny) r_.error(DiagKind::number_out_of_range, r_.span(t), {quote(text)});
+      value = 0.0;
+    } else if (ec != std::errc() || end != text.data() + text.size()) {
+      r_.syntax(r_.span(t), "malformed number " + quote(text));
+    }
+    b.e->number = value;
+    return b;
+  }
+
+  // The text between the quotes with Modelica's escapes decoded.
+  std::string unescape(Token* t) {
+    std::string raw = t->getText();
+    std::string out;
+    for (size_t i = 1; i + 1 < raw.size(); ++i) {
+      if (raw[i] != '\\') {
+        out += raw[i];
+        continue;
+      }
+      char c = raw[++i];
+      switch (c) {
+        case '\'':
+        case '"':
+        case '?':
+        case '\\':
+          out += c;
+          break;
+        case 'a':
+          out += '\a';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'v':
+          out += '\v';
+          break;
+        default: {
+          size_t len = utf8_sequence_length(raw, i);
+          r_.syntax(r_.span(t), "unknown escape sequence " +
+                                    quote("\\" + raw.substr(i, len == 0 ? 1 : len)) +
+                                    " in string");
+          out += c;
+          break;
+        }
+      }
+    }
+    return out;
+  }
+
+  std::string string_comment(P::StringCommentContext* ctx) {
+    std::string out;
+    if (ctx == nullptr) return out;
+    for (auto* s : ctx->STRING()) out += unescape(s->getSymbol());
+    return out;
+  }
+
+  static std::string dotted(P::NameContext* ctx) {
+    std::string out;
+    for (auto* id : ctx->IDENT()) {
+      if (!out.empty()) out += '.';
+      out += id->getText();
+    }
+    return out;
+  }
+
+  Reporter& r_;
+  int subscript_depth_ = 0;
+};
+
+// ---------------------------------------------------------------- driver
+
+// Runs `fn` on a thread with a kParserStackBytes stack; inline if no such thread can be made.
+template <class Fn>
+void run_with_large_stack(Fn& fn) {
+  pthread_attr_t attr;
+  bool started = false;
+  pthread_t thread;
+  if (pthread_attr_init(&attr) == 0) {
+    if (pthread_attr_setstacksize(&attr, kParserStackBytes) == 0) {
+      auto trampoline = [](void* arg) -> void* {
+        (*static_cast<Fn*>(arg))();
+        return nullptr;
+      };
+      started = pthread_create(&thread, &attr, trampoline, &fn) == 0;
+    }
+    pthread_attr_destroy(&attr);
+  }
+  if (started) {
+    pthread_join(thread, nullptr);
+  } else {
+    fn();
+  }
+}
+
+// Where the first malformed UTF-8 sequence starts, as a line:col span; nullopt if the text is
+// well formed.
+std::optional<Span> find_invalid_utf8(std::string_view text, uint32_t file) {
+  uint32_t line = 1, col = 1;
+  for (size_t i = 0; i < text.size();) {
+    size_t len = utf8_sequence_length(text, i);
+    if (len == 0) return Span{file, line, col, line, col};
+    if (text[i] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
+    i += len;
+  }
+  return std::nullopt;
+}
+
+std::string describe_character(const std::string& text) {
+  auto c = static_cast<unsigned char>(text.empty() ? 0 : text[0]);
+  if (c >= 0x21 && c < 0x7F) return quote(text);
+  // Invisible or non-ASCII: name the code point, and show it if it is printable.
+  char32_t cp = 0;
+  size_t len = utf8_sequence_length(text, 0);
+  if (len == 1) {
+    cp = c;
+  } else if (len > 1) {
+    cp = c & (0xFF >> (len + 1));
+    for (size_t i = 1; i < len; ++i) cp = (cp << 6) | (static_cast<unsigned char>(text[i]) & 0x3F);
+  }
+  std::string name = fmt::format("U+{:04X}", static_cast<uint32_t>(cp));
+  if (cp >= 0xA0) return quote(text) + " (" + name + ")";
+  return name;
+}
+
+class FileParser {
+ public:
+  FileParser(const SourceManager& sources, uint32_t file_id, DiagnosticEngine& diags)
+      : sources_(sources), r_(file_id, diags) {}
+
+  // Never throws.
+  std::unique_ptr<ast::File> run() {
+    try {
+      return parse();
+    } catch (const ParseAbort&) {
+    } catch (const StatementFailed&) {
+    } catch (const std::bad_alloc&) {
+      internal_error("out of memory while parsing");
+    } catch (const std::exception& e) {
+      internal_error(std::string("internal error in the parser: ") + e.what());
+    } catch (...) {
+      internal_error("internal error in the parser");
+    }
+    return nullptr;
+  }
+
+ private:
+  void internal_error(const std::string& message) {
+    try {
+      r_.syntax(Span{}, message);
+    } catch (...) {
+    }
+  }
+
+  std::unique_ptr<ast::File> parse() {
+    const std::string& text = sources_.text(r_.file());
+    if (auto bad = find_invalid_utf8(text, r_.file())) {
+      r_.error(DiagKind::invalid_utf8, *bad);
+      return nullptr;
+    }
+    // The BOM is not part of line 1's columns (the renderer drops it too).
+    std::string_view body = text;
+    if (body.substr(0, 3) == "\xEF\xBB\xBF") body.remove_prefix(3);
+
+    antlr4::ANTLRInputStream input(body.data(), body.size());
+    grammar::MbsLexer lexer(&input);
+    lexer.removeErrorListeners();
+    std::vector<std::unique_ptr<Token>> tokens = lexer.getAllTokens();
+    if (!prescan(tokens)) return nullptr;
+    if (tokens.empty()) {
+      if (!r_.failed()) r_.error(DiagKind::empty_file, Span{r_.file(), 1, 1, 1, 1});
+      return nullptr;
+    }
+
+    antlr4::ListTokenSource source(std::move(tokens));
+    antlr4::CommonTokenStream stream(&source);
+    stream.fill();
+
+    // SLL prediction is much faster and almost always right; a failure may be SLL's weakness
+    // rather than a real error, so it is retried with full LL and error reporting.
+    auto parser = std::make_unique<GuardedParser>(&stream, r_);
+    parser->removeErrorListeners();
+    parser->setErrorHandler(std::make_shared<antlr4::BailErrorStrategy>());
+    parser->getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
+        antlr4::atn::PredictionMode::SLL);
+    P::StoredDefinitionContext* tree = nullptr;
+    try {
+      tree = parser->storedDefinition();
+    } catch (const antlr4::ParseCancellationException&) {
+      tree = nullptr;
+    }
+    if (tree == nullptr) {
+      stream.seek(0);
+      parser = std::make_unique<GuardedParser>(&stream, r_);
+      parser->removeErrorListeners();
+      FallbackListener listener(r_);
+      parser->addErrorListener(&listener);
+      parser->setErrorHandler(std::make_shared<MbsErrorStrategy>(r_));
+      parser->getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
+          antlr4::atn::PredictionMode::LL);
+      tree = parser->storedDefinition();
+      parser->removeErrorListeners();
+    }
+    if (r_.failed() || tree == nullptr) return nullptr;
+
+    Builder builder(r_);
+    auto file = builder.file(tree);
+    if (!r_.failed() && file->classes.empty()) {
+      r_.error(DiagKind::empty_file, Span{r_.file(), 1, 1, 1, 1});
+    }
+    if (r_.failed()) return nullptr;
+    return file;
+  }
+
+  // Reports the tokens the lexer made for bad input and removes them; rejects bracket nesting
+  // deeper than kMaxNesting; retypes `end` used as an expression inside `[...]` as
+  // SUBSCRIPT_END (see the grammar). Returns false if parsing must not start.
+  bool prescan(std::vector<std::unique_ptr<Token>>& tokens) {
+    std::vector<std::unique_ptr<Token>> kept;
+    kept.reserve(tokens.size());
+    std::vector<size_t> open;  // token types of the open brackets
+    size_t open_square = 0;
+    auto is_bad = [](size_t type) {
+      return type == P::ERROR_CHAR || type == P::UNTERMINATED_STRING ||
+             type == P::UNTERMINATED_COMMENT;
+    };
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      Token* t = tokens[i].get();
+      const size_t type = t->getType();
+      switch (type) {
+        case P::ERROR_CHAR:
+          r_.error(DiagKind::invalid_character, r_.span(t), {describe_character(t->getText())});
+          continue;
+        case P::UNTERMINATED_STRING: {
+          Span s = r_.span(t);
+          s.end_line = s.line;
+          s.end_col = s.col;
+          r_.error(DiagKind::unterminated_string, s);
+          continue;
+        }
+        case P::UNTERMINATED_COMMENT: {
+          Span s = r_.span(t);
+          s.end_col = s.col + 1;
+          r_.error(DiagKind::unterminated_comment, s);
+          continue;
+        }
+        case P::LPAREN:
+        case P::LBRACKET:
+        case P::LBRACE:
+          if (open.size() >= static_cast<size_t>(kMaxNesting)) {
+            r_.error(DiagKind::nesting_too_deep, r_.span(t), {std::to_string(kMaxNesting)});
+            return false;
+          }
+          open.push_back(type);
+          if (type == P::LBRACKET) ++open_square;
+          break;
+        case P::RPAREN:
+        case P::RBRACKET:
+        case P::RBRACE:
+          if (!open.empty()) {
+            if (open.back() == P::LBRACKET) --open_square;
+            open.pop_back();
+          }
+          break;
+        case P::END: {
+          if (open_square == 0) break;
+          size_t next = i + 1;
+          while (next < tokens.size() && is_bad(tokens[next]->getType())) ++next;
+          size_t after = next < tokens.size() ? tokens[next]->getType() : Token::EOF;
+          if (after != P::IDENT && after != P::FOR && after != P::IF && after != P::SEMICOLON &&
+              after != Token::EOF) {
+            if (auto* writable = dynamic_cast<antlr4::WritableToken*>(t)) {
+              writable->setType(P::SUBSCRIPT_END);
+            }
+          }
+          break;
+        }
+        default:
+          break;
+      }
+      kept.push_back(std::move(tokens[i]));
+    }
+    tokens = std::move(kept);
+    return true;
+  }
+
+  const SourceManager& sources_;
+  Reporter r_;
+};
+
+}  // namespace
+
+std::unique_ptr<ast::File> parse_file(const SourceManager& sources, uint32_t file_id,
+                                      DiagnosticEngine& diags) {
+  std::unique_ptr<ast::File> result;
+  auto work = [&]() noexcept {
+    try {
+      FileParser parser(sources, file_id, diags);
+      result = parser.run();
+    } catch (...) {
+      result = nullptr;
+    }
+  };
+  run_with_large_stack(work);
+  return result;
+}
+
+}  // namespace mbs

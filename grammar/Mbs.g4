@@ -1,0 +1,405 @@
+// Grammar of .mbs files: the subset of Modelica 3.6 that mbs understands, written close to the
+// Modelica specification's concrete syntax (appendix A) so that rule names can be looked up there.
+// compiler/syntax/Parser.cpp walks the generated context tree directly and turns it into the AST of
+// compiler/syntax/Ast.h; it relies on the shape of these rules (child order), so keep the two in
+// step.
+//
+// Deviations from Modelica (on purpose):
+//  - Only these class kinds: model, connector, record, block, package, type, function (with optional
+//    `partial` / `encapsulated`, both ignored). No `class`, `operator`, `expandable`, enumerations,
+//    `der` short classes, `extends` class specifiers, `redeclare`/`replaceable`/`inner`/`outer`,
+//    conditional components, algorithm sections, `initial equation`, `when`, `external`.
+//    Their keywords are still reserved, so a model written for Modelica fails with a clear
+//    "unexpected 'when'" instead of a confusing message.
+//  - Type prefixes (`parameter`, `input`, `flow`, ...) may come in any order; duplicates and
+//    conflicts are reported by the parser instead of by the grammar.
+//  - Elements may only follow an equation section after `public` or `protected` (as in Modelica);
+//    the class annotation `annotation(...);` is accepted at the end of a class only.
+//  - Equations: `a = b`, `connect(a, b)`, `for ... loop ... end for`, `if ... end if`. No function
+//    call equations (`assert(...)`), no `when`.
+//  - `a ^ b ^ c` is not associative in Modelica; the grammar accepts a chain (`factor`) so that the
+//    parser can reject it with "write (a^b)^c or a^(b^c)" rather than a bare "unexpected '^'".
+//  - Unary `+`/`-` only at the start of an arithmetic expression and `not` once per logical factor,
+//    exactly as in Modelica: `-a^2` is `-(a^2)`, `-a*b` is `-(a*b)`, `2*-a` and `--a` are errors.
+//  - `end` as an expression (`a[end - 1]`) is the token SUBSCRIPT_END, not END: Parser.cpp's token
+//    pre-scan retypes an `end` that stands inside `[...]` and is not followed by a name, `for`,
+//    `if` or `;`. Modelica makes `end` a primary everywhere, which lets every `end for;` /
+//    `end M;` look like the start of an equation and ruins ANTLR's error recovery.
+//  - Named function arguments, array comprehensions / reductions (`{i for i in 1:n}`), empty
+//    arrays `{}` and `initial()`-style calls are parsed (annotations use them) but the parser
+//    rejects named arguments and comprehensions outside annotations as unsupported.
+//  - No quoted identifiers ('x y'), no leading-dot global names (.Modelica.Blocks), no `:=`.
+//  - Annotations are parsed with the modification syntax and thrown away.
+//  - Any character the lexer does not know becomes an ERROR_CHAR token, unterminated strings and
+//    comments become their own tokens, so the lexer never fails; Parser.cpp reports them.
+grammar Mbs;
+
+tokens { SUBSCRIPT_END }
+
+// ---------------------------------------------------------------- files and classes
+
+storedDefinition
+  : withinClause? classDefinition* EOF
+  ;
+
+withinClause
+  : WITHIN name? ';'
+  ;
+
+classDefinition
+  : ENCAPSULATED? PARTIAL? classPrefix (longClassSpecifier | shortClassSpecifier) ';'
+  ;
+
+classPrefix
+  : MODEL | CONNECTOR | RECORD | BLOCK | PACKAGE | TYPE | FUNCTION
+  ;
+
+// The composition of Modelica is inlined here so that the loops do not end at a rule boundary:
+// ANTLR's single-token deletion then recovers from a stray token inside a class body.
+longClassSpecifier
+  : IDENT stringComment
+    element*
+    ( PUBLIC element* | PROTECTED element* | equationSection )*
+    ( annotation ';' )?
+    END IDENT
+  ;
+
+shortClassSpecifier
+  : IDENT '=' typeSpecifier arraySubscripts? classModification? comment
+  ;
+
+// ---------------------------------------------------------------- elements
+
+element
+  : importClause
+  | extendsClause
+  | classDefinition
+  | componentClause
+  ;
+
+importClause
+  : IMPORT ( IDENT '=' name | name ( DOT_STAR | '.' '*' )? ) comment ';'
+  ;
+
+extendsClause
+  : EXTENDS typeSpecifier classModification? annotation? ';'
+  ;
+
+componentClause
+  : typePrefix* typeSpecifier arraySubscripts? componentDeclaration (',' componentDeclaration)* ';'
+  ;
+
+typePrefix
+  : FLOW | STREAM | DISCRETE | PARAMETER | CONSTANT | INPUT | OUTPUT
+  ;
+
+typeSpecifier
+  : name
+  ;
+
+componentDeclaration
+  : IDENT arraySubscripts? modification? comment
+  ;
+
+// ---------------------------------------------------------------- modifications
+
+modification
+  : classModification ( '=' expression )?
+  | '=' expression
+  ;
+
+classModification
+  : '(' ( argument ( ',' argument )* )? ')'
+  ;
+
+argument
+  : EACH? FINAL? name modification? stringComment
+  ;
+
+// ---------------------------------------------------------------- equations
+
+equationSection
+  : EQUATION equation*
+  ;
+
+equation
+  : ( simpleExpression '=' expression
+    | connectClause
+    | forEquation
+    | ifEquation
+    ) comment ';'
+  ;
+
+connectClause
+  : CONNECT '(' componentReference ',' componentReference ')'
+  ;
+
+forEquation
+  : FOR forIndices LOOP equation* END FOR
+  ;
+
+forIndices
+  : forIndex ( ',' forIndex )*
+  ;
+
+forIndex
+  : IDENT IN expression
+  ;
+
+ifEquation
+  : IF expression THEN equation*
+    ( ELSEIF expression THEN equation* )*
+    ( ELSE equation* )?
+    END IF
+  ;
+
+// ---------------------------------------------------------------- expressions (lowest first)
+
+expression
+  : simpleExpression
+  | ifExpression
+  ;
+
+ifExpression
+  : IF expression THEN expression ( ELSEIF expression THEN expression )* ELSE expression
+  ;
+
+// Range: a:b or a:b:c.
+simpleExpression
+  : logicalExpression ( ':' logicalExpression ( ':' logicalExpression )? )?
+  ;
+
+logicalExpression
+  : logicalTerm ( OR logicalTerm )*
+  ;
+
+logicalTerm
+  : logicalFactor ( AND logicalFactor )*
+  ;
+
+logicalFactor
+  : NOT? relation
+  ;
+
+relation
+  : arithmeticExpression ( relOp arithmeticExpression )?
+  ;
+
+relOp
+  : '<' | '<=' | '>' | '>=' | '==' | '<>'
+  ;
+
+// The optional leading addOp is the unary sign; it applies to the first term.
+arithmeticExpression
+  : addOp? term ( addOp term )*
+  ;
+
+addOp
+  : '+' | '-' | '.+' | '.-'
+  ;
+
+term
+  : factor ( mulOp factor )*
+  ;
+
+mulOp
+  : '*' | '/' | '.*' | './'
+  ;
+
+// Modelica allows one power operator per factor; more are rejected by the parser.
+factor
+  : primary ( powOp primary )*
+  ;
+
+powOp
+  : '^' | '.^'
+  ;
+
+primary
+  : UNSIGNED_NUMBER
+  | STRING
+  | TRUE
+  | FALSE
+  | componentReference functionCallArgs?
+  | '(' expression ')'
+  | '[' expressionList ( ';' expressionList )* ']'
+  | '{' arrayArguments? '}'
+  | SUBSCRIPT_END
+  ;
+
+componentReference
+  : refPart ( '.' refPart )*
+  ;
+
+refPart
+  : IDENT arraySubscripts?
+  ;
+
+name
+  : IDENT ( '.' IDENT )*
+  ;
+
+functionCallArgs
+  : '(' functionArguments? ')'
+  ;
+
+// `f(x for i in 1:n)` is a reduction; deciding it after the first argument keeps this LL(1).
+functionArguments
+  : functionArgument ( FOR forIndices | ( ',' functionArgument )* )
+  ;
+
+functionArgument
+  : IDENT '=' expression
+  | expression
+  ;
+
+arrayArguments
+  : expression ( FOR forIndices | ( ',' expression )* )
+  ;
+
+expressionList
+  : expression ( ',' expression )*
+  ;
+
+arraySubscripts
+  : '[' subscript ( ',' subscript )* ']'
+  ;
+
+subscript
+  : ':'
+  | expression
+  ;
+
+// ---------------------------------------------------------------- comments and annotations
+
+comment
+  : stringComment annotation?
+  ;
+
+stringComment
+  : ( STRING ( '+' STRING )* )?
+  ;
+
+annotation
+  : ANNOTATION classModification
+  ;
+
+// ================================================================ lexer
+
+// Keywords used by mbs.
+ANNOTATION   : 'annotation';
+AND          : 'and';
+BLOCK        : 'block';
+CONNECT      : 'connect';
+CONNECTOR    : 'connector';
+CONSTANT     : 'constant';
+DISCRETE     : 'discrete';
+EACH         : 'each';
+ELSE         : 'else';
+ELSEIF       : 'elseif';
+ENCAPSULATED : 'encapsulated';
+END          : 'end';
+EQUATION     : 'equation';
+EXTENDS      : 'extends';
+FALSE        : 'false';
+FINAL        : 'final';
+FLOW         : 'flow';
+FOR          : 'for';
+FUNCTION     : 'function';
+IF           : 'if';
+IMPORT       : 'import';
+IN           : 'in';
+INPUT        : 'input';
+LOOP         : 'loop';
+MODEL        : 'model';
+NOT          : 'not';
+OR           : 'or';
+OUTPUT       : 'output';
+PACKAGE      : 'package';
+PARAMETER    : 'parameter';
+PARTIAL      : 'partial';
+PROTECTED    : 'protected';
+PUBLIC       : 'public';
+RECORD       : 'record';
+STREAM       : 'stream';
+THEN         : 'then';
+TRUE         : 'true';
+TYPE         : 'type';
+WITHIN       : 'within';
+
+// Modelica keywords mbs does not support: reserved so that they cannot be used as names.
+// Parser.cpp names them in its messages ("'when' is not supported by mbs").
+UNSUPPORTED_KEYWORD
+  : 'algorithm' | 'break' | 'class' | 'constrainedby' | 'elsewhen' | 'enumeration'
+  | 'expandable' | 'external' | 'impure' | 'initial' | 'inner' | 'operator' | 'outer' | 'pure'
+  | 'redeclare' | 'replaceable' | 'return' | 'when' | 'while'
+  ;
+
+// Operators and punctuation.
+DOT_PLUS   : '.+';
+DOT_MINUS  : '.-';
+DOT_STAR   : '.*';
+DOT_SLASH  : './';
+DOT_CARET  : '.^';
+PLUS       : '+';
+MINUS      : '-';
+STAR       : '*';
+SLASH      : '/';
+CARET      : '^';
+EQ         : '==';
+NEQ        : '<>';
+LE         : '<=';
+GE         : '>=';
+LT         : '<';
+GT         : '>';
+ASSIGN     : '=';
+LPAREN     : '(';
+RPAREN     : ')';
+LBRACKET   : '[';
+RBRACKET   : ']';
+LBRACE     : '{';
+RBRACE     : '}';
+COMMA      : ',';
+SEMICOLON  : ';';
+COLON      : ':';
+DOT        : '.';
+
+IDENT
+  : [a-zA-Z_] [a-zA-Z_0-9]*
+  ;
+
+// 1, 1.5, 1., .5, 1e-3, 2.5E+4. `1.*x` lexes as `1.` `*` `x` (the longest match), which has the
+// same value as `1 .* x`.
+UNSIGNED_NUMBER
+  : DIGITS ( '.' DIGITS? )? EXPONENT?
+  | '.' DIGITS EXPONENT?
+  ;
+
+fragment DIGITS   : [0-9]+ ;
+fragment EXPONENT : [eE] [+-]? DIGITS ;
+
+// Strings may span lines; escapes are checked and decoded by the parser.
+STRING
+  : '"' ( ~["\\] | '\\' . )* '"'
+  ;
+
+// The same without the closing quote: always one character shorter than STRING when the string
+// is closed, so it only wins for a string that runs to the end of the file.
+UNTERMINATED_STRING
+  : '"' ( ~["\\] | '\\' . )*
+  ;
+
+WS            : [ \t\r\n\f\u000B\uFEFF]+ -> skip ;
+LINE_COMMENT  : '//' ~[\r\n]* -> skip ;
+BLOCK_COMMENT : '/*' .*? '*/' -> skip ;
+
+// A block comment without its `*/`: cannot contain `*/`, so it is shorter than BLOCK_COMMENT
+// whenever the comment is closed.
+UNTERMINATED_COMMENT
+  : '/*' ( ~'*' | '*'+ ~[*/] )* '*'*
+  ;
+
+// Anything else: reported by the parser as an invalid character, so the lexer never fails.
+ERROR_CHAR
+  : .
+  ;

@@ -1,0 +1,51 @@
+// Result files written as the run goes: a header `time,<names...>`, then one row per output
+// point. Numbers are printed in the shortest form that reads back to the same double
+// (std::to_chars), so a result file is an exact record. Rows are collected in a buffer that only
+// ever holds complete rows and is written with write(2) when it fills up, when flush_interval of
+// wall time has passed since the last write, and on close -- so a file read during the run, or
+// left behind by an interrupted one, consists of complete rows. No allocation per row.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace mbs::rt {
+
+class CsvWriter {
+ public:
+  // Opens (truncates) `path` and writes the header. Throws std::runtime_error naming the path and
+  // the reason if it cannot be opened.
+  CsvWriter(const std::string& path, std::span<const std::string> names,
+            std::chrono::milliseconds flush_interval = std::chrono::milliseconds(100));
+  ~CsvWriter();  // close()s; errors at that point are lost, call close() to see them
+  CsvWriter(const CsvWriter&) = delete;
+  CsvWriter& operator=(const CsvWriter&) = delete;
+
+  // Appends the row `t,values...`; values.size() must equal the number of names.
+  void write_row(double t, std::span<const double> values);
+  // Writes the buffered rows to the file now.
+  void flush();
+  // Flushes and closes; throws std::runtime_error on a write error. Idempotent.
+  void close();
+
+  const std::string& path() const { return path_; }
+  int64_t rows() const { return rows_; }
+
+ private:
+  void write_all(const char* data, size_t size);
+
+  std::string path_;
+  int fd_ = -1;
+  size_t n_columns_ = 0;
+  std::vector<char> buffer_;
+  size_t used_ = 0;
+  size_t max_row_ = 0;
+  int64_t rows_ = 0;
+  std::chrono::steady_clock::duration flush_interval_;
+  std::chrono::steady_clock::time_point last_write_;
+};
+
+}  // namespace mbs::rt

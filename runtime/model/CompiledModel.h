@@ -1,0 +1,122 @@
+// The compiled form of a model that every solver, the REPL and FMU export work from.
+//
+// Immutable after construction and safe to share between threads. All numerical entry points are
+// native kernels `int32_t k(const double* v, double* out)` reading one "symbol vector" v: every
+// quantity a kernel can depend on (time, coordinates and their derivatives, algebraic variables,
+// parameters, solver coefficients) has a fixed slot in v. A solver owns its own copy of v in its
+// Workspace, writes the current values into the slots and calls kernels.
+//
+// The equations are in residual form F(v) = 0, one per unknown, n_eq = n_q + n_y + n_z:
+//   ODE2 coordinates q   (slots q, qd = der(q), qdd = der(der(q)))
+//   ODE1 coordinates y   (slots y, yd = der(y))
+//   algebraic variables z (slot z; Lagrange multipliers and other algebraic unknowns)
+// F is linear in the highest derivatives (qdd, yd). Kernel return value: 0 ok, k > 0: output
+// k - 1 was not finite (recoverable: retry with a smaller step), k < 0 fatal.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mbs::rt {
+
+using KernelFn = int32_t (*)(const double* v, double* out);
+
+struct Kernel {
+  KernelFn fn = nullptr;
+  int32_t n_out = 0;
+  int32_t operator()(const double* v, double* out) const { return fn(v, out); }
+};
+
+// A sparse matrix whose values a kernel computes, in the order of (row[k], col[k]); entries are
+// sorted by column, then row (compressed-column order), no duplicates.
+struct SparseKernel {
+  Kernel values;
+  int32_t rows = 0;
+  int32_t cols = 0;
+  std::vector<int32_t> row;
+  std::vector<int32_t> col;
+  int32_t nnz() const { return static_cast<int32_t>(row.size()); }
+};
+
+// Where something came from in the .mbs source.
+struct SourceRef {
+  std::string file;
+  uint32_t line = 0;
+  uint32_t col = 0;
+  std::string text;  // the equation as written, or the declaration, for messages
+};
+
+// How an equation's row is scaled in the Newton matrix of an implicit solver. A position-level
+// constraint (depends on q but not on qd, qdd, yd) has a row of size O(h^2); a velocity-level one
+// O(h). Scaling those rows by 1/(beta' h^2) and 1/(gamma' h) keeps the Newton matrix O(1).
+enum class EquationLevel : uint8_t { Dynamic, Velocity, Position, Algebraic };
+
+struct Unknown {
+  std::string name;  // dotted, e.g. "s.x"
+  SourceRef source;
+};
+
+struct CompiledModel {
+  std::string name;
+
+  // ---- symbol vector layout
+  int32_t n_v = 0;  // size of v
+  int32_t slot_time = -1;
+  int32_t n_q = 0, n_y = 0, n_z = 0;
+  std::vector<int32_t> q_slot, qd_slot, qdd_slot;  // size n_q
+  std::vector<int32_t> y_slot, yd_slot;            // size n_y
+  std::vector<int32_t> z_slot;                     // size n_z
+  // Newton-matrix coefficients (see newton_matrix).
+  int32_t slot_c_q = -1, slot_c_qd = -1, slot_c_y = -1;
+  std::vector<double> v0;  // initial v: parameter values, start values, time = 0, zeros elsewhere
+
+  std::vector<Unknown> q, y, z;  // names of the unknowns
+  // Optional, size n_z (or empty): for each algebraic variable, Position or Velocity if it is the
+  // Lagrange multiplier of a position- or velocity-level constraint, else Algebraic. A
+  // multiplier of an index-3 constraint is only determined to O(eps / h^2), so at small steps
+  // Newton accepts its update once it stagnates with everything else converged. Empty: inferred
+  // (a z whose Newton-matrix column has no entry in an Algebraic row is a multiplier).
+  std::vector<EquationLevel> z_level;
+
+  // ---- equations
+  int32_t n_eq() const { return n_q + n_y + n_z; }
+  std::vector<EquationLevel> eq_level;  // size n_eq
+  std::vector<SourceRef> eq_source;     // size n_eq
+
+  // ---- kernels
+  // F(v): n_eq residuals.
+  Kernel residual;
+  // J = dF/dqdd + c_q dF/dq + c_qd dF/dqd + dF/dyd + c_y dF/dy + dF/dz, an n_eq x n_eq matrix
+  // whose columns are the unknowns [qdd (n_q) | yd (n_y) | z (n_z)]. The coefficients are read
+  // from v[slot_c_q], v[slot_c_qd], v[slot_c_y]: with Newmark-type interpolation
+  // q = ... + c_q qdd, qd = ... + c_qd qdd, y = ... + c_y yd this is the exact Newton matrix.
+  // With c = 0 it is the matrix of the highest derivatives and z (used for explicit solvers and
+  // initial accelerations of unconstrained systems).
+  SparseKernel newton_matrix;
+  // Index-reduced system for consistent initial (qdd, yd, z) at given (q, qd, y, t): equal to F
+  // except that each position-level constraint is replaced by its second and each velocity-level
+  // constraint by its first total time derivative. init_matrix is its Jacobian with respect to
+  // [qdd | yd | z] (no coefficients).
+  Kernel init_residual;
+  SparseKernel init_matrix;
+
+  // Values written to result files: one per column, in column order (after "time").
+  Kernel outputs;
+  std::vector<std::string> output_names;
+
+  // dF/d[qdd | yd]: the mass matrix (n_eq x (n_q + n_y)), for linearisation and analysis.
+  SparseKernel mass_matrix;
+  // Start values [q | qd | y | z] computed from the parameters in v (v0 was filled with it).
+  Kernel initial_values;
+
+  // Parameters that can be changed without recompiling: names and slots in v.
+  std::vector<Unknown> parameters;
+  std::vector<int32_t> parameter_slot;
+
+  // Keeps the JIT-compiled code (and anything else the kernels need) alive.
+  std::shared_ptr<const void> code_owner;
+};
+
+}  // namespace mbs::rt

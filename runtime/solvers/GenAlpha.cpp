@@ -1,0 +1,427 @@
+#include "runtime/solvers/GenAlpha.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace mbs::rt {
+
+namespace {
+
+// Modified Newton: the factorization is reused while the iteration contracts at least this fast
+// per iteration (theta = ||dx_k|| / ||dx_k-1||) ...
+constexpr double kThetaRefresh = 0.25;
+// ... and converges within this many iterations; otherwise it is recomputed at the current
+// iterate. With a matrix computed in the same attempt, a ratio above kThetaDiverge while the
+// update is still outside the tolerance is divergence.
+constexpr int32_t kStaleMaxIterations = 4;
+constexpr double kThetaDiverge = 1.0;
+// Multiplier updates that shrink by less than this per iteration with a fresh matrix have
+// reached their rounding floor.
+constexpr double kThetaStagnant = 0.5;
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+int32_t argmax_abs(const std::vector<double>& r) {
+  int32_t best = -1;
+  double best_value = -1.0;
+  for (size_t i = 0; i < r.size(); ++i) {
+    const double a = std::fabs(r[i]);
+    if (!(a <= best_value)) {  // NaN wins
+      best_value = std::isnan(a) ? std::numeric_limits<double>::infinity() : a;
+      best = static_cast<int32_t>(i);
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+std::vector<EquationLevel> multiplier_levels(const CompiledModel& m) {
+  if (!m.z_level.empty()) return m.z_level;
+  bool position = false, velocity = false;
+  for (EquationLevel l : m.eq_level) {
+    position |= l == EquationLevel::Position;
+    velocity |= l == EquationLevel::Velocity;
+  }
+  const EquationLevel highest = position   ? EquationLevel::Position
+                                : velocity ? EquationLevel::Velocity
+                                           : EquationLevel::Algebraic;
+  const int32_t first_z = m.n_q + m.n_y;
+  std::vector<EquationLevel> level(static_cast<size_t>(m.n_z), highest);
+  const SparseKernel& J = m.newton_matrix;
+  for (int32_t e = 0; e < J.nnz(); ++e) {
+    if (J.col[e] >= first_z && m.eq_level[J.row[e]] == EquationLevel::Algebraic) {
+      level[J.col[e] - first_z] = EquationLevel::Algebraic;
+    }
+  }
+  return level;
+}
+
+GenAlpha::Parameters GenAlpha::parameters(double rho) {
+  Parameters p{};
+  p.alpha_m = (2.0 * rho - 1.0) / (rho + 1.0);
+  p.alpha_f = rho / (rho + 1.0);
+  p.gamma = 0.5 - p.alpha_m + p.alpha_f;
+  const double s = 1.0 - p.alpha_m + p.alpha_f;
+  p.beta = 0.25 * s * s;
+  return p;
+}
+
+GenAlpha::GenAlpha(std::shared_ptr<const CompiledModel> model, const SolverOptions& options)
+    : Integrator(std::move(model), options), p_(parameters(options.rho_inf)) {
+  const auto& m = model_;
+  const double r = (1.0 - p_.alpha_f) / (1.0 - p_.alpha_m);
+  beta_p_ = p_.beta * r;
+  gamma_p_ = p_.gamma * r;
+  const int32_t n = m.n_eq();
+  newton_.setup(n, m.newton_matrix.row, m.newton_matrix.col);
+  if (m.init_residual.fn) {
+    init_solver_.setup(n, m.init_matrix.row, m.init_matrix.col);
+  } else if (options.initial_accelerations) {
+    for (int32_t i = 0; i < n; ++i) {
+      if (m.eq_level[i] == EquationLevel::Position || m.eq_level[i] == EquationLevel::Velocity) {
+        throw SolverSetupError(fmt::format(
+            "model '{}' has constraints (equation {}: {}) but no init_residual kernel, so "
+            "consistent initial accelerations cannot be computed; provide it or set "
+            "--initial-accelerations=false",
+            m.name, i, equation_text(m, i)));
+      }
+    }
+  }
+  row_scale_.assign(static_cast<size_t>(n), 1.0);
+  for (EquationLevel l : multiplier_levels(m)) {
+    is_multiplier_.push_back(l != EquationLevel::Algebraic ? 1 : 0);
+  }
+  q0_.assign(static_cast<size_t>(m.n_q), 0.0);
+  qd0_ = q0_;
+  a0_ = q0_;
+  q_base_ = q0_;
+  qd_base_ = q0_;
+  y0_.assign(static_cast<size_t>(m.n_y), 0.0);
+  y_base_ = y0_;
+  x0_.assign(static_cast<size_t>(n), 0.0);
+  x_prev_ = x0_;
+}
+
+SolveStatus GenAlpha::step() {
+  if (!initialized_ && initialize() == SolveStatus::Failed) return SolveStatus::Failed;
+  return advance_grid_step(*this);
+}
+
+SolveStatus GenAlpha::run(const Observer& observer) {
+  return run_loop(*this, observer);
+}
+
+SolveStatus GenAlpha::initialize() {
+  if (failure_) return SolveStatus::Failed;
+  if (initialized_) return SolveStatus::Ok;
+  const auto start = std::chrono::steady_clock::now();
+  const auto& m = model_;
+  double* v = ws_.v.data();
+  v[m.slot_c_q] = v[m.slot_c_qd] = v[m.slot_c_y] = 0.0;
+  v[m.slot_time] = t_;
+  const int32_t nq = m.n_q, ny = m.n_y, nz = m.n_z;
+  for (int32_t i = 0; i < nq; ++i) ws_.x[i] = v[m.qdd_slot[i]];
+  for (int32_t j = 0; j < ny; ++j) ws_.x[nq + j] = v[m.yd_slot[j]];
+  for (int32_t k = 0; k < nz; ++k) ws_.x[nq + ny + k] = v[m.z_slot[k]];
+  const bool ok = !options_.initial_accelerations || solve_initial_values();
+  stats_.wall_time +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!ok) return SolveStatus::Failed;
+  for (int32_t i = 0; i < nq; ++i) {
+    q0_[i] = v[m.q_slot[i]];
+    qd0_[i] = v[m.qd_slot[i]];
+    a0_[i] = ws_.x[i];  // a_0 = qdd_0
+  }
+  for (int32_t j = 0; j < ny; ++j) y0_[j] = v[m.y_slot[j]];
+  x0_ = ws_.x;
+  have_prev_ = false;
+  matrix_valid_ = false;
+  initialized_ = true;
+  return SolveStatus::Ok;
+}
+
+// Newton on init_residual(qdd, yd, z) = 0 at fixed (q, qd, y, t): linear in qdd and yd, possibly
+// nonlinear in z. The matrix is recomputed every iteration (this runs once).
+bool GenAlpha::solve_initial_values() {
+  const auto& m = model_;
+  const bool own = m.init_residual.fn != nullptr;
+  const Kernel& residual = own ? m.init_residual : m.residual;
+  const SparseKernel& matrix = own ? m.init_matrix : m.newton_matrix;
+  LinearSolver& solver = own ? init_solver_ : newton_;
+  std::vector<double>& values = own ? ws_.init_values : ws_.newton_values;
+  double* v = ws_.v.data();
+  const int32_t n = m.n_eq(), nq = m.n_q, ny = m.n_y;
+  AttemptFailure& f = attempt_failure_;
+  f = AttemptFailure{};
+  for (int32_t it = 1; it <= options_.newton_max_iter; ++it) {
+    int32_t st = residual(v, ws_.residual.data());
+    ++stats_.residual_evaluations;
+    if (st != 0) {
+      f.kind = st > 0 ? FailureKind::NonFiniteResidual : FailureKind::KernelFatal;
+      f.kernel_status = st;
+      f.equation = st > 0 ? st - 1 : argmax_abs(ws_.residual);
+      if (f.equation >= 0) f.residual = ws_.residual[f.equation];
+      break;
+    }
+    st = matrix.values(v, values.data());
+    ++stats_.jacobian_evaluations;
+    if (st != 0) {
+      f.kind = st > 0 ? FailureKind::NonFiniteJacobian : FailureKind::KernelFatal;
+      f.kernel_status = st;
+      if (st > 0) f.equation = matrix.row[st - 1], f.unknown = matrix.col[st - 1];
+      break;
+    }
+    st = solver.factor(values.data());
+    ++stats_.factorizations;
+    if (st != 0) {
+      f.kind = FailureKind::SingularMatrix;
+      f.unknown = st - 1;
+      break;
+    }
+    for (int32_t i = 0; i < n; ++i) ws_.dx[i] = -ws_.residual[i];
+    solver.solve(ws_.dx.data());
+    ++stats_.linear_solves;
+    ++stats_.newton_iterations;
+    double norm = 0.0;
+    int32_t worst = 0;
+    for (int32_t i = 0; i < n; ++i) {
+      ws_.x[i] += ws_.dx[i];
+      const double w = std::fabs(ws_.dx[i]) / (options_.atol + options_.rtol * std::fabs(ws_.x[i]));
+      if (!(w <= norm)) norm = w, worst = i;
+    }
+    for (int32_t i = 0; i < nq; ++i) v[m.qdd_slot[i]] = ws_.x[i];
+    for (int32_t j = 0; j < ny; ++j) v[m.yd_slot[j]] = ws_.x[nq + j];
+    for (int32_t k = 0; k < m.n_z; ++k) v[m.z_slot[k]] = ws_.x[nq + ny + k];
+    if (norm <= 1.0) return true;
+    f.kind = std::isfinite(norm) ? FailureKind::NewtonMaxIterations : FailureKind::NewtonDiverged;
+    f.unknown = worst;
+    f.update = norm;
+    f.equation = argmax_abs(ws_.residual);
+    f.residual = ws_.residual[f.equation];
+    if (!std::isfinite(norm)) break;
+  }
+  fail(f, FailurePhase::InitialValues, 0.0, 0);
+  return false;
+}
+
+void GenAlpha::write_state() {
+  const auto& m = model_;
+  double* v = ws_.v.data();
+  const double* x = ws_.x.data();
+  const int32_t nq = m.n_q, ny = m.n_y, nz = m.n_z;
+  const int32_t* q_slot = m.q_slot.data();
+  const int32_t* qd_slot = m.qd_slot.data();
+  const int32_t* qdd_slot = m.qdd_slot.data();
+  for (int32_t i = 0; i < nq; ++i) {
+    v[qdd_slot[i]] = x[i];
+    v[q_slot[i]] = q_base_[i] + cq_ * x[i];
+    v[qd_slot[i]] = qd_base_[i] + cqd_ * x[i];
+  }
+  for (int32_t j = 0; j < ny; ++j) {
+    v[m.yd_slot[j]] = x[nq + j];
+    v[m.y_slot[j]] = y_base_[j] + cy_ * x[nq + j];
+  }
+  for (int32_t k = 0; k < nz; ++k) v[m.z_slot[k]] = x[nq + ny + k];
+}
+
+bool GenAlpha::newton_failure(FailureKind kind, int32_t kernel_status, int32_t equation,
+                              int32_t unknown, double update) {
+  AttemptFailure& f = attempt_failure_;
+  f = AttemptFailure{};
+  f.kind = kind;
+  f.kernel_status = kernel_status;
+  f.equation = equation >= 0 ? equation : argmax_abs(ws_.residual);
+  if (f.equation >= 0) f.residual = ws_.residual[f.equation];
+  f.unknown = unknown;
+  f.update = update;
+  refresh_next_ = true;
+  restore_accepted_state();
+  return false;
+}
+
+void GenAlpha::restore_accepted_state() {
+  const auto& m = model_;
+  double* v = ws_.v.data();
+  const int32_t nq = m.n_q, ny = m.n_y;
+  for (int32_t i = 0; i < nq; ++i) {
+    v[m.q_slot[i]] = q0_[i];
+    v[m.qd_slot[i]] = qd0_[i];
+    v[m.qdd_slot[i]] = x0_[i];
+  }
+  for (int32_t j = 0; j < ny; ++j) {
+    v[m.y_slot[j]] = y0_[j];
+    v[m.yd_slot[j]] = x0_[nq + j];
+  }
+  for (int32_t k = 0; k < m.n_z; ++k) v[m.z_slot[k]] = x0_[nq + ny + k];
+  v[m.slot_time] = t_;
+}
+
+bool GenAlpha::refresh_newton_matrix() {
+  const auto& m = model_;
+  const SparseKernel& J = m.newton_matrix;
+  double* values = ws_.newton_values.data();
+  const int32_t st = J.values(ws_.v.data(), values);
+  ++stats_.jacobian_evaluations;
+  matrix_valid_ = false;
+  if (st != 0) {
+    if (st < 0) return newton_failure(FailureKind::KernelFatal, st, -1, -1, kNaN);
+    return newton_failure(FailureKind::NonFiniteJacobian, st, J.row[st - 1], J.col[st - 1], kNaN);
+  }
+  const int32_t nnz = J.nnz();
+  const int32_t* row = J.row.data();
+  for (int32_t e = 0; e < nnz; ++e) values[e] *= row_scale_[row[e]];
+  const int32_t sf = newton_.factor(values);
+  ++stats_.factorizations;
+  if (sf != 0) return newton_failure(FailureKind::SingularMatrix, 0, -1, sf - 1, kNaN);
+  matrix_valid_ = true;
+  matrix_fresh_ = true;
+  theta_ = kNaN;
+  matrix_cq_ = cq_;
+  refresh_next_ = false;
+  return true;
+}
+
+bool GenAlpha::attempt(double h) {
+  const auto& m = model_;
+  double* v = ws_.v.data();
+  const int32_t n = m.n_eq(), nq = m.n_q, ny = m.n_y;
+  const double am = p_.alpha_m, af = p_.alpha_f, beta = p_.beta, gamma = p_.gamma;
+
+  cq_ = beta_p_ * h * h;
+  cqd_ = gamma_p_ * h;
+  cy_ = 0.5 * h;
+  v[m.slot_c_q] = cq_;
+  v[m.slot_c_qd] = cqd_;
+  v[m.slot_c_y] = cy_;
+  v[m.slot_time] = t_ + h;
+  if (h != row_scale_h_) {
+    for (int32_t i = 0; i < n; ++i) {
+      const EquationLevel level = m.eq_level[i];
+      row_scale_[i] = level == EquationLevel::Position   ? 1.0 / cq_
+                      : level == EquationLevel::Velocity ? 1.0 / cqd_
+                                                         : 1.0;
+    }
+    row_scale_h_ = h;
+  }
+
+  // q_T = q_base + cq qdd_T etc.: everything in (38) and the recurrence that is known.
+  const double h2 = h * h;
+  for (int32_t i = 0; i < nq; ++i) {
+    const double a_known = (af * x0_[i] - am * a0_[i]) / (1.0 - am);
+    q_base_[i] = q0_[i] + h * qd0_[i] + h2 * (0.5 - beta) * a0_[i] + h2 * beta * a_known;
+    qd_base_[i] = qd0_[i] + h * (1.0 - gamma) * a0_[i] + h * gamma * a_known;
+  }
+  for (int32_t j = 0; j < ny; ++j) y_base_[j] = y0_[j] + 0.5 * h * x0_[nq + j];
+
+  // Predictor: linear extrapolation of the unknowns from the last two steps.
+  double* x = ws_.x.data();
+  if (have_prev_) {
+    const double r = h / h_prev_;
+    for (int32_t i = 0; i < n; ++i) x[i] = x0_[i] + r * (x0_[i] - x_prev_[i]);
+  } else {
+    std::copy(x0_.begin(), x0_.end(), x);
+  }
+  write_state();
+
+  matrix_fresh_ = false;
+  if (!matrix_valid_ || refresh_next_ || matrix_cq_ != cq_) {
+    if (!refresh_newton_matrix()) return false;
+  }
+
+  const double rtol = options_.rtol, atol = options_.atol;
+  double* r = ws_.residual.data();
+  double* dx = ws_.dx.data();
+  double prev_norm = 0.0;
+  int32_t since_refresh = 0;
+  for (int32_t it = 1; it <= options_.newton_max_iter; ++it) {
+    const int32_t st = m.residual(v, r);
+    ++stats_.residual_evaluations;
+    if (st != 0) {
+      if (st < 0) return newton_failure(FailureKind::KernelFatal, st, -1, -1, kNaN);
+      return newton_failure(FailureKind::NonFiniteResidual, st, st - 1, -1, kNaN);
+    }
+    for (int32_t i = 0; i < n; ++i) dx[i] = -r[i] * row_scale_[i];
+    newton_.solve(dx);
+    ++stats_.linear_solves;
+    ++stats_.newton_iterations;
+
+    // The update measured in the integrated variables, dq = cq dqdd, dy = cy dyd and dz, each
+    // against atol + rtol |value|: `norm` over all, `state_norm` without the multipliers.
+    double state_norm = 0.0, norm = 0.0;
+    int32_t worst = 0;
+    for (int32_t i = 0; i < n; ++i) x[i] += dx[i];
+    write_state();
+    for (int32_t i = 0; i < nq; ++i) {
+      const double w = std::fabs(cq_ * dx[i]) / (atol + rtol * std::fabs(v[m.q_slot[i]]));
+      if (!(w <= state_norm)) state_norm = w, worst = i;
+    }
+    for (int32_t j = 0; j < ny; ++j) {
+      const double w = std::fabs(cy_ * dx[nq + j]) / (atol + rtol * std::fabs(v[m.y_slot[j]]));
+      if (!(w <= state_norm)) state_norm = w, worst = nq + j;
+    }
+    norm = state_norm;
+    for (int32_t i = nq + ny; i < n; ++i) {
+      const double w = std::fabs(dx[i]) / (atol + rtol * std::fabs(x[i]));
+      if (!is_multiplier_[i - nq - ny] && !(w <= state_norm)) state_norm = w;
+      if (!(w <= norm)) norm = w, worst = i;
+    }
+    if (!std::isfinite(norm)) {
+      return newton_failure(FailureKind::NewtonDiverged, 0, -1, worst, norm);
+    }
+    // The contraction rate: measured in this attempt, else the last one seen with this matrix
+    // (NaN right after a refresh).
+    double theta = theta_;
+    if (since_refresh > 0) theta = theta_ = norm / prev_norm;
+    ++since_refresh;
+    prev_norm = norm;
+    // Converged when the update is within the tolerance. The first update after a refresh is
+    // only trusted once a second one has shown that the iteration contracts (at small steps q
+    // hardly depends on qdd, so a single small update proves nothing).
+    if (norm <= 1.0 && !std::isnan(theta)) {
+      if (theta > kThetaRefresh) refresh_next_ = true;  // converged, but slowly
+      return true;
+    }
+    // Multipliers of index-3 constraints are only determined to O(eps / (beta' h^2)): at small
+    // steps their updates stagnate above the tolerance. With a fresh matrix, the rest converged
+    // and no more progress in the multipliers, they have reached that floor: accept.
+    if (matrix_fresh_ && since_refresh >= 2 && state_norm <= 1.0 && theta >= kThetaStagnant) {
+      return true;
+    }
+    if (norm > 1.0 && (theta > kThetaRefresh || (!matrix_fresh_ && it >= kStaleMaxIterations))) {
+      if (!matrix_fresh_) {
+        if (!refresh_newton_matrix()) return false;
+        since_refresh = 0;
+        continue;
+      }
+      if (theta > kThetaDiverge) {
+        return newton_failure(FailureKind::NewtonDiverged, 0, -1, worst, norm);
+      }
+    }
+    if (it == options_.newton_max_iter) {
+      return newton_failure(FailureKind::NewtonMaxIterations, 0, -1, worst, norm);
+    }
+  }
+  return newton_failure(FailureKind::NewtonMaxIterations, 0, -1, -1, kNaN);
+}
+
+void GenAlpha::accept(double h) {
+  const auto& m = model_;
+  const double* v = ws_.v.data();
+  const double* x = ws_.x.data();
+  const double am = p_.alpha_m, af = p_.alpha_f;
+  for (int32_t i = 0; i < m.n_q; ++i) {
+    a0_[i] = ((1.0 - af) * x[i] + af * x0_[i] - am * a0_[i]) / (1.0 - am);
+    q0_[i] = v[m.q_slot[i]];
+    qd0_[i] = v[m.qd_slot[i]];
+  }
+  for (int32_t j = 0; j < m.n_y; ++j) y0_[j] = v[m.y_slot[j]];
+  x_prev_.swap(x0_);
+  std::copy(ws_.x.begin(), ws_.x.end(), x0_.begin());
+  h_prev_ = h;
+  have_prev_ = true;
+}
+
+}  // namespace mbs::rt

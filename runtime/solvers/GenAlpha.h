@@ -1,0 +1,83 @@
+// Generalized-alpha time integration (Chung & Hulbert 1993) in the form of Arnold & Brüls (2007)
+// for index-3 DAEs, solving for accelerations (option (A) of the solver chapter).
+//
+// Unknowns of a step t -> t + h: x = [qdd_T | yd_T | z_T]. With the algorithmic accelerations
+//   (1 - alpha_m) a_T + alpha_m a_0 = (1 - alpha_f) qdd_T + alpha_f qdd_0
+// and Newmark's interpolation
+//   q_T  = q_0 + h qd_0 + h^2 (1/2 - beta) a_0 + h^2 beta a_T
+//   qd_T = qd_0 + h (1 - gamma) a_0 + h gamma a_T
+//   y_T  = y_0 + h/2 (yd_0 + yd_T)                      (trapezoidal rule, gamma_FO = 1/2)
+// the residual F(q_T, qd_T, qdd_T, y_T, yd_T, z_T, t + h) = 0 is solved by a (modified) Newton
+// iteration on newton_matrix with c_q = beta' h^2, c_qd = gamma' h, c_y = h/2, where
+// beta' = beta (1 - alpha_f) / (1 - alpha_m) and gamma' = gamma (1 - alpha_f) / (1 - alpha_m) are
+// dq_T/dqdd_T / h^2 and dqd_T/dqdd_T / h. Rows of position-level constraints are scaled by
+// 1 / (beta' h^2), velocity-level ones by 1 / (gamma' h). See docs/solvers.md.
+#pragma once
+
+#include <vector>
+
+#include "runtime/linalg/LinearSolver.h"
+#include "runtime/solvers/Integrator.h"
+
+namespace mbs::rt {
+
+// For each algebraic variable, the level of the constraint it is the multiplier of (Position,
+// Velocity) or Algebraic: model.z_level, or inferred as documented there.
+std::vector<EquationLevel> multiplier_levels(const CompiledModel& model);
+
+class GenAlpha final : public Integrator {
+ public:
+  struct Parameters {
+    double alpha_m, alpha_f, beta, gamma;
+  };
+  // alpha_m = (2 rho - 1) / (rho + 1), alpha_f = rho / (rho + 1), gamma = 1/2 - alpha_m + alpha_f,
+  // beta = (1 - alpha_m + alpha_f)^2 / 4.
+  static Parameters parameters(double rho_inf);
+
+  GenAlpha(std::shared_ptr<const CompiledModel> model, const SolverOptions& options);
+
+  // Consistent initial qdd, yd, z from init_residual = 0 (Newton on init_matrix) unless
+  // options.initial_accelerations is false; then a_0 = qdd_0.
+  SolveStatus initialize() override;
+  SolveStatus step() override;
+  SolveStatus run(const Observer& observer) override;
+
+  const Parameters& parameters() const { return p_; }
+
+ private:
+  friend class Integrator;  // advance_grid_step() and run_loop() call attempt() and accept()
+
+  bool attempt(double h);
+  void accept(double h);
+  void write_state();  // ws_.x and the step's bases -> q, qd, qdd, y, yd, z slots of v
+  bool refresh_newton_matrix();
+  bool newton_failure(FailureKind kind, int32_t kernel_status, int32_t equation, int32_t unknown,
+                      double update);
+  bool solve_initial_values();
+  void restore_accepted_state();  // v := the last accepted point (after a failed attempt)
+
+  Parameters p_{};
+  double beta_p_ = 0.0, gamma_p_ = 0.0;     // beta', gamma'
+  double cq_ = 0.0, cqd_ = 0.0, cy_ = 0.0;  // of the current attempt
+  LinearSolver newton_;
+  LinearSolver init_solver_;
+  std::vector<double> row_scale_;       // per equation: 1, 1 / (beta' h^2) or 1 / (gamma' h)
+  double row_scale_h_ = -1.0;           // h that row_scale_ was computed for
+  std::vector<uint8_t> is_multiplier_;  // per z: a constraint multiplier (multiplier_levels())
+  // State at the start of the step.
+  std::vector<double> q0_, qd0_, a0_, y0_;
+  std::vector<double> x0_;      // [qdd_0 | yd_0 | z_0]
+  std::vector<double> x_prev_;  // the unknowns one step earlier, for the predictor
+  double h_prev_ = 0.0;
+  bool have_prev_ = false;
+  // Parts of q_T, qd_T, y_T that do not depend on the unknowns.
+  std::vector<double> q_base_, qd_base_, y_base_;
+  // Modified Newton: the factorization is kept across iterations and steps.
+  bool matrix_valid_ = false;
+  bool refresh_next_ = true;
+  double matrix_cq_ = 0.0;     // c_q = beta' h^2 the matrix was computed with
+  bool matrix_fresh_ = false;  // computed during the current attempt
+  double theta_ = 0.0;         // last contraction rate seen with this matrix (NaN: none yet)
+};
+
+}  // namespace mbs::rt

@@ -1,0 +1,203 @@
+// The life cycle every time integrator shares (SUNDIALS-like):
+//
+//   auto solver = make_integrator(model, options);  // checks model and options, allocates all;
+//                                                   //   shares (or copies) the model
+//   solver->initialize();                           // consistent initial values (optional:
+//                                                   //   run() does it if not done)
+//   solver->run(observer);                          // to t_end, observer at output points
+//   solver->statistics(); solver->failure();        // what it cost, why it stopped
+//
+// or step() for one step of the output grid at a time (REPL). The grid is t0 + n h, the last
+// point is t_end. A failed step attempt (Newton failure, a kernel's non-finite status) is
+// retried with half the step, down to h_min; after two successful steps the step doubles again,
+// back up to h. Nothing allocates inside step() and run() (besides the observer's own work and
+// the one-time failure message).
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string_view>
+
+#include "runtime/io/Interrupt.h"
+#include "runtime/model/CompiledModel.h"
+#include "runtime/model/Workspace.h"
+#include "runtime/solvers/Failure.h"
+#include "runtime/solvers/Options.h"
+#include "runtime/solvers/Statistics.h"
+
+namespace mbs::rt {
+
+enum class SolveStatus : uint8_t {
+  Ok,           // step() or initialize() succeeded, t_end not reached yet
+  Finished,     // t_end reached
+  Interrupted,  // SIGINT (interrupt_requested()) seen; the last accepted point was output
+  Stopped,      // the observer returned non-zero
+  Failed,       // see failure()
+};
+std::string_view status_name(SolveStatus s);
+
+// Called at output points with t and the model's outputs there (model.outputs, in the order of
+// model.output_names). Return 0 to continue; anything else stops the run (status Stopped).
+using Observer = std::function<int(double t, std::span<const double> outputs)>;
+
+class Integrator {
+ public:
+  virtual ~Integrator() = default;
+  Integrator(const Integrator&) = delete;
+  Integrator& operator=(const Integrator&) = delete;
+
+  virtual SolveStatus initialize() = 0;
+  // One step of the output grid, t_n -> t_{n+1}. Finished if already at t_end.
+  virtual SolveStatus step() = 0;
+  // From the current point to t_end: the observer gets the current point (if not output yet),
+  // every output_every-th grid point, and the last point (also when interrupted, and the last
+  // accepted point when a step fails). A null
+  // observer means no output at all.
+  virtual SolveStatus run(const Observer& observer) = 0;
+
+  std::string_view name() const { return solver_name(options_.solver); }
+  const CompiledModel& model() const { return model_; }
+  const SolverOptions& options() const { return options_; }
+  double time() const { return t_; }
+  int64_t grid_index() const { return n_done_; }   // grid steps done
+  int64_t grid_steps() const { return n_steps_; }  // grid steps to t_end
+  bool initialized() const { return initialized_; }
+  // The symbol vector at the current accepted point (q, qd, qdd, y, yd, z, t, parameters).
+  std::span<const double> symbols() const { return ws_.v; }
+  // model.outputs at the current point (empty if the model has no outputs).
+  std::span<const double> evaluate_outputs();
+  const Statistics& statistics() const { return stats_; }
+  // Set when a call returned Failed; message() is the rendered text.
+  const FailureRecord* failure() const { return failure_ ? &*failure_ : nullptr; }
+
+ protected:
+  Integrator(std::shared_ptr<const CompiledModel> model, const SolverOptions& options);
+
+  // What went wrong in one step attempt, before it is known whether halving helps.
+  struct AttemptFailure {
+    FailureKind kind = FailureKind::NewtonDiverged;
+    int32_t kernel_status = 0;
+    int32_t equation = -1;
+    double residual = std::numeric_limits<double>::quiet_NaN();
+    int32_t unknown = -1;
+    double update = std::numeric_limits<double>::quiet_NaN();
+    bool fatal() const { return kind == FailureKind::KernelFatal; }
+  };
+
+  // Grid time of step n (exact t_end for the last one).
+  double grid_time(int64_t n) const {
+    return n >= n_steps_ ? t_end_ : t0_ + static_cast<double>(n) * options_.h;
+  }
+  void fail(const AttemptFailure& a, FailurePhase phase, double h, int32_t halvings);
+  int emit(const Observer& observer);
+
+  // One grid step with step halving; D provides `bool attempt(double h)` (false: attempt_failure_
+  // says why; the state is unchanged) and `void accept(double h)`.
+  template <class D>
+  SolveStatus advance_grid_step(D& self);
+  // The run() loop, non-virtual in the derived class's attempt/accept.
+  template <class D>
+  SolveStatus run_loop(D& self, const Observer& observer);
+
+  std::shared_ptr<const CompiledModel> model_owner_;
+  const CompiledModel& model_;  // *model_owner_
+  SolverOptions options_;
+  Workspace ws_;
+  Statistics stats_;
+  std::optional<FailureRecord> failure_;
+  AttemptFailure attempt_failure_;
+  double t0_ = 0.0, t_end_ = 0.0, t_ = 0.0;
+  double h_try_ = 0.0;  // step size of the next attempt (h, or less after failures)
+  double h_min_ = 0.0;
+  int64_t n_steps_ = 0, n_done_ = 0;
+  int64_t last_output_ = -1;  // grid index of the last output point
+  int32_t success_streak_ = 0;
+  bool initialized_ = false;
+};
+
+// Creates the integrator chosen by options.solver. Throws SolverSetupError when the options are
+// invalid, the model is inconsistent (check_model) or the solver cannot handle the model (rk4
+// with algebraic variables). The integrator shares the model (it is immutable); the overload
+// taking a reference copies it.
+std::unique_ptr<Integrator> make_integrator(std::shared_ptr<const CompiledModel> model,
+                                            const SolverOptions& options);
+std::unique_ptr<Integrator> make_integrator(const CompiledModel& model,
+                                            const SolverOptions& options);
+
+// ---- implementation of the templates
+
+template <class D>
+SolveStatus Integrator::advance_grid_step(D& self) {
+  if (failure_) return SolveStatus::Failed;
+  if (n_done_ >= n_steps_) return SolveStatus::Finished;
+  const double t_target = grid_time(n_done_ + 1);
+  while (t_ < t_target) {
+    const double remaining = t_target - t_;
+    // Take the rest of the grid step when it is (almost) within reach, so no sliver step remains.
+    // Within rounding of the current step size, keep it exactly: the Newton matrix depends on
+    // h, and t_target - t carries the rounding of t.
+    const bool last = h_try_ >= remaining * (1.0 - 1e-3);
+    const double h = !last || std::fabs(remaining - h_try_) <= 1e-9 * h_try_ ? h_try_ : remaining;
+    if (self.attempt(h)) {
+      self.accept(h);
+      t_ = last ? t_target : t_ + h;
+      stats_.record_accepted_step(h);
+      if (h_try_ < options_.h && ++success_streak_ >= 2) {
+        h_try_ = std::min(2.0 * h_try_, options_.h);
+        success_streak_ = 0;
+      }
+      continue;
+    }
+    ++stats_.rejected_steps;
+    success_streak_ = 0;
+    // Below h_min, or where t + h/2 could not be told from t, halving is over.
+    const double floor =
+        std::max(h_min_, 64.0 * std::numeric_limits<double>::epsilon() * std::fabs(t_));
+    if (attempt_failure_.fatal() || 0.5 * h < floor) {
+      const auto halvings = static_cast<int32_t>(std::lround(std::log2(options_.h / h)));
+      fail(attempt_failure_, FailurePhase::Step, h, std::max(halvings, 0));
+      return SolveStatus::Failed;
+    }
+    h_try_ = 0.5 * h;
+  }
+  ++n_done_;
+  return n_done_ >= n_steps_ ? SolveStatus::Finished : SolveStatus::Ok;
+}
+
+template <class D>
+SolveStatus Integrator::run_loop(D& self, const Observer& observer) {
+  if (failure_) return SolveStatus::Failed;
+  if (!initialized_ && self.initialize() == SolveStatus::Failed) return SolveStatus::Failed;
+  const auto start = std::chrono::steady_clock::now();
+  SolveStatus status = SolveStatus::Finished;
+  const int64_t every = options_.output_every;
+  if (observer && last_output_ != n_done_ && emit(observer) != 0) status = SolveStatus::Stopped;
+  while (status == SolveStatus::Finished && n_done_ < n_steps_) {
+    if (interrupt_requested()) {
+      if (observer && last_output_ != n_done_) emit(observer);
+      status = SolveStatus::Interrupted;
+      break;
+    }
+    if (advance_grid_step(self) == SolveStatus::Failed) {
+      if (observer && last_output_ != n_done_) emit(observer);  // the last good point
+      status = SolveStatus::Failed;
+      break;
+    }
+    if (observer && ((every > 0 && n_done_ % every == 0) || n_done_ == n_steps_) &&
+        emit(observer) != 0) {
+      status = SolveStatus::Stopped;
+    }
+  }
+  stats_.wall_time +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return status;
+}
+
+}  // namespace mbs::rt

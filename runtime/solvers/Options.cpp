@@ -1,0 +1,333 @@
+#include "runtime/solvers/Options.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace mbs::rt {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr std::array<std::string_view, 2> kSolverNames = {"gen-alpha", "rk4"};
+
+const std::array<OptionSpec, 10> kOptions = {{
+    {.key = "t_end",
+     .flag = "--t-end",
+     .type = OptionType::Real,
+     .unit = "s",
+     .help = "end time of the simulation (it starts at the model's start time)",
+     .field = &SolverOptions::t_end,
+     .min = -kInf,
+     .max = kInf,
+     .min_open = true,
+     .max_open = true},
+    {.key = "h",
+     .flag = "--step",
+     .type = OptionType::Real,
+     .unit = "s",
+     .help = "time step; results are on the grid t0 + n*h (the last step ends at t_end)",
+     .field = &SolverOptions::h,
+     .min = 0.0,
+     .max = kInf,
+     .min_open = true,
+     .max_open = true},
+    {.key = "solver",
+     .flag = "--solver",
+     .type = OptionType::Choice,
+     .unit = "",
+     .help = "time integrator: gen-alpha (implicit, index-3 DAEs) or rk4 (explicit, ODEs only)",
+     .field = &SolverOptions::solver,
+     .choices = kSolverNames},
+    {.key = "rho_inf",
+     .flag = "--rho-inf",
+     .type = OptionType::Real,
+     .unit = "",
+     .help = "generalized-alpha: spectral radius at infinity (1 = no numerical damping)",
+     .field = &SolverOptions::rho_inf,
+     .min = 0.0,
+     .max = 1.0},
+    {.key = "rtol",
+     .flag = "--rtol",
+     .type = OptionType::Real,
+     .unit = "",
+     .help = "Newton: relative tolerance on the update of q, y and z",
+     .field = &SolverOptions::rtol,
+     .min = 0.0,
+     .max = 1.0},
+    {.key = "atol",
+     .flag = "--atol",
+     .type = OptionType::Real,
+     .unit = "",
+     .help = "Newton: absolute tolerance on the update of q, y and z",
+     .field = &SolverOptions::atol,
+     .min = 0.0,
+     .max = kInf,
+     .max_open = true},
+    {.key = "newton_max_iter",
+     .flag = "--newton-max-iter",
+     .type = OptionType::Integer,
+     .unit = "",
+     .help = "Newton: iterations per step attempt before the step is halved",
+     .field = &SolverOptions::newton_max_iter,
+     .min = 1.0,
+     .max = 1000.0},
+    {.key = "h_min",
+     .flag = "--h-min",
+     .type = OptionType::Real,
+     .unit = "s",
+     .help = "smallest step when a failed step is halved; 0 = min(1e-12*max(1,|t_end|), h/1024)",
+     .field = &SolverOptions::h_min,
+     .min = 0.0,
+     .max = kInf,
+     .max_open = true},
+    {.key = "output_every",
+     .flag = "--output-every",
+     .type = OptionType::Integer,
+     .unit = "",
+     .help = "write every Nth step (0 = only the first and the last point)",
+     .field = &SolverOptions::output_every,
+     .min = 0.0,
+     .max = 2147483647.0},
+    {.key = "initial_accelerations",
+     .flag = "--initial-accelerations",
+     .type = OptionType::Boolean,
+     .unit = "",
+     .help = "solve for consistent initial accelerations, ODE1 derivatives and algebraic "
+             "variables before the first step",
+     .field = &SolverOptions::initial_accelerations},
+}};
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+bool iequal(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+std::string format_real(double x) {
+  std::array<char, 32> buf{};
+  auto [end, ec] = std::to_chars(buf.data(), buf.data() + buf.size(), x);
+  return std::string(buf.data(), end);
+}
+
+std::string format_bound(double x) {
+  if (x == kInf) return "inf";
+  if (x == -kInf) return "-inf";
+  return format_real(x);
+}
+
+std::string range_text(const OptionSpec& s) {
+  return fmt::format("{}{}, {}{}", s.min_open ? '(' : '[', format_bound(s.min), format_bound(s.max),
+                     s.max_open ? ')' : ']');
+}
+
+std::string name_of(const OptionSpec& s) {
+  return fmt::format("{} ({})", s.flag, s.key);
+}
+
+bool in_range(const OptionSpec& s, double x) {
+  const bool lo = s.min_open ? x > s.min : x >= s.min;
+  const bool hi = s.max_open ? x < s.max : x <= s.max;
+  return lo && hi;
+}
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> d(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) d[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = d[0];
+    d[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = d[j];
+      d[j] = std::min({d[j] + 1, d[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return d[b.size()];
+}
+
+std::string normalized_key(std::string_view name) {
+  while (!name.empty() && name.front() == '-') name.remove_prefix(1);
+  std::string key(name);
+  std::replace(key.begin(), key.end(), '-', '_');
+  return key;
+}
+
+std::optional<std::string> parse_real(const OptionSpec& s, std::string_view text, double& out) {
+  std::string_view t = text;
+  if (!t.empty() && t.front() == '+') t.remove_prefix(1);
+  double x = 0.0;
+  auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), x);
+  if (t.empty() || ec != std::errc() || end != t.data() + t.size() || !std::isfinite(x)) {
+    return fmt::format("option {}: '{}' is not a finite number", name_of(s), text);
+  }
+  out = x;
+  return std::nullopt;
+}
+
+}  // namespace
+
+double SolverOptions::effective_h_min() const {
+  if (h_min > 0.0) return h_min;
+  return std::min(1e-12 * std::max(1.0, std::fabs(t_end)), h / 1024.0);
+}
+
+std::span<const OptionSpec> option_table() {
+  return kOptions;
+}
+
+std::string_view solver_name(SolverKind kind) {
+  return kSolverNames[static_cast<size_t>(kind)];
+}
+
+const OptionSpec* find_option(std::string_view name) {
+  const std::string key = normalized_key(trim(name));
+  for (const OptionSpec& s : kOptions) {
+    if (s.key == key || s.flag == name || normalized_key(s.flag) == key) return &s;
+  }
+  return nullptr;
+}
+
+std::optional<std::string> set_option(SolverOptions& options, std::string_view name,
+                                      std::string_view value) {
+  const OptionSpec* spec = find_option(name);
+  if (!spec) {
+    const std::string key = normalized_key(trim(name));
+    const OptionSpec* best = nullptr;
+    size_t best_d = 3;  // suggest only close matches
+    for (const OptionSpec& s : kOptions) {
+      const size_t d = edit_distance(key, s.key);
+      if (d < best_d) best_d = d, best = &s;
+    }
+    std::string msg = fmt::format("unknown solver option '{}'", name);
+    if (best) msg += fmt::format("; did you mean '{}' ({})?", best->key, best->flag);
+    return msg;
+  }
+  const OptionSpec& s = *spec;
+  const std::string_view text = trim(value);
+  switch (s.type) {
+    case OptionType::Real: {
+      double x = 0.0;
+      if (auto err = parse_real(s, text, x)) return err;
+      if (!in_range(s, x)) {
+        return fmt::format("option {}: {} is outside the valid range {}", name_of(s), text,
+                           range_text(s));
+      }
+      options.*std::get<double SolverOptions::*>(s.field) = x;
+      return std::nullopt;
+    }
+    case OptionType::Integer: {
+      std::string_view t = text;
+      if (!t.empty() && t.front() == '+') t.remove_prefix(1);
+      int64_t x = 0;
+      auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), x);
+      if (t.empty() || ec != std::errc() || end != t.data() + t.size()) {
+        return fmt::format("option {}: '{}' is not an integer", name_of(s), text);
+      }
+      if (!in_range(s, static_cast<double>(x))) {
+        return fmt::format("option {}: {} is outside the valid range {}", name_of(s), text,
+                           range_text(s));
+      }
+      options.*std::get<int32_t SolverOptions::*>(s.field) = static_cast<int32_t>(x);
+      return std::nullopt;
+    }
+    case OptionType::Boolean: {
+      static constexpr std::array<std::string_view, 4> yes = {"true", "1", "yes", "on"};
+      static constexpr std::array<std::string_view, 4> no = {"false", "0", "no", "off"};
+      bool& field = options.*std::get<bool SolverOptions::*>(s.field);
+      if (std::any_of(yes.begin(), yes.end(), [&](auto w) { return iequal(text, w); })) {
+        field = true;
+        return std::nullopt;
+      }
+      if (std::any_of(no.begin(), no.end(), [&](auto w) { return iequal(text, w); })) {
+        field = false;
+        return std::nullopt;
+      }
+      return fmt::format("option {}: '{}' is not a truth value (use true or false)", name_of(s),
+                         text);
+    }
+    case OptionType::Choice: {
+      for (size_t i = 0; i < s.choices.size(); ++i) {
+        if (iequal(text, s.choices[i])) {
+          options.*std::get<SolverKind SolverOptions::*>(s.field) = static_cast<SolverKind>(i);
+          return std::nullopt;
+        }
+      }
+      return fmt::format("option {}: '{}' is not one of: {}", name_of(s), text,
+                         fmt::join(s.choices, ", "));
+    }
+  }
+  return fmt::format("option {}: unsupported type", name_of(s));
+}
+
+std::string get_option(const SolverOptions& options, const OptionSpec& s) {
+  switch (s.type) {
+    case OptionType::Real:
+      return format_real(options.*std::get<double SolverOptions::*>(s.field));
+    case OptionType::Integer:
+      return std::to_string(options.*std::get<int32_t SolverOptions::*>(s.field));
+    case OptionType::Boolean:
+      return options.*std::get<bool SolverOptions::*>(s.field) ? "true" : "false";
+    case OptionType::Choice:
+      return std::string(
+          s.choices[static_cast<size_t>(options.*std::get<SolverKind SolverOptions::*>(s.field))]);
+  }
+  return {};
+}
+
+std::string default_text(const OptionSpec& spec) {
+  return get_option(SolverOptions{}, spec);
+}
+
+std::optional<std::string> validate(const SolverOptions& o) {
+  for (const OptionSpec& s : kOptions) {
+    double x = 0.0;
+    if (s.type == OptionType::Real) {
+      x = o.*std::get<double SolverOptions::*>(s.field);
+      if (!std::isfinite(x)) return fmt::format("option {}: {} is not finite", name_of(s), x);
+    } else if (s.type == OptionType::Integer) {
+      x = o.*std::get<int32_t SolverOptions::*>(s.field);
+    } else {
+      continue;
+    }
+    if (!in_range(s, x)) {
+      return fmt::format("option {}: {} is outside the valid range {}", name_of(s),
+                         get_option(o, s), range_text(s));
+    }
+  }
+  if (static_cast<size_t>(o.solver) >= kSolverNames.size())
+    return "option --solver: invalid solver";
+  if (o.rtol == 0.0 && o.atol == 0.0) {
+    return "options --rtol and --atol are both 0: the Newton iteration could never converge";
+  }
+  if (!(o.effective_h_min() < o.h)) {
+    return fmt::format("option --h-min (h_min) = {} must be smaller than the step --step (h) = {}",
+                       format_real(o.effective_h_min()), format_real(o.h));
+  }
+  return std::nullopt;
+}
+
+std::string format_option_table() {
+  std::string out = fmt::format("{:<26} {:<22} {:<10} {:<5} {}\n", "flag", "key", "default", "unit",
+                                "description");
+  for (const OptionSpec& s : kOptions) {
+    out += fmt::format("{:<26} {:<22} {:<10} {:<5} {}\n", s.flag, s.key, default_text(s),
+                       s.unit.empty() ? "-" : s.unit, s.help);
+  }
+  return out;
+}
+
+}  // namespace mbs::rt

@@ -1,0 +1,83 @@
+// Solver options: one table of named options from which the command line, the REPL and FMU
+// parameters are all built (SUNDIALS: every option is also a string key).
+//
+// A row of the table names the option three ways -- `key` (REPL, FMU, files: "t_end"), `flag`
+// (command line: "--t-end") -- and gives its type, unit, help text and valid range; its default is
+// the value in a default-constructed SolverOptions, so defaults are written exactly once (below).
+// set_option() parses and checks a value from text, validate() checks the options together.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+
+namespace mbs::rt {
+
+enum class SolverKind : uint8_t { GenAlpha, Rk4 };
+
+struct SolverOptions {
+  double t_end = 1.0;  // end time [s]; the run starts at the model's time (v0)
+  double h = 1e-3;     // step size [s]; results are on the grid t0 + n h
+  SolverKind solver = SolverKind::GenAlpha;
+  double rho_inf = 0.9;          // generalized-alpha spectral radius at infinity, in [0, 1]
+  double rtol = 1e-8;            // Newton: relative tolerance on the integrated variables
+  double atol = 1e-10;           // Newton: absolute tolerance on the integrated variables
+  int32_t newton_max_iter = 25;  // Newton iterations per step attempt
+  double h_min = 0.0;            // smallest step when halving; 0 = automatic, see effective_h_min()
+  int32_t output_every = 1;      // observer every Nth step; 0 = only first and last point
+  bool initial_accelerations = true;  // solve for consistent qdd, yd, z at the start
+
+  // h_min with the automatic value resolved: 1e-12 * max(1, |t_end|), so that t + h_min still
+  // differs from t by some 10^4 units in the last place over the whole run, but at most h / 1024
+  // so that a failed step can always be halved ten times. (Independently of h_min, halving stops
+  // where t + h can no longer be told from t.)
+  double effective_h_min() const;
+};
+
+enum class OptionType : uint8_t { Real, Integer, Boolean, Choice };
+
+struct OptionSpec {
+  using Field = std::variant<double SolverOptions::*, int32_t SolverOptions::*,
+                             bool SolverOptions::*, SolverKind SolverOptions::*>;
+  std::string_view key;   // "t_end"
+  std::string_view flag;  // "--t-end"
+  OptionType type;
+  std::string_view unit;  // "s", or empty
+  std::string_view help;
+  Field field;
+  // Valid range for Real and Integer values (inclusive unless *_open).
+  double min = -1e308, max = 1e308;
+  bool min_open = false, max_open = false;
+  std::span<const std::string_view> choices = {};  // Choice: names in enum order
+};
+
+// All options, in the order they are documented and shown in --help.
+std::span<const OptionSpec> option_table();
+
+// Finds an option by key ("t_end"), by flag ("--t-end") or by key with dashes ("t-end").
+const OptionSpec* find_option(std::string_view name);
+
+// Parses `value` and stores it. Returns an error message (naming the option, the value and what
+// was expected) or nullopt on success; on error `options` is unchanged.
+std::optional<std::string> set_option(SolverOptions& options, std::string_view name,
+                                      std::string_view value);
+
+// The option's current value as text that set_option() reads back to the same value.
+std::string get_option(const SolverOptions& options, const OptionSpec& spec);
+
+// The default value as text (from a default-constructed SolverOptions).
+std::string default_text(const OptionSpec& spec);
+
+// Checks the options together (ranges, h_min < h, tolerances not both zero). Returns an error
+// message or nullopt.
+std::optional<std::string> validate(const SolverOptions& options);
+
+std::string_view solver_name(SolverKind kind);
+
+// A table of all options (flag, default, unit, help) for documentation and `--help`.
+std::string format_option_table();
+
+}  // namespace mbs::rt

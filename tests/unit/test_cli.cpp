@@ -1,0 +1,203 @@
+// The mbsc command line: options, exit codes, result files, summaries.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Runs mbsc with `args` (a shell-quoted string) in the source directory.
+Result mbsc(const std::string& args) {
+  std::string dir = testing::TempDir();
+  std::string out = dir + "mbsc_out.txt", err = dir + "mbsc_err.txt";
+  std::string cmd = std::string("cd '") + MBS_SOURCE_DIR + "' && '" + MBS_MBSC_PATH + "' " + args +
+                    " >'" + out + "' 2>'" + err + "'";
+  int status = std::system(cmd.c_str());
+  Result r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+std::vector<std::vector<std::string>> read_csv(const std::string& path) {
+  std::vector<std::vector<std::string>> rows;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    std::stringstream ss(line);
+    std::string c;
+    while (std::getline(ss, c, ',')) cells.push_back(c);
+    rows.push_back(cells);
+  }
+  return rows;
+}
+
+std::string tmp(const std::string& name) {
+  return testing::TempDir() + name;
+}
+
+TEST(Cli, HelpListsOptionsDefaultsAndExitCodes) {
+  Result r = mbsc("--help");
+  EXPECT_EQ(r.code, 0);
+  for (const char* s : {"--simulate", "--t-end", "--step", "--solver", "--rho-inf", "--rtol",
+                        "--atol", "--output", "--output-every", "--set", "--model", "--emit",
+                        "Exit codes", "solver failure", "usage error", "model error"})
+    EXPECT_NE(r.out.find(s), std::string::npos) << s;
+  EXPECT_NE(r.out.find("default 0.9"), std::string::npos);
+}
+
+TEST(Cli, Version) {
+  Result r = mbsc("--version");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("mbsc "), std::string::npos);
+}
+
+TEST(Cli, SimulatesThePendulumAndWritesAnExactCsv) {
+  std::string csv = tmp("pendulum.csv");
+  Result r = mbsc("examples/pendulum.mbs --simulate --t-end 2 --step 1e-3 --output '" + csv + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto rows = read_csv(csv);
+  ASSERT_EQ(rows.size(), 2002u);  // header + t = 0, 0.001, ..., 2
+  EXPECT_EQ(rows[0], (std::vector<std::string>{"time", "x", "y", "lambda"}));
+  EXPECT_EQ(rows[1][0], "0");
+  EXPECT_EQ(std::stod(rows.back()[0]), 2.0);
+  for (size_t i = 1; i < rows.size(); ++i) {
+    double x = std::stod(rows[i][1]), y = std::stod(rows[i][2]);
+    EXPECT_NEAR(x * x + y * y, 1.0, 1e-10);
+  }
+  for (const char* s :
+       {"steps", "Newton iterations", "factorizations", "compile", "run", csv.c_str()})
+    EXPECT_NE(r.err.find(s), std::string::npos) << s << "\n" << r.err;
+}
+
+TEST(Cli, OutputEveryThinsTheRows) {
+  std::string csv = tmp("every.csv");
+  Result r = mbsc(
+      "examples/mass_spring_damper.mbs --simulate --t-end 1 --step 1e-3 --output-every 10 --output "
+      "'" +
+      csv + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto rows = read_csv(csv);
+  EXPECT_EQ(rows.size(), 102u);
+  EXPECT_EQ(rows[0], (std::vector<std::string>{"time", "x", "v"}));
+}
+
+TEST(Cli, SetChangesAParameter) {
+  std::string a = tmp("set_a.csv"), b = tmp("set_b.csv");
+  ASSERT_EQ(
+      mbsc("examples/mass_spring_damper.mbs --simulate --t-end 0.3 --output '" + a + "'").code, 0);
+  Result r = mbsc(
+      "examples/mass_spring_damper.mbs --simulate --t-end 0.3 --set k=400 --set d=0 --output '" +
+      b + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto rb = read_csv(b);
+  // w = 20 rad/s without damping: x(0.3) = 0.1 cos(6)
+  EXPECT_NEAR(std::stod(rb.back()[1]), 0.1 * std::cos(6.0), 1e-5);
+  EXPECT_NE(read_csv(a).back()[1], rb.back()[1]);
+}
+
+TEST(Cli, ExitCodes) {
+  EXPECT_EQ(mbsc("examples/pendulum.mbs").code, 0);  // check only
+  EXPECT_EQ(mbsc("no/such/file.mbs").code, 1);
+  EXPECT_EQ(mbsc("examples/pendulum.mbs --no-such-option").code, 2);
+  EXPECT_EQ(mbsc("examples/pendulum.mbs --simulate --rho-inf 2").code, 2);
+  EXPECT_EQ(mbsc("examples/pendulum.mbs --set L").code, 2);
+  EXPECT_EQ(mbsc("examples/pendulum.mbs --set L=abc").code, 2);
+  EXPECT_EQ(mbsc("examples/pendulum.mbs --simulate --output /no/such/dir/x.csv").code, 2);
+  Result r = mbsc("examples/pendulum.mbs --set nosuch=1");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("nosuch"), std::string::npos);
+}
+
+TEST(Cli, InconsistentStartValuesAreAModelError) {
+  Result r = mbsc("examples/pendulum.mbs --simulate --set L=2");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("examples/pendulum.mbs:10:3: error: start values violate this constraint"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST(Cli, SolverFailureSaysTimeAndStepAndKeepsTheRows) {
+  std::string model = tmp("fails.mbs"), csv = tmp("fails.csv");
+  std::ofstream(model) << "model Fails\n  Real x(start = 0);\n  Real z(start = 0);\nequation\n"
+                          "  der(x) = 1;\n  der(z) = log(0.5 - x);\nend Fails;\n";
+  Result r = mbsc("'" + model + "' --simulate --t-end 1 --step 1e-2 --output '" + csv + "'");
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_NE(r.err.find("t = "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("h = "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("log(0.5 - x)"), std::string::npos) << r.err;
+  auto rows = read_csv(csv);
+  ASSERT_GT(rows.size(), 40u);
+  for (size_t i = 1; i < rows.size(); ++i) EXPECT_EQ(rows[i].size(), 3u);
+  EXPECT_LT(std::stod(rows.back()[0]), 0.5 + 1e-12);
+}
+
+TEST(Cli, EmitPrintsEachPass) {
+  Result ast = mbsc("examples/pendulum.mbs --emit=ast");
+  EXPECT_EQ(ast.code, 0);
+  EXPECT_NE(ast.out.find("Pendulum"), std::string::npos);
+  Result flat = mbsc("examples/pendulum.mbs --emit=flat");
+  EXPECT_EQ(flat.code, 0);
+  EXPECT_NE(flat.out.find("3 equations"), std::string::npos) << flat.out;
+  Result dae = mbsc("examples/pendulum_first_order.mbs --emit=dae");
+  EXPECT_EQ(dae.code, 0);
+  EXPECT_NE(dae.out.find("ODE2       x"), std::string::npos) << dae.out;
+  EXPECT_NE(dae.out.find("eliminated vx = der(x)"), std::string::npos) << dae.out;
+  EXPECT_NE(dae.out.find("[position]"), std::string::npos) << dae.out;
+  Result ir = mbsc("examples/pendulum.mbs --emit=ir");
+  EXPECT_EQ(ir.code, 0);
+  EXPECT_NE(ir.out.find("define"), std::string::npos);
+  EXPECT_NE(ir.out.find("@residual"), std::string::npos);
+  Result k = mbsc("examples/pendulum.mbs --emit=kernels");
+  EXPECT_EQ(k.code, 0);
+  EXPECT_NE(k.out.find("kernel newton_matrix"), std::string::npos);
+}
+
+TEST(Cli, VerbosePrintsPassTimes) {
+  Result r = mbsc("examples/pendulum.mbs -v");
+  EXPECT_EQ(r.code, 0);
+  for (const char* p : {"pass parse", "pass flatten", "pass dae", "pass kernels", "pass codegen"})
+    EXPECT_NE(r.err.find(p), std::string::npos) << p << "\n" << r.err;
+}
+
+TEST(Cli, LibrarySearchPathFromEnvironmentAndIncludeDirs) {
+  std::string dir = testing::TempDir() + "mbs_lib";
+  std::system(("mkdir -p '" + dir + "'").c_str());
+  std::ofstream(dir + "/MyLib.mbs") << "package MyLib\n  model Decay\n    parameter Real k = 2;\n"
+                                       "    Real x(start = 1);\n  equation\n    der(x) = -k*x;\n"
+                                       "  end Decay;\nend MyLib;\n";
+  std::string model = tmp("uses_lib.mbs");
+  std::ofstream(model) << "model UsesLib\n  MyLib.Decay d(k = 3);\nend UsesLib;\n";
+  EXPECT_EQ(mbsc("'" + model + "'").code, 1);  // not on the path
+  EXPECT_EQ(mbsc("'" + model + "' -I '" + dir + "'").code, 0);
+  EXPECT_EQ(mbsc("'" + model + "'").code, 1);
+  std::string csv = tmp("uses_lib.csv");
+  Result r = mbsc("'" + model + "' --simulate --t-end 1 --output '" + csv + "' -I '" + dir + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NEAR(std::stod(read_csv(csv).back()[1]), std::exp(-3.0), 1e-6);
+  std::string env = "MBS_PATH='" + dir + "' ";
+  std::string cmd = std::string("cd '") + MBS_SOURCE_DIR + "' && " + env + "'" + MBS_MBSC_PATH +
+                    "' '" + model + "' >/dev/null 2>&1";
+  EXPECT_EQ(WEXITSTATUS(std::system(cmd.c_str())), 0);
+}
+
+}  // namespace

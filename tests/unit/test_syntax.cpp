@@ -1,0 +1,7 @@
+#include <gtest/gtest.h>
+
+#include "compiler/syntax/Parser.h"
+
+TEST(Syntax, Placeholder) {
+  EXPECT_EQ(mbs::kMaxNesting, 256);
+}

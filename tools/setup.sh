@@ -1,0 +1,38 @@
+#!/bin/sh
+# One-step set-up for a fresh Debian 12 machine (run as root, or as a user with sudo).
+#   tools/setup.sh example   install what is missing, build, simulate examples/pendulum.mbs
+#   tools/setup.sh test      install what is missing, build with warnings as errors, run every
+#                            test, then build and run the test suite under ASan + UBSan
+# Both can be run again at any time; they only redo what changed.
+set -eu
+cd "$(dirname "$0")/.."
+what=${1:-}
+case "$what" in
+  example|test|test-fast) ;;
+  *) echo "usage: tools/setup.sh example|test" >&2; exit 2 ;;
+esac
+
+tools/install-deps.sh
+
+jobs=$(nproc 2>/dev/null || echo 2)
+case "$what" in
+  example)
+    cmake --preset release >/dev/null
+    cmake --build --preset release -j "$jobs"
+    mkdir -p build/examples
+    out=build/examples/pendulum.csv
+    build/release/mbsc examples/pendulum.mbs --simulate --t-end 2 --step 1e-3 --output "$out"
+    echo "setup: the results of examples/pendulum.mbs are in $(pwd)/$out"
+    ;;
+  test|test-fast)
+    cmake --preset ci >/dev/null
+    cmake --build --preset ci -j "$jobs"
+    ctest --preset ci -j "$jobs"
+    if [ "$what" = test ]; then
+      cmake --preset asan >/dev/null
+      cmake --build --preset asan -j "$jobs"
+      ctest --preset asan -j "$jobs"
+    fi
+    echo "setup: all tests passed"
+    ;;
+esac
