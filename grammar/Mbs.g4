@@ -17,10 +17,10 @@
 //    the class annotation `annotation(...);` is accepted at the end of a class only.
 //  - Equations: `a = b`, `connect(a, b)`, `for ... loop ... end for`, `if ... end if`. No function
 //    call equations (`assert(...)`), no `when`.
-//  - `a ^ b ^ c` is not associative in Modelica; the grammar accepts a chain (`factor`) so that the
-//    parser can reject it with "write (a^b)^c or a^(b^c)" rather than a bare "unexpected '^'".
-//  - Unary `+`/`-` only at the start of an arithmetic expression and `not` once per logical factor,
-//    exactly as in Modelica: `-a^2` is `-(a^2)`, `-a*b` is `-(a*b)`, `2*-a` and `--a` are errors.
+//  - Operator expressions are one flat rule (operatorExpression); precedence and Modelica's
+//    restrictions are applied by Parser.cpp, exactly as in Modelica: `-a^2` is `-(a^2)`, `-a*b` is
+//    `-(a*b)`; `2*-a`, `--a`, `not not a`, `a < b < c` and `a^b^c` are errors (the latter two
+//    non-associative in Modelica), reported with a hint instead of a bare "unexpected '^'".
 //  - `end` as an expression (`a[end - 1]`) is the token SUBSCRIPT_END, not END: Parser.cpp's token
 //    pre-scan retypes an `end` that stands inside `[...]` and is not followed by a name, `for`,
 //    `if` or `;`. Modelica makes `end` a primary everywhere, which lets every `end for;` /
@@ -54,12 +54,13 @@ classPrefix
   : MODEL | CONNECTOR | RECORD | BLOCK | PACKAGE | TYPE | FUNCTION
   ;
 
-// The composition of Modelica is inlined here so that the loops do not end at a rule boundary:
-// ANTLR's single-token deletion then recovers from a stray token inside a class body.
+// Modelica's composition and equation sections are inlined here so that no statement loop ends at
+// a rule boundary: a stray token inside a class body is then seen by the loop it is in, which
+// reports it and skips the statement (Parser.cpp's MbsErrorStrategy::sync).
 longClassSpecifier
   : IDENT stringComment
     element*
-    ( PUBLIC element* | PROTECTED element* | equationSection )*
+    ( PUBLIC element* | PROTECTED element* | EQUATION equation* )*
     ( annotation ';' )?
     END IDENT
   ;
@@ -118,10 +119,6 @@ argument
 
 // ---------------------------------------------------------------- equations
 
-equationSection
-  : EQUATION equation*
-  ;
-
 equation
   : ( simpleExpression '=' expression
     | connectClause
@@ -166,53 +163,23 @@ ifExpression
 
 // Range: a:b or a:b:c.
 simpleExpression
-  : logicalExpression ( ':' logicalExpression ( ':' logicalExpression )? )?
+  : operatorExpression ( ':' operatorExpression ( ':' operatorExpression )? )?
   ;
 
-logicalExpression
-  : logicalTerm ( OR logicalTerm )*
-  ;
-
-logicalTerm
-  : logicalFactor ( AND logicalFactor )*
-  ;
-
-logicalFactor
-  : NOT? relation
-  ;
-
-relation
-  : arithmeticExpression ( relOp arithmeticExpression )?
-  ;
-
-relOp
-  : '<' | '<=' | '>' | '>=' | '==' | '<>'
-  ;
-
-// The optional leading addOp is the unary sign; it applies to the first term.
-arithmeticExpression
-  : addOp? term ( addOp term )*
-  ;
-
-addOp
-  : '+' | '-' | '.+' | '.-'
-  ;
-
-term
-  : factor ( mulOp factor )*
-  ;
-
-mulOp
-  : '*' | '/' | '.*' | './'
-  ;
-
-// Modelica allows one power operator per factor; more are rejected by the parser.
-factor
-  : primary ( powOp primary )*
-  ;
-
-powOp
-  : '^' | '.^'
+// Operands and operators as a flat list; Parser.cpp applies Modelica's precedence
+//   or < and < not < relational < + - (binary, and the sign of the first term) < * / < ^
+// and its restrictions (a sign only at the start of an arithmetic expression, one `not` per
+// logical factor, no chained comparisons or powers). A flat list instead of one rule per level
+// keeps the parse tree small (a nested rule per level costs ~12 tree nodes per operand) and
+// keeps a chain of 100,000 prefixes or operators from nesting anything.
+operatorExpression
+  : ( NOT | '+' | '-' | '.+' | '.-' )*
+    primary
+    ( ( OR | AND | '<' | '<=' | '>' | '>=' | '==' | '<>' | '+' | '-' | '.+' | '.-'
+      | '*' | '/' | '.*' | './' | '^' | '.^' )
+      ( NOT | '+' | '-' | '.+' | '.-' )*
+      primary
+    )*
   ;
 
 primary
@@ -227,12 +194,9 @@ primary
   | SUBSCRIPT_END
   ;
 
+// a.b[i, j].c
 componentReference
-  : refPart ( '.' refPart )*
-  ;
-
-refPart
-  : IDENT arraySubscripts?
+  : IDENT arraySubscripts? ( '.' IDENT arraySubscripts? )*
   ;
 
 name

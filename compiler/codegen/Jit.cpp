@@ -28,11 +28,22 @@ namespace mbs::codegen {
 
 namespace {
 
-// Above this many DAG nodes in one module the O2/O3 pipeline is replaced by O1: the O2 passes
-// (GVN, SLP vectorisation, ...) grow super-linearly on huge straight-line functions while
-// gaining little on code that is already a CSE'd DAG. Measured numbers: see test_codegen's
-// BigKernelCompileTime printout.
-constexpr size_t kLargeModuleNodes = 20000;
+// Huge kernels (JitOptions::max_optimised_kernel_nodes) are compiled in a module of their own at
+// O0: no IR passes, fast instruction selection and register allocation. Code generation of one
+// huge straight-line function grows about quadratically with its size at the default codegen
+// level (greedy register allocation and the two-address pass over one basic block; the SLP
+// vectoriser in the IR pipeline), while O0 grows linearly. Measured with
+//   MBS_BIG_KERNEL_STAGES=650|1300|2600 build/h-sym/tests/test_codegen --gtest_filter=*BigKernel*
+// on the 2-core build VM shared with other jobs (so +-30%):
+//   nodes   O2 compile   O2 run     O0 compile   O0 run     (kernel dominated by libm calls)
+//   4.7k    0.43 s       16 us      0.20 s       24 us
+//   9.4k    1.2 s        32 us      0.29 s       37 us
+//   19k     4.2 s        70 us      0.82 s       86 us
+// Arithmetic-only kernels run about 3x slower at O0, so the default limit is set where O2 takes
+// a few seconds, not lower. Tried and rejected: the O1 IR pipeline in front of the fast code
+// generator (0.3 s more at 15k nodes, no measurable gain), and splitting a huge kernel into
+// several functions that pass values through a stack array (slower still: the machine scheduler
+// is quadratic in the resulting loads and stores).
 
 bool debug_enabled() {
   static const bool on = [] {
@@ -70,6 +81,7 @@ struct HostTarget {
   std::string error;  // why the host target is unusable, if it is
   std::unique_ptr<llvm::orc::JITTargetMachineBuilder> builder;
   std::unique_ptr<llvm::TargetMachine> machine[4];  // by codegen level
+  std::string machine_layout;                       // their data layout (all the same)
 };
 
 HostTarget& host_target() {
@@ -89,14 +101,20 @@ HostTarget& host_target() {
   return *host;
 }
 
-std::string message(llvm::Error e) { return llvm::toString(std::move(e)); }
+std::string message(llvm::Error e) {
+  return llvm::toString(std::move(e));
+}
 
 llvm::CodeGenOpt::Level codegen_level(int opt_level) {
   switch (opt_level) {
-    case 0: return llvm::CodeGenOpt::None;
-    case 1: return llvm::CodeGenOpt::Less;
-    case 3: return llvm::CodeGenOpt::Aggressive;
-    default: return llvm::CodeGenOpt::Default;
+    case 0:
+      return llvm::CodeGenOpt::None;
+    case 1:
+      return llvm::CodeGenOpt::Less;
+    case 3:
+      return llvm::CodeGenOpt::Aggressive;
+    default:
+      return llvm::CodeGenOpt::Default;
   }
 }
 
@@ -129,6 +147,52 @@ std::string print(const llvm::Module& m) {
 
 }  // namespace
 
+// Lowers, verifies, optimises (IR pipeline at ir_level) and compiles (code generator at
+// cg_level) kernels into one object file. Returns an error message, or "" on success.
+std::string compile_to_object(const sym::Context& cx, std::span<const KernelSpec> kernels,
+                              int ir_level, int cg_level, HostTarget& host, StepTimer& timer,
+                              std::string* ir_text, std::unique_ptr<llvm::MemoryBuffer>& object) {
+  timer.step("lower");
+  llvm::LLVMContext ctx;
+  ctx.setDiscardValueNames(ir_text == nullptr);  // names only cost time unless someone reads them
+  llvm::Module module("mbs_kernels", ctx);
+  if (std::string e = lower_kernels(cx, kernels, module); !e.empty()) return e;
+
+  timer.step("verify");
+  {
+    std::string problems;
+    llvm::raw_string_ostream os(problems);
+    if (llvm::verifyModule(module, &os)) {
+      os.flush();
+      return "internal error: generated IR does not verify:\n" + problems;
+    }
+  }
+
+  std::lock_guard<std::mutex> lock(host.mutex);
+  timer.step("target");
+  std::unique_ptr<llvm::TargetMachine>& tm = host.machine[cg_level];
+  if (tm == nullptr) {
+    llvm::orc::JITTargetMachineBuilder jtmb = *host.builder;
+    jtmb.setCodeGenOptLevel(codegen_level(cg_level));
+    auto made = jtmb.createTargetMachine();
+    if (!made) return message(made.takeError());
+    tm = std::move(*made);
+    host.machine_layout = tm->createDataLayout().getStringRepresentation();
+  }
+  module.setDataLayout(tm->createDataLayout());
+  module.setTargetTriple(tm->getTargetTriple().str());
+
+  timer.step("optimise");
+  optimise(module, *tm, ir_level);
+  if (ir_text != nullptr) *ir_text += print(module);
+
+  timer.step("codegen");
+  auto compiled = llvm::orc::SimpleCompiler(*tm)(module);
+  if (!compiled) return message(compiled.takeError());
+  object = std::move(*compiled);
+  return {};
+}
+
 struct JitModule::Impl {
   // The JIT owns the linked code. No LLVMContext is kept: kernels are compiled to an object file
   // before they reach the JIT, so the IR is freed at the end of compile().
@@ -157,62 +221,41 @@ std::unique_ptr<JitModule> JitModule::compile(const sym::Context& cx,
   HostTarget& host = host_target();
   if (host.builder == nullptr) return fail("no native target: " + host.error);
 
-  timer.step("lower");
-  llvm::LLVMContext ctx;
-  ctx.setDiscardValueNames(ir_text == nullptr);  // names only cost time unless someone reads them
-  llvm::Module module("mbs_kernels", ctx);
-  size_t nodes = 0;
-  if (std::string e = lower_kernels(cx, kernels, module, &nodes); !e.empty()) return fail(e);
-  int opt_level = options.opt_level;
-  if (opt_level > 1 && nodes > kLargeModuleNodes) opt_level = 1;
+  if (std::string e = check_kernel_names(kernels); !e.empty()) return fail(e);
 
-  timer.step("verify");
-  {
-    std::string problems;
-    llvm::raw_string_ostream os(problems);
-    if (llvm::verifyModule(module, &os)) {
-      os.flush();
-      return fail("internal error: generated IR does not verify:\n" + problems);
-    }
+  // Huge kernels go into a module of their own, compiled at O0 (see the top of this file).
+  timer.step("partition");
+  std::vector<KernelSpec> normal;
+  std::vector<KernelSpec> huge;
+  for (const KernelSpec& k : kernels) {
+    bool is_huge = options.opt_level > 0 &&
+                   sym::topological_order(k.outputs).size() > options.max_optimised_kernel_nodes;
+    (is_huge ? huge : normal).push_back(k);
+  }
+  std::vector<std::unique_ptr<llvm::MemoryBuffer>> objects;
+  if (ir_text != nullptr) ir_text->clear();
+  for (int group = 0; group < 2; ++group) {
+    const std::vector<KernelSpec>& ks = group == 0 ? normal : huge;
+    if (ks.empty()) continue;
+    int ir_level = group == 0 ? options.opt_level : 0;
+    int cg_level = group == 0 ? options.opt_level : 0;
+    std::unique_ptr<llvm::MemoryBuffer> object;
+    std::string e = compile_to_object(cx, ks, ir_level, cg_level, host, timer, ir_text, object);
+    if (!e.empty()) return fail(e);
+    objects.push_back(std::move(object));
   }
 
-  std::unique_ptr<llvm::MemoryBuffer> object;
-  {
-    std::lock_guard<std::mutex> lock(host.mutex);
-    timer.step("target");
-    std::unique_ptr<llvm::TargetMachine>& tm = host.machine[opt_level];
-    if (tm == nullptr) {
-      llvm::orc::JITTargetMachineBuilder jtmb = *host.builder;
-      jtmb.setCodeGenOptLevel(codegen_level(opt_level));
-      auto made = jtmb.createTargetMachine();
-      if (!made) return fail(message(made.takeError()));
-      tm = std::move(*made);
-    }
-    module.setDataLayout(tm->createDataLayout());
-    module.setTargetTriple(tm->getTargetTriple().str());
-
-    timer.step("optimise");
-    optimise(module, *tm, opt_level);
-    if (ir_text != nullptr) *ir_text = print(module);
-
-    timer.step("codegen");
-    auto compiled = llvm::orc::SimpleCompiler(*tm)(module);
-    if (!compiled) return fail(message(compiled.takeError()));
-    object = std::move(*compiled);
-  }
-
-  // The IR is no longer needed: the JIT links the object file and owns the code from now on.
+  // The IR is gone: the JIT links the object files and owns the code from now on.
   timer.step("jit setup");
   auto result = std::unique_ptr<JitModule>(new JitModule());
   Impl& im = *result->impl_;
   auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(*host.builder).create();
   if (!jit) return fail(message(jit.takeError()));
   im.jit = std::move(*jit);
-  if (im.jit->getDataLayout() != module.getDataLayout()) {
-    return fail("internal error: JIT data layout '" +
-                im.jit->getDataLayout().getStringRepresentation() +
-                "' differs from the module's '" +
-                module.getDataLayout().getStringRepresentation() + "'");
+  std::string layout = im.jit->getDataLayout().getStringRepresentation();
+  if (!objects.empty() && layout != host.machine_layout) {
+    return fail("internal error: JIT data layout '" + layout + "' differs from the kernels' '" +
+                host.machine_layout + "'");
   }
   // libm (and anything else the code generator's libcalls need) from the host process.
   auto generator = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
@@ -221,7 +264,9 @@ std::unique_ptr<JitModule> JitModule::compile(const sym::Context& cx,
   im.jit->getMainJITDylib().addGenerator(std::move(*generator));
 
   timer.step("link");
-  if (auto e = im.jit->addObjectFile(std::move(object))) return fail(message(std::move(e)));
+  for (auto& object : objects) {
+    if (auto e = im.jit->addObjectFile(std::move(object))) return fail(message(std::move(e)));
+  }
   for (const KernelSpec& k : kernels) {
     auto address = im.jit->lookup(k.name);
     if (!address) return fail(message(address.takeError()));

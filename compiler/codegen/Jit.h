@@ -7,6 +7,7 @@
 // non-finite output (a recoverable failure: the solver retries or reports that output's equation).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -26,6 +27,10 @@ struct KernelSpec {
 
 struct JitOptions {
   int opt_level = 2;  // 0..3, LLVM's optimisation pipeline level
+  // A kernel with more DAG nodes than this is compiled at level 0 whatever opt_level says:
+  // optimised code generation grows about quadratically with the size of one function (see
+  // Jit.cpp). SIZE_MAX disables the limit.
+  size_t max_optimised_kernel_nodes = 12000;
 };
 
 // Owns the LLJIT instance (and with it the code of every kernel). Kernels stay valid as long as

@@ -48,37 +48,54 @@ bool is_identifier(const std::string& s) {
 // intrinsic); a kernel with one of these names would clash with the declaration.
 bool is_reserved(const std::string& s) {
   static const std::set<std::string> names = {
-      "sin",   "cos",  "tan", "asin", "acos", "atan",   "atan2",  "sinh",   "cosh",  "tanh",
-      "exp",   "exp2", "log", "log2", "log10", "sqrt", "fabs",   "pow",    "sincos", "memcpy",
-      "memset", "memmove", "fmin", "fmax"};
+      "sin",  "cos",  "tan",    "asin",   "acos",   "atan",    "atan2", "sinh",
+      "cosh", "tanh", "exp",    "exp2",   "log",    "log2",    "log10", "sqrt",
+      "fabs", "pow",  "sincos", "memcpy", "memset", "memmove", "fmin",  "fmax"};
   return names.contains(s);
 }
 
 // The C library function for ops without an LLVM intrinsic.
 const char* libm_name(Op op) {
   switch (op) {
-    case Op::Tan: return "tan";
-    case Op::Asin: return "asin";
-    case Op::Acos: return "acos";
-    case Op::Atan: return "atan";
-    case Op::Atan2: return "atan2";
-    case Op::Sinh: return "sinh";
-    case Op::Cosh: return "cosh";
-    case Op::Tanh: return "tanh";
-    default: return nullptr;
+    case Op::Tan:
+      return "tan";
+    case Op::Asin:
+      return "asin";
+    case Op::Acos:
+      return "acos";
+    case Op::Atan:
+      return "atan";
+    case Op::Atan2:
+      return "atan2";
+    case Op::Sinh:
+      return "sinh";
+    case Op::Cosh:
+      return "cosh";
+    case Op::Tanh:
+      return "tanh";
+    default:
+      return nullptr;
   }
 }
 
 llvm::Intrinsic::ID intrinsic_of(Op op) {
   switch (op) {
-    case Op::Sin: return llvm::Intrinsic::sin;
-    case Op::Cos: return llvm::Intrinsic::cos;
-    case Op::Exp: return llvm::Intrinsic::exp;
-    case Op::Log: return llvm::Intrinsic::log;
-    case Op::Log10: return llvm::Intrinsic::log10;
-    case Op::Sqrt: return llvm::Intrinsic::sqrt;
-    case Op::Abs: return llvm::Intrinsic::fabs;
-    default: return llvm::Intrinsic::not_intrinsic;
+    case Op::Sin:
+      return llvm::Intrinsic::sin;
+    case Op::Cos:
+      return llvm::Intrinsic::cos;
+    case Op::Exp:
+      return llvm::Intrinsic::exp;
+    case Op::Log:
+      return llvm::Intrinsic::log;
+    case Op::Log10:
+      return llvm::Intrinsic::log10;
+    case Op::Sqrt:
+      return llvm::Intrinsic::sqrt;
+    case Op::Abs:
+      return llvm::Intrinsic::fabs;
+    default:
+      return llvm::Intrinsic::not_intrinsic;
   }
 }
 
@@ -105,38 +122,20 @@ class KernelLowering {
       : cx_(cx), m_(m), b_(m.getContext()), f64_(b_.getDoubleTy()) {}
 
   void lower(const KernelSpec& k) {
-    llvm::LLVMContext& ctx = m_.getContext();
-    auto* ptr = llvm::PointerType::getUnqual(ctx);
-    auto* type = llvm::FunctionType::get(b_.getInt32Ty(), {ptr, ptr}, false);
-    auto* fn = llvm::Function::Create(type, llvm::Function::ExternalLinkage, k.name, m_);
-    fn->addFnAttr(llvm::Attribute::NoUnwind);
-    fn->addFnAttr(llvm::Attribute::WillReturn);
-    fn->addFnAttr(llvm::Attribute::NoFree);
-    fn->addFnAttr(llvm::Attribute::NoSync);
-    for (unsigned i = 0; i < 2; ++i) {
-      fn->addParamAttr(i, llvm::Attribute::NoCapture);
-      fn->addParamAttr(i, llvm::Attribute::NoUndef);
+    std::vector<Expr> order = sym::topological_order(k.outputs);
+    std::vector<Expr> inner;  // the nodes that compute something; leaves are made where used
+    for (Expr n : order) {
+      if (n->nargs > 0) inner.push_back(n);
     }
+    llvm::Function* fn = new_function(k.name, b_.getInt32Ty(), 2, llvm::Function::ExternalLinkage);
     fn->addParamAttr(0, llvm::Attribute::ReadOnly);
     fn->addParamAttr(1, llvm::Attribute::WriteOnly);
-    v_ = fn->getArg(0);
-    out_ = fn->getArg(1);
-    v_->setName("v");
-    out_->setName("out");
-    b_.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", fn));
-
-    values_ = sym::detail::NodeMap<llvm::Value*>();
-    truths_ = sym::detail::NodeMap<llvm::Value*>();
-    std::vector<Expr> order = sym::topological_order(k.outputs);
-    emitted_ += order.size();
-    for (Expr n : order) emit(n);
-
+    begin_body(fn);
+    for (Expr n : inner) emit(n);
     std::vector<llvm::Value*> results;
-    results.reserve(k.outputs.size());
-    for (size_t i = 0; i < k.outputs.size(); ++i) {
-      llvm::Value* x = value(k.outputs[i]);
-      b_.CreateStore(x, b_.CreateConstInBoundsGEP1_64(f64_, out_, i));
-      results.push_back(x);
+    for (Expr o : k.outputs) results.push_back(value(o));
+    for (size_t i = 0; i < results.size(); ++i) {
+      b_.CreateStore(results[i], b_.CreateConstInBoundsGEP1_64(f64_, out_, i));
     }
     // Status: select chain from the last output to the first, so the first non-finite wins.
     llvm::Value* status = b_.getInt32(0);
@@ -149,15 +148,51 @@ class KernelLowering {
     b_.CreateRet(status);
   }
 
-  size_t emitted() const { return emitted_; }
-
  private:
-  // The double value of a node (booleans as 0.0/1.0, converted on first use).
+  llvm::Function* new_function(const std::string& name, llvm::Type* result, unsigned params,
+                               llvm::Function::LinkageTypes linkage) {
+    auto* ptr = llvm::PointerType::getUnqual(m_.getContext());
+    std::vector<llvm::Type*> types(params, ptr);
+    auto* fn =
+        llvm::Function::Create(llvm::FunctionType::get(result, types, false), linkage, name, m_);
+    fn->addFnAttr(llvm::Attribute::NoUnwind);
+    fn->addFnAttr(llvm::Attribute::WillReturn);
+    fn->addFnAttr(llvm::Attribute::NoFree);
+    fn->addFnAttr(llvm::Attribute::NoSync);
+    for (unsigned i = 0; i < params; ++i) {
+      fn->addParamAttr(i, llvm::Attribute::NoCapture);
+      fn->addParamAttr(i, llvm::Attribute::NoUndef);
+    }
+    return fn;
+  }
+
+  // Starts emitting into fn's entry block with empty memo tables.
+  void begin_body(llvm::Function* fn) {
+    v_ = fn->getArg(0);
+    out_ = fn->getArg(1);
+    v_->setName("v");
+    out_->setName("out");
+    b_.SetInsertPoint(llvm::BasicBlock::Create(m_.getContext(), "entry", fn));
+    values_ = sym::detail::NodeMap<llvm::Value*>();
+    truths_ = sym::detail::NodeMap<llvm::Value*>();
+  }
+
+  // The double value of a node. Leaves are made on first use (constants; symbols are loaded from
+  // v once per kernel), booleans are converted to 0.0/1.0 on first use.
   llvm::Value* value(Expr n) {
     if (llvm::Value** v = values_.find(n)) return *v;
-    llvm::Value** t = truths_.find(n);
-    if (t == nullptr) sym::detail::internal_error("codegen: node used before it was emitted");
-    llvm::Value* d = b_.CreateUIToFP(*t, f64_);
+    llvm::Value* d = nullptr;
+    if (llvm::Value** t = truths_.find(n)) {
+      d = b_.CreateUIToFP(*t, f64_);
+    } else if (n->is_const()) {
+      d = constant(n->value);
+    } else if (n->is_symbol()) {
+      llvm::Value* p = b_.CreateConstInBoundsGEP1_64(f64_, v_, n->symbol);
+      bool named = !m_.getContext().shouldDiscardValueNames() && n->symbol < cx_.symbol_count();
+      d = b_.CreateLoad(f64_, p, named ? cx_.symbol_name(n->symbol) : "");
+    } else {
+      sym::detail::internal_error("codegen: node used before it was emitted");
+    }
     values_.insert(n, d);
     return d;
   }
@@ -189,10 +224,18 @@ class KernelLowering {
     int k = n < 0 ? -n : n;
     llvm::Value* p = nullptr;
     switch (k) {
-      case 0: p = constant(1.0); break;
-      case 1: p = x; break;
-      case 2: p = b_.CreateFMul(x, x); break;
-      case 3: p = b_.CreateFMul(b_.CreateFMul(x, x), x); break;
+      case 0:
+        p = constant(1.0);
+        break;
+      case 1:
+        p = x;
+        break;
+      case 2:
+        p = b_.CreateFMul(x, x);
+        break;
+      case 3:
+        p = b_.CreateFMul(b_.CreateFMul(x, x), x);
+        break;
       default: {
         llvm::Value* x2 = b_.CreateFMul(x, x);
         p = b_.CreateFMul(x2, x2);
@@ -211,29 +254,32 @@ class KernelLowering {
 
   llvm::Value* emit_boolean(Expr n) {
     switch (n->op) {
-      case Op::Lt: return b_.CreateFCmpOLT(value(n->args[0]), value(n->args[1]));
-      case Op::Le: return b_.CreateFCmpOLE(value(n->args[0]), value(n->args[1]));
-      case Op::Gt: return b_.CreateFCmpOGT(value(n->args[0]), value(n->args[1]));
-      case Op::Ge: return b_.CreateFCmpOGE(value(n->args[0]), value(n->args[1]));
-      case Op::Eq: return b_.CreateFCmpOEQ(value(n->args[0]), value(n->args[1]));
-      case Op::Ne: return b_.CreateFCmpUNE(value(n->args[0]), value(n->args[1]));
-      case Op::And: return b_.CreateAnd(truth(n->args[0]), truth(n->args[1]));
-      case Op::Or: return b_.CreateOr(truth(n->args[0]), truth(n->args[1]));
-      case Op::Not: return b_.CreateNot(truth(n->args[0]));
-      default: sym::detail::internal_error("codegen: not a boolean op");
+      case Op::Lt:
+        return b_.CreateFCmpOLT(value(n->args[0]), value(n->args[1]));
+      case Op::Le:
+        return b_.CreateFCmpOLE(value(n->args[0]), value(n->args[1]));
+      case Op::Gt:
+        return b_.CreateFCmpOGT(value(n->args[0]), value(n->args[1]));
+      case Op::Ge:
+        return b_.CreateFCmpOGE(value(n->args[0]), value(n->args[1]));
+      case Op::Eq:
+        return b_.CreateFCmpOEQ(value(n->args[0]), value(n->args[1]));
+      case Op::Ne:
+        return b_.CreateFCmpUNE(value(n->args[0]), value(n->args[1]));
+      case Op::And:
+        return b_.CreateAnd(truth(n->args[0]), truth(n->args[1]));
+      case Op::Or:
+        return b_.CreateOr(truth(n->args[0]), truth(n->args[1]));
+      case Op::Not:
+        return b_.CreateNot(truth(n->args[0]));
+      default:
+        sym::detail::internal_error("codegen: not a boolean op");
     }
   }
 
   llvm::Value* emit_value(Expr n) {
     auto arg = [&](uint32_t i) { return value(n->args[i]); };
     switch (n->op) {
-      case Op::Const:
-        return constant(n->value);
-      case Op::Symbol: {
-        llvm::Value* p = b_.CreateConstInBoundsGEP1_64(f64_, v_, n->symbol);
-        bool named = !m_.getContext().shouldDiscardValueNames() && n->symbol < cx_.symbol_count();
-        return b_.CreateLoad(f64_, p, named ? cx_.symbol_name(n->symbol) : "");
-      }
       case Op::Add: {
         llvm::Value* s = arg(0);
         for (uint32_t i = 1; i < n->nargs; ++i) s = b_.CreateFAdd(s, arg(i));
@@ -261,9 +307,12 @@ class KernelLowering {
         llvm::Value* neg = b_.CreateSelect(b_.CreateFCmpOLT(x, zero), constant(-1.0), x);
         return b_.CreateSelect(b_.CreateFCmpOGT(x, zero), constant(1.0), neg);
       }
-      case Op::Min: return b_.CreateSelect(b_.CreateFCmpOLT(arg(0), arg(1)), arg(0), arg(1));
-      case Op::Max: return b_.CreateSelect(b_.CreateFCmpOGT(arg(0), arg(1)), arg(0), arg(1));
-      case Op::Select: return b_.CreateSelect(truth(n->args[0]), arg(1), arg(2));
+      case Op::Min:
+        return b_.CreateSelect(b_.CreateFCmpOLT(arg(0), arg(1)), arg(0), arg(1));
+      case Op::Max:
+        return b_.CreateSelect(b_.CreateFCmpOGT(arg(0), arg(1)), arg(0), arg(1));
+      case Op::Select:
+        return b_.CreateSelect(truth(n->args[0]), arg(1), arg(2));
       default:
         break;
     }
@@ -285,13 +334,11 @@ class KernelLowering {
   llvm::Value* out_ = nullptr;
   sym::detail::NodeMap<llvm::Value*> values_;
   sym::detail::NodeMap<llvm::Value*> truths_;
-  size_t emitted_ = 0;
 };
 
 }  // namespace
 
-std::string lower_kernels(const sym::Context& cx, std::span<const KernelSpec> kernels,
-                          llvm::Module& module, size_t* emitted_nodes) {
+std::string check_kernel_names(std::span<const KernelSpec> kernels) {
   std::set<std::string> names;
   for (const KernelSpec& k : kernels) {
     if (!is_identifier(k.name)) return "kernel name '" + k.name + "' is not a C identifier";
@@ -300,9 +347,14 @@ std::string lower_kernels(const sym::Context& cx, std::span<const KernelSpec> ke
     }
     if (!names.insert(k.name).second) return "kernel name '" + k.name + "' is used twice";
   }
+  return {};
+}
+
+std::string lower_kernels(const sym::Context& cx, std::span<const KernelSpec> kernels,
+                          llvm::Module& module) {
+  if (std::string e = check_kernel_names(kernels); !e.empty()) return e;
   KernelLowering lowering(cx, module);
   for (const KernelSpec& k : kernels) lowering.lower(k);
-  if (emitted_nodes != nullptr) *emitted_nodes = lowering.emitted();
   return {};
 }
 

@@ -12,11 +12,14 @@ class Module;
 
 namespace mbs::codegen {
 
+// Checks that kernel names are valid C identifiers, distinct, and not names of C math library
+// functions. Returns "" or the first problem.
+std::string check_kernel_names(std::span<const KernelSpec> kernels);
+
 // Adds one function `i32 name(ptr v, ptr out)` per kernel to `module` (unoptimised IR, one basic
-// block per kernel). Returns an empty string on success, otherwise the reason it failed (an invalid
-// or duplicate kernel name); the module is then incomplete. When `emitted_nodes` is non-null it
-// receives the number of DAG nodes emitted, summed over the kernels (the size of the code).
+// block per kernel). Returns an empty string on success, otherwise the reason it failed (the
+// problem check_kernel_names reports); the module is then incomplete.
 std::string lower_kernels(const sym::Context& cx, std::span<const KernelSpec> kernels,
-                          llvm::Module& module, size_t* emitted_nodes = nullptr);
+                          llvm::Module& module);
 
 }  // namespace mbs::codegen

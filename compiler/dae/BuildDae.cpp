@@ -159,8 +159,12 @@ struct Builder {
           uint32_t gone = keep_a ? b : a, kept = keep_a ? a : b;
           Expr cg = keep_a ? cb : ca, ck = keep_a ? ca : cb;
           Expr ratio = cx.neg(cx.div(ck, cg));  // gone = ratio * kept
+          const FlatVar& vg = flat.vars[unknown_var.at(gone)];
           if (start.count(gone) && !start.count(kept))
             start[kept] = cx.div(start[gone], ratio);
+          else if (vg.fixed && vg.start)
+            diags.report(DiagKind::eliminated_start, vg.span,
+                         {vg.name, "an alias of '" + flat.vars[unknown_var.at(kept)].name + "'"});
           eliminate(gone, cx.mul(ratio, cx.symbol(kept)), "alias", eq.span);
           return true;
         }
@@ -210,6 +214,63 @@ struct Builder {
     return false;
   }
 
+  // Proves the system square and structurally regular by a matching on the Newton-matrix
+  // incidence (equation i contains some derivative of unknown j), or reports the equations that
+  // have no unknown of their own and the unknowns no equation is left for.
+  bool check_matching(const std::vector<size_t>& live, const std::vector<uint32_t>& unknowns) {
+    auto var_span = [&](uint32_t s) { return flat.vars[unknown_var.at(s)].span; };
+    std::unordered_map<uint32_t, int> col_of;  // base symbol -> column
+    for (size_t j = 0; j < unknowns.size(); ++j) col_of[unknowns[j]] = static_cast<int>(j);
+    std::vector<std::vector<int>> adj(live.size());
+    for (size_t i = 0; i < live.size(); ++i) {
+      std::set<int> cols;
+      for (uint32_t s : sym::free_symbols(eqs[live[i]].r)) {
+        auto it = col_of.find(base_of(s).first);
+        if (it != col_of.end()) cols.insert(it->second);
+      }
+      adj[i].assign(cols.begin(), cols.end());
+    }
+    std::vector<int> match = bipartite_matching(adj, static_cast<int>(unknowns.size()));
+    std::vector<bool> col_matched(unknowns.size(), false);
+    for (int c : match)
+      if (c >= 0) col_matched[c] = true;
+    bool square = live.size() == unknowns.size();
+    bool perfect = square && std::all_of(match.begin(), match.end(), [](int c) { return c >= 0; });
+    if (perfect) return true;
+    auto count = [](size_t n, const char* what) {
+      return fmt::format("{} {}{}", n, what, n == 1 ? "" : "s");
+    };
+    Span where = flat.span;
+    if (live.size() > unknowns.size())
+      diags.report(DiagKind::too_many_equations, where,
+                   {count(live.size(), "equation"), count(unknowns.size(), "unknown")});
+    else if (live.size() < unknowns.size())
+      diags.report(DiagKind::too_few_equations, where,
+                   {count(live.size(), "equation"), count(unknowns.size(), "unknown")});
+    else
+      diags.report(DiagKind::structurally_singular, where,
+                   {"no assignment of one unknown to each equation exists"});
+    int shown = 0;
+    for (size_t i = 0; i < live.size() && shown < 8; ++i)
+      if (match[i] < 0) {
+        diags.note(eqs[live[i]].span, "this equation has no unknown of its own: '" + eqs[live[i]].text + "'");
+        ++shown;
+      }
+    for (size_t j = 0; j < unknowns.size() && shown < 16; ++j)
+      if (!col_matched[j]) {
+        diags.note(var_span(unknowns[j]),
+                   "no equation is left to determine '" + flat.vars[unknown_var.at(unknowns[j])].name + "'");
+        ++shown;
+      }
+    if (live.size() < unknowns.size())
+      diags.help("add an equation for each unknown listed above, or declare it a parameter");
+    else if (live.size() > unknowns.size())
+      diags.help("remove the redundant equations listed above, or check for a missing unknown");
+    else
+      diags.help("the equations listed above determine the same unknowns twice while others have none");
+    return false;
+  }
+
   std::optional<SymbolicDae> run();
 };
 
@@ -225,6 +286,19 @@ std::optional<SymbolicDae> Builder::run() {
     if (v.start) start[v.symbol] = v.start;
   }
   for (const auto& e : flat.equations) eqs.push_back({e.residual, e.span, e.text});
+  if (unknown_var.empty() && eqs.empty()) {
+    diags.report(DiagKind::no_unknowns, flat.span, {});
+    return std::nullopt;
+  }
+  {
+    // the count and the structure are checked on the system as written, before elimination
+    std::vector<size_t> all(eqs.size());
+    for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+    std::vector<uint32_t> unknowns;
+    for (const auto& v : flat.vars)
+      if (v.role == VarRole::Variable) unknowns.push_back(v.symbol);
+    if (!check_matching(all, unknowns)) return std::nullopt;
+  }
 
   // ---- alias and explicit-auxiliary elimination, to a fixpoint
   for (bool changed = true; changed;) {
@@ -324,62 +398,12 @@ std::optional<SymbolicDae> Builder::run() {
   // unknowns that appear in no equation
   std::vector<uint32_t> unknowns;
   for (uint32_t s : remaining) unknowns.push_back(s);
-  if (unknowns.empty() && live.empty()) {
-    diags.report(DiagKind::no_unknowns, Span{}, {});
-    return std::nullopt;
-  }
-
   auto var_name = [&](uint32_t s) {
     return s < cx.symbol_count() ? cx.symbol_name(s) : std::string("?");
   };
   auto var_span = [&](uint32_t s) { return flat.vars[unknown_var.at(s)].span; };
 
-  // ---- counting and matching on the Newton-matrix incidence
-  std::unordered_map<uint32_t, int> col_of;  // base symbol -> column
-  for (size_t j = 0; j < unknowns.size(); ++j) col_of[unknowns[j]] = static_cast<int>(j);
-  std::vector<std::vector<int>> adj(live.size());
-  for (size_t i = 0; i < live.size(); ++i) {
-    std::set<int> cols;
-    for (uint32_t s : sym::free_symbols(eqs[live[i]].r)) {
-      auto it = col_of.find(base_of(s).first);
-      if (it != col_of.end()) cols.insert(it->second);
-    }
-    adj[i].assign(cols.begin(), cols.end());
-  }
-  std::vector<int> match = bipartite_matching(adj, static_cast<int>(unknowns.size()));
-  std::vector<bool> col_matched(unknowns.size(), false);
-  for (int c : match)
-    if (c >= 0) col_matched[c] = true;
-  bool square = live.size() == unknowns.size();
-  bool perfect = square && std::all_of(match.begin(), match.end(), [](int c) { return c >= 0; });
-  if (!perfect) {
-    if (live.size() > unknowns.size())
-      diags.report(DiagKind::too_many_equations, Span{},
-                   {std::to_string(live.size()), std::to_string(unknowns.size())});
-    else if (live.size() < unknowns.size())
-      diags.report(DiagKind::too_few_equations, Span{},
-                   {std::to_string(live.size()), std::to_string(unknowns.size())});
-    else
-      diags.report(DiagKind::structurally_singular, Span{},
-                   {"no assignment of one unknown to each equation exists"});
-    int shown = 0;
-    for (size_t i = 0; i < live.size() && shown < 8; ++i)
-      if (match[i] < 0) {
-        diags.note(eqs[live[i]].span, "this equation has no unknown of its own: '" + eqs[live[i]].text + "'");
-        ++shown;
-      }
-    for (size_t j = 0; j < unknowns.size() && shown < 16; ++j)
-      if (!col_matched[j]) {
-        diags.note(var_span(unknowns[j]),
-                   "no equation is left to determine '" + var_name(unknowns[j]) + "'");
-        ++shown;
-      }
-    if (live.size() < unknowns.size())
-      diags.help("add an equation for each unknown listed above, or declare it a parameter");
-    else if (live.size() > unknowns.size())
-      diags.help("remove the redundant equations listed above, or check for a missing unknown");
-    return std::nullopt;
-  }
+  if (!check_matching(live, unknowns)) return std::nullopt;
 
   // ---- classification (order 2: ODE2, 1: ODE1, 0: algebraic; -1 cannot happen after matching)
   for (uint32_t s : unknowns) {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <ostream>
 #include <sstream>
 
@@ -104,7 +105,9 @@ const DiagKindInfo& diag_info(DiagKind kind) {
   return kDiagTable[i];
 }
 
-size_t diag_kind_count() { return static_cast<size_t>(DiagKind::Count_); }
+size_t diag_kind_count() {
+  return static_cast<size_t>(DiagKind::Count_);
+}
 
 // ---------------------------------------------------------------- DiagnosticEngine
 
@@ -198,17 +201,21 @@ bool span_in_known_file(const SourceManager& sources, const Span& span) {
 
 // The source line of `span` and a caret line under it. Every code point of the line becomes one
 // column of output: a tab is shown as a space, control characters and bytes that are not UTF-8 as
-// '?', so that the caret lands under the column the span names.
+// '?', so that the caret lands under the column the span names. A line longer than
+// kMaxShownColumns is cut to a window around the caret, marked with "...".
+constexpr size_t kMaxShownColumns = 160;
+
 void render_snippet(std::ostream& os, const SourceManager& sources, const Span& span) {
   if (span.line > sources.line_count(span.file)) return;
   std::string_view line = sources.line_text(span.file, span.line);
   if (span.line == 1 && line.substr(0, 3) == "\xEF\xBB\xBF") line.remove_prefix(3);  // BOM
 
   std::string shown;
-  size_t columns = 0;
+  std::vector<size_t> column_start;  // byte offset in `shown` of each column
   for (size_t i = 0; i < line.size();) {
     size_t len = utf8_sequence_length(line, i);
     auto c = static_cast<unsigned char>(line[i]);
+    column_start.push_back(shown.size());
     if (len == 0) {
       shown += '?';
       len = 1;
@@ -220,8 +227,9 @@ void render_snippet(std::ostream& os, const SourceManager& sources, const Span& 
       shown.append(line.substr(i, len));
     }
     i += len;
-    ++columns;
   }
+  const size_t columns = column_start.size();
+  column_start.push_back(shown.size());
 
   size_t col = std::clamp<size_t>(span.col, 1, columns + 1);
   size_t last = col;
@@ -230,8 +238,22 @@ void render_snippet(std::ostream& os, const SourceManager& sources, const Span& 
   } else if (span.end_line > span.line) {
     last = std::max(columns, col);
   }
-  os << "  " << shown << "\n";
-  os << "  " << std::string(col - 1, ' ') << '^' << std::string(last - col, '~') << "\n";
+
+  // Columns first..end (1-based, inclusive) are shown.
+  size_t first = 1, end = columns;
+  if (columns > kMaxShownColumns) {
+    first = col > kMaxShownColumns / 3 ? col - kMaxShownColumns / 3 : 1;
+    end = std::min(columns, first + kMaxShownColumns - 1);
+    if (end - first + 1 < kMaxShownColumns) first = end - kMaxShownColumns + 1;
+    last = std::min(last, std::max(end, col));
+  }
+  const char* prefix = first > 1 ? "..." : "";
+  const char* suffix = end < columns ? "..." : "";
+  std::string_view text(shown);
+  text = text.substr(column_start[first - 1], column_start[end] - column_start[first - 1]);
+  os << "  " << prefix << text << suffix << "\n";
+  os << "  " << std::string(std::strlen(prefix) + (col - first), ' ') << '^'
+     << std::string(last - col, '~') << "\n";
 }
 
 void render_located(std::ostream& os, const SourceManager& sources, const Span& span,

@@ -283,15 +283,16 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
   std::vector<double> start(kernels.initial_values.outputs.size());
   int32_t st = m->initial_values(m->v0.data(), start.data());
   size_t k = 0;
-  auto put = [&](int32_t slot, const std::string& name) {
-    if (st != 0 && static_cast<size_t>(st - 1) == k)
-      diags.report(DiagKind::nonfinite_start, Span{}, {name});
+  auto put = [&](int32_t slot, const std::string& name, Span span) {
+    if (!std::isfinite(start[k])) diags.report(DiagKind::nonfinite_start, span, {name});
     m->v0[slot] = start[k++];
   };
-  for (int32_t i = 0; i < m->n_q; ++i) put(m->q_slot[i], m->q[i].name);
-  for (int32_t i = 0; i < m->n_q; ++i) put(m->qd_slot[i], "der(" + m->q[i].name + ")");
-  for (int32_t i = 0; i < m->n_y; ++i) put(m->y_slot[i], m->y[i].name);
-  for (int32_t i = 0; i < m->n_z; ++i) put(m->z_slot[i], m->z[i].name);
+  (void)st;
+  for (int32_t i = 0; i < m->n_q; ++i) put(m->q_slot[i], m->q[i].name, dae->q[i].span);
+  for (int32_t i = 0; i < m->n_q; ++i)
+    put(m->qd_slot[i], "der(" + m->q[i].name + ")", dae->q[i].span);
+  for (int32_t i = 0; i < m->n_y; ++i) put(m->y_slot[i], m->y[i].name, dae->y[i].span);
+  for (int32_t i = 0; i < m->n_z; ++i) put(m->z_slot[i], m->z[i].name, dae->z[i].span);
   if (diags.has_errors()) return finish(false);
 
   // constraints must hold at the start (position and velocity level)

@@ -70,6 +70,7 @@ class DerivativeTable {
 struct FlatModel {
   std::string name;
   std::string description;
+  Span span;  // the model's name in its declaration
   uint32_t time_symbol = 0;
   std::vector<FlatVar> vars;
   std::vector<FlatEquation> equations;

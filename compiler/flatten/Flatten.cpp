@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <unordered_map>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -52,6 +53,7 @@ const ast::ClassDef* ClassLoader::find_top_level(const std::string& name, Span u
     auto file = parse_file(sources_, id, diags_);
     if (!file || diags_.error_count() != before) {
       diags_.report(DiagKind::library_parse_failed, use, {p.string()});
+      failed_[name] = true;
       return nullptr;
     }
     add_file(std::move(file));
@@ -241,6 +243,9 @@ class Flattener {
   long structural_int(const Value& v, Span span, const std::string& what);
   Expr resolve_parameters(Expr e, Span span, const std::string& what);
   Expr binding_of(size_t var, Span use);
+  Expr resolved_binding(size_t var, Span use);
+  std::string suggestion(const std::string& name, const std::vector<std::string>& candidates);
+  void help_did_you_mean(const std::string& name, const std::vector<std::string>& candidates);
   Value apply_subscripts(const Value& v, const std::vector<ast::ExprPtr>& subs, Scope s,
                          Span span, const std::string& name);
 
@@ -273,6 +278,8 @@ class Flattener {
   std::vector<Instance*> scalars_;  // by var index
   // lazy binding evaluation state per var: 0 not yet, 1 in progress, 2 done
   std::vector<uint8_t> binding_state_;
+  std::vector<uint8_t> resolved_state_;  // resolved_binding: 0 not yet, 1 in progress, 2 done
+  std::vector<Expr> resolved_;
   std::map<std::string, bool> overrides_used_;
 
   // connection sets: elements are (var, outside?)
@@ -304,6 +311,60 @@ class Flattener {
 };
 
 constexpr int kMaxDepth = 64;
+
+// Optimal-string-alignment distance: insertions, deletions, substitutions and transpositions.
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i)
+    for (size_t j = 1; j <= b.size(); ++j) {
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1,
+                          d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[a.size()][b.size()];
+}
+
+std::vector<std::string> member_names(const Instance* inst) {
+  std::vector<std::string> r;
+  if (inst)
+    for (const auto& [n, m] : inst->members) r.push_back(n);
+  return r;
+}
+
+const std::vector<std::string>& function_names() {
+  static const std::vector<std::string> names = {
+      "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "exp",
+      "log", "log10", "sqrt", "abs", "sign", "min", "max", "der", "size", "ndims", "zeros",
+      "ones", "fill", "identity", "diagonal", "diag", "transpose", "sum", "product", "cross",
+      "skew", "outerProduct", "norm", "scalar", "vector", "linspace", "noEvent", "smooth",
+      "homotopy"};
+  return names;
+}
+
+std::string Flattener::suggestion(const std::string& name,
+                                  const std::vector<std::string>& candidates) {
+  // a suggestion must be close (at most a third of the name wrong) and not a different short name
+  std::string best;
+  size_t best_d = std::max<size_t>(1, name.size() / 3) + 1;
+  for (const auto& c : candidates) {
+    if (name.size() < 2 || c.size() < 2 || c.size() > 4 * name.size()) continue;
+    size_t d = edit_distance(name, c);
+    if (d < best_d && d < name.size()) {
+      best_d = d;
+      best = c;
+    }
+  }
+  return best;
+}
+
+void Flattener::help_did_you_mean(const std::string& name,
+                                  const std::vector<std::string>& candidates) {
+  std::string s = suggestion(name, candidates);
+  if (!s.empty()) diags_.help("did you mean '" + s + "'?");
+}
 
 // ------------------------------------------------------------------------------------------------
 // Class lookup
@@ -463,9 +524,11 @@ void Flattener::instantiate_members(Instance& inst, const ClassEntry* cls, const
     if (!names.insert(c->name).second) fail(DiagKind::duplicate_element, c->span, {c->name});
   }
   for (const auto& [k, v] : effective.sub) {
-    if (!names.count(k))
-      fail(DiagKind::unknown_modifier, v.span.valid() ? v.span : inst.span,
-           {inst.path.empty() ? cls->def->name : inst.path, k});
+    if (names.count(k)) continue;
+    diags_.report(DiagKind::unknown_modifier, v.span.valid() ? v.span : inst.span,
+                  {inst.path.empty() ? cls->def->name : inst.path, k});
+    help_did_you_mean(k, std::vector<std::string>(names.begin(), names.end()));
+    throw BuildError{};
   }
   for (const auto& [c, owner] : comps) {
     ModEntry m;
@@ -503,6 +566,7 @@ std::unique_ptr<Instance> Flattener::make_component(Instance& parent, const ast:
       break;
     }
     type = lookup_class(tn, type ? type : owner, c.type_span);
+    if (!type && loader_.failed_to_load(tn.substr(0, tn.find('.')))) throw BuildError{};
     if (!type) fail(DiagKind::unknown_type, c.type_span, {c.type_name});
     if (type->def->kind == ast::ClassKind::Connector) connector = true;
     if (!type->def->short_base.empty()) {
@@ -558,9 +622,12 @@ std::unique_ptr<Instance> Flattener::make_typed(Instance* parent, const std::str
     static const std::set<std::string> attrs = {"start", "fixed", "unit", "min", "max",
                                                 "nominal", "displayUnit", "quantity",
                                                 "stateSelect"};
-    for (const auto& [k, v] : mod.sub)
-      if (!attrs.count(k))
-        fail(DiagKind::unknown_modifier, v.span.valid() ? v.span : c.span, {path, k});
+    for (const auto& [k, v] : mod.sub) {
+      if (attrs.count(k)) continue;
+      diags_.report(DiagKind::unknown_modifier, v.span.valid() ? v.span : c.span, {path, k});
+      help_did_you_mean(k, {"start", "fixed", "unit", "min", "max", "nominal"});
+      throw BuildError{};
+    }
     FlatVar fv;
     fv.name = path;
     fv.symbol = cx_.new_symbol(path);
@@ -578,6 +645,8 @@ std::unique_ptr<Instance> Flattener::make_typed(Instance* parent, const std::str
     flat_.vars.push_back(std::move(fv));
     scalars_.push_back(inst.get());
     binding_state_.push_back(0);
+    resolved_state_.push_back(0);
+    resolved_.push_back(nullptr);
     return inst;
   }
   inst->kind = Instance::Kind::Composite;
@@ -668,26 +737,36 @@ Value Flattener::instance_value(Instance* inst, Span span) {
   fail(DiagKind::not_a_value, span, {inst->path, inst->type_name});
 }
 
+Expr Flattener::resolved_binding(size_t var, Span use) {
+  if (resolved_state_[var] == 2) return resolved_[var];
+  const FlatVar& fv = flat_.vars[var];
+  if (resolved_state_[var] == 1) fail(DiagKind::parameter_cycle, fv.span, {fv.name});
+  resolved_state_[var] = 1;
+  Expr b = binding_of(var, use);
+  if (!b) fail(DiagKind::parameter_no_value, use.valid() ? use : fv.span, {fv.name});
+  std::unordered_map<uint32_t, Expr> repl;
+  for (uint32_t s : sym::free_symbols(b)) {
+    auto it = flat_.var_of_symbol.find(s);
+    if (it == flat_.var_of_symbol.end() || flat_.vars[it->second].role == VarRole::Variable) continue;
+    repl[s] = resolved_binding(it->second, use);
+  }
+  resolved_[var] = sym::substitute(cx_, b, repl);
+  resolved_state_[var] = 2;
+  return resolved_[var];
+}
+
 Expr Flattener::resolve_parameters(Expr e, Span span, const std::string& what) {
   std::unordered_map<uint32_t, Expr> repl;
-  for (int iter = 0; iter < 1000; ++iter) {
-    auto syms = sym::free_symbols(e);
-    if (syms.empty()) return e;
-    repl.clear();
-    for (uint32_t s : syms) {
-      auto it = flat_.var_of_symbol.find(s);
-      if (it == flat_.var_of_symbol.end() || flat_.vars[it->second].role == VarRole::Variable) {
-        std::string n = it == flat_.var_of_symbol.end() ? cx_.symbol_name(s)
-                                                        : flat_.vars[it->second].name;
-        fail(DiagKind::not_structural, span, {what + " (it depends on '" + n + "')"});
-      }
-      Expr b = binding_of(it->second, span);
-      if (!b) fail(DiagKind::parameter_no_value, span, {flat_.vars[it->second].name});
-      repl[s] = b;
+  for (uint32_t s : sym::free_symbols(e)) {
+    auto it = flat_.var_of_symbol.find(s);
+    if (it == flat_.var_of_symbol.end() || flat_.vars[it->second].role == VarRole::Variable) {
+      std::string n = it == flat_.var_of_symbol.end() ? cx_.symbol_name(s)
+                                                      : flat_.vars[it->second].name;
+      fail(DiagKind::not_structural, span, {what + " (it depends on '" + n + "')"});
     }
-    e = sym::substitute(cx_, e, repl);
+    repl[s] = resolved_binding(it->second, span);
   }
-  fail(DiagKind::parameter_cycle, span, {what});
+  return sym::substitute(cx_, e, repl);
 }
 
 double Flattener::structural(Expr e, Span span, const std::string& what) {
@@ -795,7 +874,14 @@ Value Flattener::eval_ref(const ast::Expr& e, Scope s) {
         ++k;
       }
     }
-    if (!pkg) fail(DiagKind::unknown_name, parts[0].span, {first});
+    if (!pkg) {
+      diags_.report(DiagKind::unknown_name, parts[0].span, {first});
+      auto names = member_names(s.inst);
+      if (s.iters)
+        for (const Iterators* it = s.iters; it; it = it->outer) names.push_back(it->name);
+      help_did_you_mean(first, names);
+      throw BuildError{};
+    }
     // instantiate the package once as a composite holding its constants
     Instance* pinst = nullptr;
     for (auto& p : package_instances_)
@@ -839,7 +925,11 @@ Value Flattener::eval_ref(const ast::Expr& e, Scope s) {
       if (cur->kind != Instance::Kind::Composite)
         fail(DiagKind::unknown_member, parts[i].span, {cur->path, parts[i].name});
       Instance* m = cur->member(parts[i].name);
-      if (!m) fail(DiagKind::unknown_member, parts[i].span, {cur->path, parts[i].name});
+      if (!m) {
+        diags_.report(DiagKind::unknown_member, parts[i].span, {cur->path, parts[i].name});
+        help_did_you_mean(parts[i].name, member_names(cur));
+        throw BuildError{};
+      }
       cur = m;
     }
     const auto& subs = parts[i].subscripts;
@@ -1348,7 +1438,9 @@ Value Flattener::eval_call(const ast::Expr& e, Scope s) {
     for (long i = 0; i < n; ++i) r.elems.push_back(cx_.num(x1 + (x2 - x1) * i / (n - 1)));
     return r;
   }
-  fail(DiagKind::unknown_function, e.ref.front().span, {full});
+  diags_.report(DiagKind::unknown_function, e.ref.front().span, {full});
+  help_did_you_mean(name, function_names());
+  throw BuildError{};
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -1627,6 +1719,7 @@ void Flattener::generate_connection_equations(Instance& root) {
 std::optional<FlatModel> Flattener::run(const ast::ClassDef& model) {
   flat_.name = model.name;
   flat_.description = model.description;
+  flat_.span = model.span;
   flat_.time_symbol = cx_.new_symbol("time");
   ders_.set_time(flat_.time_symbol);
   Instance root;

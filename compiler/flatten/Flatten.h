@@ -29,6 +29,8 @@ class ClassLoader {
   const ast::ClassDef* find_top_level(const std::string& name, Span use);
   const std::vector<std::string>& path() const { return path_; }
   const std::vector<std::unique_ptr<ast::File>>& files() const { return files_; }
+  // True when a library file for `name` was found but had errors (already reported).
+  bool failed_to_load(const std::string& name) const { return failed_.count(name) != 0; }
 
  private:
   SourceManager& sources_;
@@ -37,6 +39,7 @@ class ClassLoader {
   std::vector<std::unique_ptr<ast::File>> files_;
   std::map<std::string, const ast::ClassDef*> top_;
   std::map<std::string, bool> tried_;
+  std::map<std::string, bool> failed_;
 };
 
 struct FlattenOptions {

@@ -58,29 +58,47 @@ Expr derivative(Context& cx, Expr e, const Expr* d) {
       Expr inner = cx.add(cx.mul(db, cx.unary(Op::Log, a)), cx.div(cx.mul(b, da), a));
       return cx.mul(e, inner);
     }
-    case Op::Sin: return cx.mul(cx.unary(Op::Cos, a), da);
-    case Op::Cos: return cx.neg(cx.mul(cx.unary(Op::Sin, a), da));
-    case Op::Tan: return cx.mul(cx.add(cx.one(), sq(e)), da);
-    case Op::Asin: return cx.div(da, cx.unary(Op::Sqrt, cx.sub(cx.one(), sq(a))));
-    case Op::Acos: return cx.neg(cx.div(da, cx.unary(Op::Sqrt, cx.sub(cx.one(), sq(a)))));
-    case Op::Atan: return cx.div(da, cx.add(cx.one(), sq(a)));
+    case Op::Sin:
+      return cx.mul(cx.unary(Op::Cos, a), da);
+    case Op::Cos:
+      return cx.neg(cx.mul(cx.unary(Op::Sin, a), da));
+    case Op::Tan:
+      return cx.mul(cx.add(cx.one(), sq(e)), da);
+    case Op::Asin:
+      return cx.div(da, cx.unary(Op::Sqrt, cx.sub(cx.one(), sq(a))));
+    case Op::Acos:
+      return cx.neg(cx.div(da, cx.unary(Op::Sqrt, cx.sub(cx.one(), sq(a)))));
+    case Op::Atan:
+      return cx.div(da, cx.add(cx.one(), sq(a)));
     case Op::Atan2: {  // atan2(y, x)' = (x*y' - y*x')/(x^2 + y^2)
       Expr db = d[1];
       Expr num = cx.sub(cx.mul(b, da), cx.mul(a, db));
       return cx.div(num, cx.add(sq(b), sq(a)));
     }
-    case Op::Sinh: return cx.mul(cx.unary(Op::Cosh, a), da);
-    case Op::Cosh: return cx.mul(cx.unary(Op::Sinh, a), da);
-    case Op::Tanh: return cx.mul(cx.sub(cx.one(), sq(e)), da);
-    case Op::Exp: return cx.mul(e, da);
-    case Op::Log: return cx.div(da, a);
-    case Op::Log10: return cx.div(da, cx.mul(cx.num(std::numbers::ln10), a));
-    case Op::Sqrt: return cx.div(da, cx.mul(cx.num(2.0), e));
-    case Op::Abs: return cx.mul(cx.unary(Op::Sign, a), da);
-    case Op::Sign: return zero;
-    case Op::Min: return cx.select(cx.binary(Op::Lt, a, b), da, d[1]);
-    case Op::Max: return cx.select(cx.binary(Op::Gt, a, b), da, d[1]);
-    case Op::Select: return cx.select(a, d[1], d[2]);
+    case Op::Sinh:
+      return cx.mul(cx.unary(Op::Cosh, a), da);
+    case Op::Cosh:
+      return cx.mul(cx.unary(Op::Sinh, a), da);
+    case Op::Tanh:
+      return cx.mul(cx.sub(cx.one(), sq(e)), da);
+    case Op::Exp:
+      return cx.mul(e, da);
+    case Op::Log:
+      return cx.div(da, a);
+    case Op::Log10:
+      return cx.div(da, cx.mul(cx.num(std::numbers::ln10), a));
+    case Op::Sqrt:
+      return cx.div(da, cx.mul(cx.num(2.0), e));
+    case Op::Abs:
+      return cx.mul(cx.unary(Op::Sign, a), da);
+    case Op::Sign:
+      return zero;
+    case Op::Min:
+      return cx.select(cx.binary(Op::Lt, a, b), da, d[1]);
+    case Op::Max:
+      return cx.select(cx.binary(Op::Gt, a, b), da, d[1]);
+    case Op::Select:
+      return cx.select(a, d[1], d[2]);
     case Op::Lt:
     case Op::Le:
     case Op::Gt:
@@ -117,7 +135,9 @@ Expr Differentiator::operator()(Expr e) {
   return memo_.at(e);
 }
 
-Expr diff(Context& cx, Expr e, uint32_t symbol) { return Differentiator(cx, symbol)(e); }
+Expr diff(Context& cx, Expr e, uint32_t symbol) {
+  return Differentiator(cx, symbol)(e);
+}
 
 std::vector<Expr> jacobian_values(Context& cx, std::span<const Expr> functions,
                                   std::span<const uint32_t> symbols, const Pattern& pattern) {
@@ -125,15 +145,15 @@ std::vector<Expr> jacobian_values(Context& cx, std::span<const Expr> functions,
       pattern.cols != static_cast<int32_t>(symbols.size())) {
     detail::internal_error("jacobian_values: pattern is " + std::to_string(pattern.rows) + "x" +
                            std::to_string(pattern.cols) + ", expected " +
-                           std::to_string(functions.size()) + "x" +
-                           std::to_string(symbols.size()));
+                           std::to_string(functions.size()) + "x" + std::to_string(symbols.size()));
   }
   std::vector<Expr> values(pattern.nnz());
   // Entries are sorted by column: one memoised differentiator per column, shared by its rows.
   for (size_t k = 0; k < pattern.nnz();) {
     int32_t col = pattern.col[k];
     Differentiator d(cx, symbols[col]);
-    for (; k < pattern.nnz() && pattern.col[k] == col; ++k) values[k] = d(functions[pattern.row[k]]);
+    for (; k < pattern.nnz() && pattern.col[k] == col; ++k)
+      values[k] = d(functions[pattern.row[k]]);
   }
   return values;
 }

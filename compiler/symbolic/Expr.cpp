@@ -14,6 +14,8 @@
 //   Pow(b, e)             e is not the constant 0 or 1, b is not the constant 1, not both
 //                         constant. When e is an integer constant, b is neither a Pow nor a Mul
 //                         ((x^a)^n = x^(a*n), (c*x*y)^n = c^n*x^n*y^n are applied).
+#include "compiler/symbolic/Expr.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -21,7 +23,6 @@
 #include <string>
 #include <vector>
 
-#include "compiler/symbolic/Expr.h"
 #include "compiler/symbolic/ExprInternal.h"
 
 namespace mbs::sym {
@@ -54,7 +55,9 @@ int op_arity(Op op) {
 
 namespace {
 
-uint64_t bits_of(double v) { return std::bit_cast<uint64_t>(v); }
+uint64_t bits_of(double v) {
+  return std::bit_cast<uint64_t>(v);
+}
 
 // Bump allocator for nodes and their child arrays. Nodes are trivially destructible, so blocks
 // are released without running destructors.
@@ -148,8 +151,13 @@ struct Context::Impl {
     void* mem = arena.allocate(sizeof(Node) + args.size() * sizeof(Expr));
     auto* child_array = reinterpret_cast<const Node**>(static_cast<std::byte*>(mem) + sizeof(Node));
     std::copy(args.begin(), args.end(), child_array);
-    Node* n = new (mem) Node{op,    static_cast<uint32_t>(count), static_cast<uint32_t>(args.size()),
-                             symbol, value, h, child_array};
+    Node* n = new (mem) Node{op,
+                             static_cast<uint32_t>(count),
+                             static_cast<uint32_t>(args.size()),
+                             symbol,
+                             value,
+                             h,
+                             child_array};
     table[i] = {h, n};
     ++count;
     if (count * 2 > table.size()) grow();
@@ -217,9 +225,13 @@ Expr Context::symbol(uint32_t index) {
   return impl_->symbol_nodes[index];
 }
 
-Expr Context::num(double v) { return impl_->num(v); }
+Expr Context::num(double v) {
+  return impl_->num(v);
+}
 
-size_t Context::node_count() const { return impl_->count; }
+size_t Context::node_count() const {
+  return impl_->count;
+}
 
 // ---- sums ------------------------------------------------------------------------------------
 
@@ -395,8 +407,12 @@ Expr Context::pow(Expr base, Expr exponent) {
 
 namespace {
 
-bool is_unary(Op op) { return op_arity(op) == 1; }
-bool is_binary(Op op) { return op_arity(op) == 2 && op != Op::Pow; }
+bool is_unary(Op op) {
+  return op_arity(op) == 1;
+}
+bool is_binary(Op op) {
+  return op_arity(op) == 2 && op != Op::Pow;
+}
 bool is_commutative(Op op) {
   return op == Op::Eq || op == Op::Ne || op == Op::And || op == Op::Or;
 }
@@ -462,11 +478,16 @@ Expr Context::make(Op op, std::span<const Expr> args) {
                    " arguments, expected " + std::to_string(arity));
   }
   switch (op) {
-    case Op::Add: return add(args);
-    case Op::Mul: return mul(args);
-    case Op::Pow: return pow(args[0], args[1]);
-    case Op::Select: return select(args[0], args[1], args[2]);
-    default: return arity == 1 ? unary(op, args[0]) : binary(op, args[0], args[1]);
+    case Op::Add:
+      return add(args);
+    case Op::Mul:
+      return mul(args);
+    case Op::Pow:
+      return pow(args[0], args[1]);
+    case Op::Select:
+      return select(args[0], args[1], args[2]);
+    default:
+      return arity == 1 ? unary(op, args[0]) : binary(op, args[0], args[1]);
   }
 }
 

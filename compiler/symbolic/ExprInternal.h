@@ -134,10 +134,14 @@ void post_order(std::span<const Expr> roots, Enter&& enter, Leave&& leave) {
   }
 }
 
-inline bool is_integer(double v) { return std::isfinite(v) && v == std::trunc(v); }
+inline bool is_integer(double v) {
+  return std::isfinite(v) && v == std::trunc(v);
+}
 
 // Sign with NaN propagated and signed zeros kept: 1 for x > 0, -1 for x < 0, x otherwise.
-inline double sign_of(double x) { return x > 0 ? 1.0 : (x < 0 ? -1.0 : x); }
+inline double sign_of(double x) {
+  return x > 0 ? 1.0 : (x < 0 ? -1.0 : x);
+}
 
 // The numeric meaning of an op applied to argument values. Add and Mul combine left to right.
 inline double apply_op(Op op, const double* a, uint32_t n) {
@@ -157,35 +161,64 @@ inline double apply_op(Op op, const double* a, uint32_t n) {
       for (uint32_t i = 1; i < n; ++i) p *= a[i];
       return p;
     }
-    case Op::Pow: return std::pow(a[0], a[1]);
-    case Op::Sin: return std::sin(a[0]);
-    case Op::Cos: return std::cos(a[0]);
-    case Op::Tan: return std::tan(a[0]);
-    case Op::Asin: return std::asin(a[0]);
-    case Op::Acos: return std::acos(a[0]);
-    case Op::Atan: return std::atan(a[0]);
-    case Op::Atan2: return std::atan2(a[0], a[1]);
-    case Op::Sinh: return std::sinh(a[0]);
-    case Op::Cosh: return std::cosh(a[0]);
-    case Op::Tanh: return std::tanh(a[0]);
-    case Op::Exp: return std::exp(a[0]);
-    case Op::Log: return std::log(a[0]);
-    case Op::Log10: return std::log10(a[0]);
-    case Op::Sqrt: return std::sqrt(a[0]);
-    case Op::Abs: return std::fabs(a[0]);
-    case Op::Sign: return sign_of(a[0]);
-    case Op::Min: return a[0] < a[1] ? a[0] : a[1];
-    case Op::Max: return a[0] > a[1] ? a[0] : a[1];
-    case Op::Select: return truth(a[0]) ? a[1] : a[2];
-    case Op::Lt: return boolean(a[0] < a[1]);
-    case Op::Le: return boolean(a[0] <= a[1]);
-    case Op::Gt: return boolean(a[0] > a[1]);
-    case Op::Ge: return boolean(a[0] >= a[1]);
-    case Op::Eq: return boolean(a[0] == a[1]);
-    case Op::Ne: return boolean(a[0] != a[1]);
-    case Op::And: return boolean(truth(a[0]) && truth(a[1]));
-    case Op::Or: return boolean(truth(a[0]) || truth(a[1]));
-    case Op::Not: return boolean(!truth(a[0]));
+    case Op::Pow:
+      return std::pow(a[0], a[1]);
+    case Op::Sin:
+      return std::sin(a[0]);
+    case Op::Cos:
+      return std::cos(a[0]);
+    case Op::Tan:
+      return std::tan(a[0]);
+    case Op::Asin:
+      return std::asin(a[0]);
+    case Op::Acos:
+      return std::acos(a[0]);
+    case Op::Atan:
+      return std::atan(a[0]);
+    case Op::Atan2:
+      return std::atan2(a[0], a[1]);
+    case Op::Sinh:
+      return std::sinh(a[0]);
+    case Op::Cosh:
+      return std::cosh(a[0]);
+    case Op::Tanh:
+      return std::tanh(a[0]);
+    case Op::Exp:
+      return std::exp(a[0]);
+    case Op::Log:
+      return std::log(a[0]);
+    case Op::Log10:
+      return std::log10(a[0]);
+    case Op::Sqrt:
+      return std::sqrt(a[0]);
+    case Op::Abs:
+      return std::fabs(a[0]);
+    case Op::Sign:
+      return sign_of(a[0]);
+    case Op::Min:
+      return a[0] < a[1] ? a[0] : a[1];
+    case Op::Max:
+      return a[0] > a[1] ? a[0] : a[1];
+    case Op::Select:
+      return truth(a[0]) ? a[1] : a[2];
+    case Op::Lt:
+      return boolean(a[0] < a[1]);
+    case Op::Le:
+      return boolean(a[0] <= a[1]);
+    case Op::Gt:
+      return boolean(a[0] > a[1]);
+    case Op::Ge:
+      return boolean(a[0] >= a[1]);
+    case Op::Eq:
+      return boolean(a[0] == a[1]);
+    case Op::Ne:
+      return boolean(a[0] != a[1]);
+    case Op::And:
+      return boolean(truth(a[0]) && truth(a[1]));
+    case Op::Or:
+      return boolean(truth(a[0]) || truth(a[1]));
+    case Op::Not:
+      return boolean(!truth(a[0]));
   }
   internal_error("apply_op: unknown op");
 }

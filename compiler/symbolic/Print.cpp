@@ -25,24 +25,24 @@ constexpr size_t kMaxInlineShared = 80;
 
 // Binding strength, loosest first. A child is parenthesised when it binds looser than its slot.
 enum Prec : int {
-  kIf = 0,     // if c then a else b
-  kOr = 1,     // a or b
-  kAnd = 2,    // a and b
-  kNot = 3,    // not a
-  kCmp = 4,    // a < b
-  kSum = 5,    // a + b
-  kNeg = 6,    // -a
-  kProd = 7,   // a*b, a/b
-  kPow = 8,    // a^b
-  kAtom = 9,   // names, numbers, calls, parenthesised
+  kIf = 0,    // if c then a else b
+  kOr = 1,    // a or b
+  kAnd = 2,   // a and b
+  kNot = 3,   // not a
+  kCmp = 4,   // a < b
+  kSum = 5,   // a + b
+  kNeg = 6,   // -a
+  kProd = 7,  // a*b, a/b
+  kPow = 8,   // a^b
+  kAtom = 9,  // names, numbers, calls, parenthesised
 };
 
 // One piece of a node's text: literal text, or a reference to another node's text.
 struct Piece {
-  std::string text;       // literal (when node == nullptr)
-  Expr node = nullptr;    // referenced node
-  bool paren = false;     // wrap the reference in parentheses
-  bool magnitude = false; // write the referenced node without its leading '-'
+  std::string text;        // literal (when node == nullptr)
+  Expr node = nullptr;     // referenced node
+  bool paren = false;      // wrap the reference in parentheses
+  bool magnitude = false;  // write the referenced node without its leading '-'
 };
 
 struct Rendering {
@@ -56,41 +56,69 @@ struct Rendering {
   size_t length = 0;     // of the full text (saturating)
 };
 
-std::string number(double v) { return fmt::format("{}", v); }
+std::string number(double v) {
+  return fmt::format("{}", v);
+}
 
 std::string_view function_name(Op op) {
   switch (op) {
-    case Op::Sin: return "sin";
-    case Op::Cos: return "cos";
-    case Op::Tan: return "tan";
-    case Op::Asin: return "asin";
-    case Op::Acos: return "acos";
-    case Op::Atan: return "atan";
-    case Op::Atan2: return "atan2";
-    case Op::Sinh: return "sinh";
-    case Op::Cosh: return "cosh";
-    case Op::Tanh: return "tanh";
-    case Op::Exp: return "exp";
-    case Op::Log: return "log";
-    case Op::Log10: return "log10";
-    case Op::Sqrt: return "sqrt";
-    case Op::Abs: return "abs";
-    case Op::Sign: return "sign";
-    case Op::Min: return "min";
-    case Op::Max: return "max";
-    default: return {};
+    case Op::Sin:
+      return "sin";
+    case Op::Cos:
+      return "cos";
+    case Op::Tan:
+      return "tan";
+    case Op::Asin:
+      return "asin";
+    case Op::Acos:
+      return "acos";
+    case Op::Atan:
+      return "atan";
+    case Op::Atan2:
+      return "atan2";
+    case Op::Sinh:
+      return "sinh";
+    case Op::Cosh:
+      return "cosh";
+    case Op::Tanh:
+      return "tanh";
+    case Op::Exp:
+      return "exp";
+    case Op::Log:
+      return "log";
+    case Op::Log10:
+      return "log10";
+    case Op::Sqrt:
+      return "sqrt";
+    case Op::Abs:
+      return "abs";
+    case Op::Sign:
+      return "sign";
+    case Op::Min:
+      return "min";
+    case Op::Max:
+      return "max";
+    default:
+      return {};
   }
 }
 
 std::string_view comparison(Op op) {
   switch (op) {
-    case Op::Lt: return " < ";
-    case Op::Le: return " <= ";
-    case Op::Gt: return " > ";
-    case Op::Ge: return " >= ";
-    case Op::Eq: return " == ";
-    case Op::Ne: return " <> ";
-    default: return {};
+    case Op::Lt:
+      return " < ";
+    case Op::Le:
+      return " <= ";
+    case Op::Gt:
+      return " > ";
+    case Op::Ge:
+      return " >= ";
+    case Op::Eq:
+      return " == ";
+    case Op::Ne:
+      return " <> ";
+    default:
+      return {};
   }
 }
 
@@ -98,7 +126,9 @@ bool is_reciprocal_power(Expr f) {
   return f->op == Op::Pow && f->args[1]->is_const() && f->args[1]->value < 0;
 }
 
-size_t saturating_add(size_t a, size_t b) { return a > SIZE_MAX - b ? SIZE_MAX : a + b; }
+size_t saturating_add(size_t a, size_t b) {
+  return a > SIZE_MAX - b ? SIZE_MAX : a + b;
+}
 
 class Printer {
  public:
@@ -362,6 +392,8 @@ class Printer {
 
 }  // namespace
 
-std::string to_string(const Context& cx, Expr e) { return Printer(cx).print(e); }
+std::string to_string(const Context& cx, Expr e) {
+  return Printer(cx).print(e);
+}
 
 }  // namespace mbs::sym

@@ -76,7 +76,9 @@ std::string arg(const ast::Expr& e, size_t i) {
   return i < e.args.size() && e.args[i] ? expr_to_string(*e.args[i]) : "<null>";
 }
 
-std::string location(const Span& s) { return fmt::format("@{}:{}", s.line, s.col); }
+std::string location(const Span& s) {
+  return fmt::format("@{}:{}", s.line, s.col);
+}
 
 std::string dims(const std::vector<ast::ExprPtr>& v) {
   return v.empty() ? std::string() : cat("[", list(v), "]");
@@ -117,7 +119,9 @@ std::string mod_suffix(const ast::Modification* m) {
   return m != nullptr ? cat(" ", modification_to_string(*m)) : std::string();
 }
 
-std::string description(const std::string& d) { return d.empty() ? "" : cat(" ", quoted(d)); }
+std::string description(const std::string& d) {
+  return d.empty() ? "" : cat(" ", quoted(d));
+}
 
 void print_equations(std::ostream& os, const ast::EquationList& eqs, int level);
 
@@ -126,13 +130,11 @@ void print_equation(std::ostream& os, const ast::Equation& eq, int level) {
   switch (eq.kind) {
     case ast::EquationKind::Simple:
       os << "equation " << location(eq.span) << ' ' << (eq.lhs ? expr_to_string(*eq.lhs) : "")
-         << " = " << (eq.rhs ? expr_to_string(*eq.rhs) : "") << description(eq.description)
-         << "\n";
+         << " = " << (eq.rhs ? expr_to_string(*eq.rhs) : "") << description(eq.description) << "\n";
       return;
     case ast::EquationKind::Connect:
       os << "connect " << location(eq.span) << ' ' << (eq.lhs ? expr_to_string(*eq.lhs) : "")
-         << ", " << (eq.rhs ? expr_to_string(*eq.rhs) : "") << description(eq.description)
-         << "\n";
+         << ", " << (eq.rhs ? expr_to_string(*eq.rhs) : "") << description(eq.description) << "\n";
       return;
     case ast::EquationKind::For:
       os << "for " << location(eq.span);
@@ -167,7 +169,8 @@ void print_equations(std::ostream& os, const ast::EquationList& eqs, int level) 
 void print_class(std::ostream& os, const ast::ClassDef& c, int level) {
   indent(os, level);
   os << ast::class_kind_name(c.kind) << ' ' << c.name << ' ' << location(c.span);
-  if (!c.short_base.empty()) os << " = " << c.short_base << (c.short_mod ? modification_to_string(*c.short_mod) : "");
+  if (!c.short_base.empty())
+    os << " = " << c.short_base << (c.short_mod ? modification_to_string(*c.short_mod) : "");
   os << description(c.description) << "\n";
   for (const auto& i : c.imports) {
     indent(os, level + 1);
@@ -185,9 +188,8 @@ void print_class(std::ostream& os, const ast::ClassDef& c, int level) {
     os << "component " << (comp.is_protected ? "protected " : "")
        << variability_name(comp.variability) << causality_name(comp.causality)
        << (comp.flow ? "flow " : "") << (comp.stream ? "stream " : "") << comp.type_name
-       << dims(comp.type_dims) << ' ' << comp.name << dims(comp.dims) << ' '
-       << location(comp.span) << mod_suffix(comp.mod.get()) << description(comp.description)
-       << "\n";
+       << dims(comp.type_dims) << ' ' << comp.name << dims(comp.dims) << ' ' << location(comp.span)
+       << mod_suffix(comp.mod.get()) << description(comp.description) << "\n";
   }
   print_equations(os, c.equations, level + 1);
 }

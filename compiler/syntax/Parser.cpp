@@ -1,16 +1,18 @@
 // parse_file: .mbs text -> AST. The steps, each of which may end the parse with diagnostics:
 //   1. UTF-8 validation (ANTLR's decoder throws on malformed input, so it never sees any).
-//   2. Lexing all tokens, then a pre-scan that reports invalid characters and unterminated
-//      strings/comments (the grammar turns them into tokens so the lexer never fails) and rejects
-//      bracket nesting deeper than kMaxNesting before the recursive-descent parser sees it.
+//   2. Lexing, checking every token as it comes: invalid characters and unterminated
+//      strings/comments (the grammar turns them into tokens so the lexer never fails), bracket
+//      nesting deeper than kMaxNesting and operator chains longer than kMaxOperatorsPerLevel are
+//      rejected before the recursive-descent parser sees them. Any error here ends the parse.
 //   3. Parsing with SLL prediction and a bail-out error strategy; only if that fails, parsing again
-//      with full LL prediction and MbsErrorStrategy, which turns ANTLR's errors into messages.
-//      A parser subclass limits the nesting of the recursive constructs that have no brackets
-//      (if-expressions, for/if equations, classes).
-//   4. Conversion of the parse tree to the AST, checking what the grammar leaves open (end names,
-//      prefixes, `a^b^c`, `end` outside subscripts, operator chains deeper than kMaxExprDepth).
-// Steps 2-4 run on a thread with a large stack, so even the limits above cannot overflow it
-// (ANTLR's prediction recurses too), and every exception is caught there.
+//      with full LL prediction and MbsErrorStrategy, which turns ANTLR's errors into messages and
+//      recovers statement by statement. A parser subclass limits the nesting of the recursive
+//      constructs that have no brackets (if-expressions, for/if equations, classes).
+//   4. Conversion of the parse tree to the AST: operator precedence (the grammar leaves operator
+//      expressions flat) and the checks the grammar leaves open (end names, prefixes, `a^b^c`,
+//      `end` outside subscripts, trees deeper than kMaxExprDepth).
+// Steps 2-4 run on a thread with a large stack, so that even inputs at all the limits above
+// cannot overflow it (ANTLR's prediction recurses too), and every exception is caught there.
 #include "compiler/syntax/Parser.h"
 
 #include <fmt/format.h>
@@ -19,7 +21,9 @@
 #include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <mutex>
 #include <optional>
+#include <span>
 #include <string_view>
 
 #include "MbsLexer.h"
@@ -40,6 +44,10 @@ using P = grammar::MbsParser;
 constexpr size_t kMaxRuleDepth = 16384;
 // Stack of the parsing thread. Only touched pages are committed.
 constexpr size_t kParserStackBytes = size_t{256} << 20;
+// Binary operators in one expression outside brackets beyond which the input is rejected before
+// parsing: such a chain would exceed kMaxExprDepth anyway (except for contrived mixes of
+// precedence levels), and rejecting it early keeps a 1 MB `a+a+a+...` from costing a parse.
+constexpr size_t kMaxOperatorsPerLevel = 20000;
 
 // Unwinds the parse. Whatever there was to say has been reported before it is thrown.
 struct ParseAbort {};
@@ -116,8 +124,8 @@ class Reporter {
       s.end_col = col == 0 ? 1 : col;
       return s;
     }
-    size_t n = t->getStopIndex() >= t->getStartIndex() ? t->getStopIndex() - t->getStartIndex() + 1
-                                                       : 1;
+    size_t n =
+        t->getStopIndex() >= t->getStartIndex() ? t->getStopIndex() - t->getStartIndex() + 1 : 1;
     s.end_col = s.col + static_cast<uint32_t>(n) - 1;
     return s;
   }
@@ -181,8 +189,8 @@ class GuardedParser : public P {
   ~GuardedParser() override { removeParseListeners(); }
 
   void enterRule(ParserRuleContext* ctx, size_t state, size_t rule) override {
-    bool nesting = rule == RuleIfExpression || rule == RuleForEquation ||
-                   rule == RuleIfEquation || rule == RuleClassDefinition;
+    bool nesting = rule == RuleIfExpression || rule == RuleForEquation || rule == RuleIfEquation ||
+                   rule == RuleClassDefinition;
     if ((nesting && rule < active_.size() && active_[rule] >= static_cast<size_t>(kMaxNesting)) ||
         depth_ >= kMaxRuleDepth) {
       reporter_.error(DiagKind::nesting_too_deep, reporter_.span(getCurrentToken()),
@@ -216,7 +224,9 @@ class GuardedParser : public P {
 
 // ---------------------------------------------------------------- syntax error messages
 
-bool has(const antlr4::misc::IntervalSet& set, size_t token_type) { return set.contains(token_type); }
+bool has(const antlr4::misc::IntervalSet& set, size_t token_type) {
+  return set.contains(token_type);
+}
 
 class MbsErrorStrategy : public antlr4::DefaultErrorStrategy {
  public:
@@ -255,8 +265,7 @@ class MbsErrorStrategy : public antlr4::DefaultErrorStrategy {
       if (r == nullptr) break;
       size_t rule = r->getRuleIndex();
       if (rule == P::RuleComponentClause || rule == P::RuleImportClause ||
-          rule == P::RuleExtendsClause || rule == P::RuleEquation ||
-          rule == P::RuleWithinClause) {
+          rule == P::RuleExtendsClause || rule == P::RuleEquation || rule == P::RuleWithinClause) {
         statement = r;
         break;
       }
@@ -301,7 +310,8 @@ class MbsErrorStrategy : public antlr4::DefaultErrorStrategy {
     return DefaultErrorStrategy::singleTokenDeletion(p);
   }
 
-  void reportNoViableAlternative(antlr4::Parser* p, const antlr4::NoViableAltException& e) override {
+  void reportNoViableAlternative(antlr4::Parser* p,
+                                 const antlr4::NoViableAltException& e) override {
     // When prediction failed on its first token, the tokens that could start an alternative are
     // a meaningful "expected" set; when it failed further on, only "unexpected" is honest.
     Token* t = e.getOffendingToken();
@@ -360,30 +370,6 @@ class MbsErrorStrategy : public antlr4::DefaultErrorStrategy {
     return literal.empty() ? vocabulary.getDisplayName(static_cast<size_t>(type)) : literal;
   }
 
-  static bool is_operator(size_t type) {
-    switch (type) {
-      case P::PLUS:
-      case P::MINUS:
-      case P::STAR:
-      case P::SLASH:
-      case P::CARET:
-      case P::DOT_PLUS:
-      case P::DOT_MINUS:
-      case P::DOT_STAR:
-      case P::DOT_SLASH:
-      case P::DOT_CARET:
-      case P::EQ:
-      case P::NEQ:
-      case P::LT:
-      case P::LE:
-      case P::GT:
-      case P::GE:
-        return true;
-      default:
-        return false;
-    }
-  }
-
   static std::string found(const Token* t) {
     if (t == nullptr || t->getType() == Token::EOF) return "end of file";
     return quote(t->getText());
@@ -413,6 +399,8 @@ class MbsErrorStrategy : public antlr4::DefaultErrorStrategy {
           return "a loop index name";
         case P::RuleLongClassSpecifier:
           if (previous != nullptr && previous->getType() == P::END) return "the class name";
+          return "a class name";
+        case P::RuleClassDefinition:
           return "a class name";
         default:
           return "a name";
@@ -585,27 +573,26 @@ class MbsErrorStrategy : public antlr4::DefaultErrorStrategy {
     // A missing token belongs after the previous token when the next one is on a later line:
     // that is where the user has to type it.
     Span where = reporter_.span(t);
-    if (previous != nullptr && (at_eof || (style == Style::Expected &&
+    const bool wants_closer = has(expected, P::SEMICOLON) || has(expected, P::RPAREN) ||
+                              has(expected, P::RBRACKET) || has(expected, P::RBRACE);
+    if (previous != nullptr && (at_eof || (style == Style::Expected && wants_closer &&
                                            t->getLine() > reporter_.span(previous).end_line))) {
       where = reporter_.after(previous);
     }
 
-    if (at_eof && has(expected, P::END) && !has(expected, P::UNSIGNED_NUMBER) &&
+    // The end of the file where a statement list could have been closed with `end`.
+    const size_t rule = ctx != nullptr ? ctx->getRuleIndex() : INVALID_INDEX;
+    if (at_eof && has(expected, P::END) &&
+        (rule == P::RuleLongClassSpecifier || rule == P::RuleForEquation ||
+         rule == P::RuleIfEquation) &&
         report_missing_end(ctx, where)) {
       return;
     }
 
-    size_t rule = ctx != nullptr ? ctx->getRuleIndex() : INVALID_INDEX;
     std::string want =
         style == Style::Expected ? describe(expected, rule, previous, p) : std::string();
     if (want.empty()) {
       reporter_.syntax(where, "unexpected " + found(t));
-      if (!at_eof && (t->getType() == P::MINUS || t->getType() == P::PLUS) &&
-          previous != nullptr && is_operator(previous->getType())) {
-        reporter_.diags().help(
-            "a sign may only start an expression: write the signed operand in parentheses, as "
-            "in 2*(-x)");
-      }
       return;
     }
     if (want == "the class name" && ctx != nullptr) {
@@ -638,9 +625,8 @@ class FallbackListener : public antlr4::BaseErrorListener {
                    const std::string& message, std::exception_ptr) override {
     Span where = offending != nullptr ? reporter_.span(offending) : Span{};
     if (!where.valid()) {
-      where = Span{reporter_.file(), static_cast<uint32_t>(line),
-                   static_cast<uint32_t>(column) + 1, static_cast<uint32_t>(line),
-                   static_cast<uint32_t>(column) + 1};
+      where = Span{reporter_.file(), static_cast<uint32_t>(line), static_cast<uint32_t>(column) + 1,
+                   static_cast<uint32_t>(line), static_cast<uint32_t>(column) + 1};
     }
     std::string shown = offending == nullptr || offending->getType() == Token::EOF
                             ? "end of file"
@@ -649,8 +635,8 @@ class FallbackListener : public antlr4::BaseErrorListener {
     if (starts("mismatched input")) {
       auto pos = message.find(" expecting ");
       std::string want = pos == std::string::npos ? "" : message.substr(pos + 11);
-      reporter_.syntax(where, want.empty() ? "unexpected " + shown
-                                           : "expected " + want + ", found " + shown);
+      reporter_.syntax(
+          where, want.empty() ? "unexpected " + shown : "expected " + want + ", found " + shown);
     } else if (starts("missing ")) {
       auto pos = message.find(" at ");
       reporter_.syntax(where, "expected " + message.substr(8, pos - 8) + ", found " + shown);
@@ -780,8 +766,8 @@ class Builder {
       }
       if (auto* e = dynamic_cast<P::ElementContext*>(child)) {
         element(*def, e, is_protected);
-      } else if (auto* s = dynamic_cast<P::EquationSectionContext*>(child)) {
-        for (auto* eq : s->equation()) equation(def->equations, eq);
+      } else if (auto* eq = dynamic_cast<P::EquationContext*>(child)) {
+        equation(def->equations, eq);  // equations only follow `equation`
       }
     }
     return def;
@@ -1086,96 +1072,189 @@ class Builder {
   }
 
   Built simple_expression(P::SimpleExpressionContext* ctx) {
-    auto parts = ctx->logicalExpression();
-    if (parts.size() == 1) return logical_expression(parts[0]);
+    auto parts = ctx->operatorExpression();
+    if (parts.size() == 1) return operator_expression(parts[0]);
     std::vector<Built> args;
-    for (auto* p : parts) args.push_back(logical_expression(p));
+    for (auto* p : parts) args.push_back(operator_expression(p));
     return node(ast::ExprKind::Range, r_.span(ctx), std::move(args));
   }
 
-  Built logical_expression(P::LogicalExpressionContext* ctx) {
-    auto terms = ctx->logicalTerm();
-    Built e = logical_term(terms[0]);
-    for (size_t i = 1; i < terms.size(); ++i) e = binary(std::move(e), "or", logical_term(terms[i]));
-    return e;
-  }
+  // ---------------------------------------------------------------- operator precedence
 
-  Built logical_term(P::LogicalTermContext* ctx) {
-    auto factors = ctx->logicalFactor();
-    Built e = logical_factor(factors[0]);
-    for (size_t i = 1; i < factors.size(); ++i) {
-      e = binary(std::move(e), "and", logical_factor(factors[i]));
+  // operatorExpression is a flat list `prefix* primary (binary prefix* primary)*`; the functions
+  // below apply Modelica's precedence to it, one function per level (lowest first), so their
+  // recursion depth is fixed. A token is a binary operator exactly when it follows an operand.
+  struct Item {
+    Token* op = nullptr;                   // an operator token, or
+    P::PrimaryContext* operand = nullptr;  // an operand
+    bool binary = false;
+  };
+  struct Cursor {
+    std::vector<Item> items;
+    size_t pos = 0;
+    const Item* peek() const { return pos < items.size() ? &items[pos] : nullptr; }
+    bool binary_in(std::span<const size_t> types) const {
+      const Item* i = peek();
+      if (i == nullptr || i->op == nullptr || !i->binary) return false;
+      for (size_t t : types) {
+        if (i->op->getType() == t) return true;
+      }
+      return false;
+    }
+    bool prefix_in(std::span<const size_t> types) const {
+      const Item* i = peek();
+      if (i == nullptr || i->op == nullptr || i->binary) return false;
+      for (size_t t : types) {
+        if (i->op->getType() == t) return true;
+      }
+      return false;
+    }
+    Token* take() { return items[pos++].op; }
+  };
+
+  static constexpr size_t kOr[] = {P::OR};
+  static constexpr size_t kAnd[] = {P::AND};
+  static constexpr size_t kNot[] = {P::NOT};
+  static constexpr size_t kSigns[] = {P::PLUS, P::MINUS, P::DOT_PLUS, P::DOT_MINUS};
+  static constexpr size_t kRelational[] = {P::LT, P::LE, P::GT, P::GE, P::EQ, P::NEQ};
+  static constexpr size_t kMultiplicative[] = {P::STAR, P::SLASH, P::DOT_STAR, P::DOT_SLASH};
+  static constexpr size_t kPower[] = {P::CARET, P::DOT_CARET};
+
+  Built operator_expression(P::OperatorExpressionContext* ctx) {
+    Cursor c;
+    c.items.reserve(ctx->children.size());
+    bool after_operand = false;
+    for (ParseTree* child : ctx->children) {
+      if (auto* p = dynamic_cast<P::PrimaryContext*>(child)) {
+        c.items.push_back(Item{nullptr, p, false});
+        after_operand = true;
+      } else if (Token* t = token_of(child)) {
+        c.items.push_back(Item{t, nullptr, after_operand});
+        after_operand = false;
+      }
+    }
+    Built e = parse_or(c);
+    if (const Item* rest = c.peek()) {  // not reachable for input the grammar accepts
+      r_.syntax(rest->op != nullptr ? r_.span(rest->op) : r_.span(rest->operand),
+                "unexpected " + quote(rest->op != nullptr ? rest->op->getText() : "operand"));
+      throw StatementFailed{};
     }
     return e;
   }
 
-  Built logical_factor(P::LogicalFactorContext* ctx) {
-    Built e = relation(ctx->relation());
-    if (ctx->NOT() == nullptr) return e;
-    Span span = join(r_.span(ctx->NOT()->getSymbol()), e.e->span);
+  Built parse_or(Cursor& c) {
+    Built e = parse_and(c);
+    while (c.binary_in(kOr)) {
+      c.take();
+      e = binary(std::move(e), "or", parse_and(c));
+    }
+    return e;
+  }
+
+  Built parse_and(Cursor& c) {
+    Built e = parse_not(c);
+    while (c.binary_in(kAnd)) {
+      c.take();
+      e = binary(std::move(e), "and", parse_not(c));
+    }
+    return e;
+  }
+
+  Built parse_not(Cursor& c) {
+    if (!c.prefix_in(kNot)) return parse_relation(c);
+    Token* op = c.take();
+    Built operand = parse_relation(c);
+    Span span = join(r_.span(op), operand.e->span);
     std::vector<Built> args;
-    args.push_back(std::move(e));
+    args.push_back(std::move(operand));
     return node(ast::ExprKind::Unary, span, std::move(args), "not");
   }
 
-  Built relation(P::RelationContext* ctx) {
-    auto sides = ctx->arithmeticExpression();
-    Built e = arithmetic_expression(sides[0]);
-    if (sides.size() == 1) return e;
-    return binary(std::move(e), ctx->relOp()->getText(), arithmetic_expression(sides[1]));
-  }
-
-  // addOp? term (addOp term)*: a leading addOp is the sign of the first term.
-  Built arithmetic_expression(P::ArithmeticExpressionContext* ctx) {
-    std::optional<Built> e;
-    std::string op;
-    Token* sign = nullptr;
-    for (ParseTree* child : ctx->children) {
-      if (auto* a = dynamic_cast<P::AddOpContext*>(child)) {
-        op = a->getText();
-        if (!e) sign = a->getStart();
-      } else if (auto* t = dynamic_cast<P::TermContext*>(child)) {
-        Built rhs = term(t);
-        if (!e && sign != nullptr) {
-          Span span = join(r_.span(sign), rhs.e->span);
-          std::vector<Built> args;
-          args.push_back(std::move(rhs));
-          // `.-a` is `-a`: elementwise and scalar negation are the same operation.
-          std::string unary = op == ".-" ? "-" : op == ".+" ? "+" : op;
-          e = node(ast::ExprKind::Unary, span, std::move(args), unary);
-        } else if (!e) {
-          e = std::move(rhs);
-        } else {
-          e = binary(std::move(*e), op, std::move(rhs));
-        }
-      }
+  Built parse_relation(Cursor& c) {
+    Built e = parse_additive(c);
+    if (!c.binary_in(kRelational)) return e;
+    std::string op = c.take()->getText();
+    e = binary(std::move(e), op, parse_additive(c));
+    if (c.binary_in(kRelational)) {
+      Token* second = c.peek()->op;
+      r_.syntax(r_.span(second), "comparisons cannot be chained; write (a " + op + " b) and (b " +
+                                     second->getText() + " c)");
+      throw StatementFailed{};
     }
-    return std::move(*e);
+    return e;
   }
 
-  Built term(P::TermContext* ctx) {
-    auto factors = ctx->factor();
-    auto ops = ctx->mulOp();
-    Built e = factor(factors[0]);
-    for (size_t i = 1; i < factors.size(); ++i) {
-      e = binary(std::move(e), ops[i - 1]->getText(), factor(factors[i]));
+  // A leading sign applies to the first term: -a*b is -(a*b), -a^2 is -(a^2).
+  Built parse_additive(Cursor& c) {
+    Built e;
+    if (c.prefix_in(kSigns)) {
+      Token* sign = c.take();
+      Built term = parse_multiplicative(c);
+      Span span = join(r_.span(sign), term.e->span);
+      std::vector<Built> args;
+      args.push_back(std::move(term));
+      // `.-a` is `-a`: elementwise and scalar negation are the same operation.
+      std::string op = sign->getText();
+      e = node(ast::ExprKind::Unary, span, std::move(args),
+               op == ".-"   ? "-"
+               : op == ".+" ? "+"
+                            : op);
+    } else {
+      e = parse_multiplicative(c);
+    }
+    while (c.binary_in(kSigns)) {
+      std::string op = c.take()->getText();
+      e = binary(std::move(e), op, parse_multiplicative(c));
+    }
+    return e;
+  }
+
+  Built parse_multiplicative(Cursor& c) {
+    Built e = parse_power(c);
+    while (c.binary_in(kMultiplicative)) {
+      std::string op = c.take()->getText();
+      e = binary(std::move(e), op, parse_power(c));
     }
     return e;
   }
 
   // Modelica's power operator is not associative: a^b^c must be bracketed.
-  Built factor(P::FactorContext* ctx) {
-    auto primaries = ctx->primary();
-    auto ops = ctx->powOp();
-    if (ops.size() > 1) {
-      std::string op = ops[1]->getText();
-      r_.syntax(r_.span(ops[1]), "'" + op + "' is not associative; write (a" + op + "b)" + op +
-                                     "c or a" + op + "(b" + op + "c)");
+  Built parse_power(Cursor& c) {
+    Built e = operand(c);
+    if (!c.binary_in(kPower)) return e;
+    std::string op = c.take()->getText();
+    e = binary(std::move(e), op, operand(c));
+    if (c.binary_in(kPower)) {
+      std::string second = c.peek()->op->getText();
+      r_.syntax(r_.span(c.peek()->op), "'" + second + "' is not associative; write (a" + op + "b)" +
+                                           second + "c or a" + op + "(b" + second + "c)");
       throw StatementFailed{};
     }
-    Built e = primary(primaries[0]);
-    if (primaries.size() == 2) e = binary(std::move(e), ops[0]->getText(), primary(primaries[1]));
     return e;
+  }
+
+  // An operand; a prefix operator here is one Modelica does not allow in this place.
+  Built operand(Cursor& c) {
+    const Item* i = c.peek();
+    if (i != nullptr && i->operand != nullptr) {
+      ++c.pos;
+      return primary(i->operand);
+    }
+    if (i != nullptr && i->op != nullptr) {
+      Token* t = i->op;
+      r_.syntax(r_.span(t), "unexpected " + quote(t->getText()));
+      if (t->getType() == P::NOT) {
+        r_.diags().help(
+            "'not' applies to a whole comparison: write the operand in parentheses, "
+            "as in a and (not b)");
+      } else {
+        r_.diags().help(
+            "a sign may only start an expression: write the signed operand in parentheses, as "
+            "in 2*(-x)");
+      }
+      throw StatementFailed{};
+    }
+    throw StatementFailed{};  // not reachable: the grammar ends the list with an operand
   }
 
   Built primary(P::PrimaryContext* ctx) {
@@ -1264,23 +1343,27 @@ class Builder {
     return ref;
   }
 
+  // IDENT subscripts? ('.' IDENT subscripts?)*
   Built component_reference(P::ComponentReferenceContext* ctx) {
     auto e = std::make_unique<ast::Expr>();
     e->kind = ast::ExprKind::Ref;
     e->span = r_.span(ctx);
     int depth = 0;
-    for (auto* p : ctx->refPart()) {
-      ast::RefPart part;
-      part.name = p->IDENT()->getText();
-      part.span = r_.span(p);
-      if (auto* s = p->arraySubscripts()) {
+    for (ParseTree* child : ctx->children) {
+      if (type_of(child) == P::IDENT) {
+        Token* t = token_of(child);
+        e->ref.push_back(ast::RefPart{t->getText(), {}, r_.span(t)});
+      } else if (auto* s = dynamic_cast<P::ArraySubscriptsContext*>(child)) {
+        ast::RefPart& part = e->ref.back();
         for (auto* sub : s->subscript()) {
           Built b = subscript(sub);
           depth = std::max(depth, b.depth);
           part.subscripts.push_back(std::move(b.e));
         }
+        Span end = r_.span(s);
+        part.span.end_line = end.end_line;
+        part.span.end_col = end.end_col;
       }
-      e->ref.push_back(std::move(part));
     }
     Span span = e->span;
     return Built{std::move(e), deeper(depth, span)};
@@ -1368,8 +1451,7 @@ class Builder {
         default: {
           size_t len = utf8_sequence_length(raw, i);
           r_.syntax(r_.span(t), "unknown escape sequence " +
-                                    quote("\\" + raw.substr(i, len == 0 ? 1 : len)) +
-                                    " in string");
+                                    quote("\\" + raw.substr(i, len == 0 ? 1 : len)) + " in string");
           out += c;
           break;
         }
@@ -1500,8 +1582,9 @@ class FileParser {
     antlr4::ANTLRInputStream input(body.data(), body.size());
     grammar::MbsLexer lexer(&input);
     lexer.removeErrorListeners();
-    std::vector<std::unique_ptr<Token>> tokens = lexer.getAllTokens();
-    if (!prescan(tokens)) return nullptr;
+    std::vector<std::unique_ptr<Token>> tokens;
+    // After a lexical error the syntax errors would mostly be its consequences: stop.
+    if (!lex(lexer, tokens) || r_.failed()) return nullptr;
     if (tokens.empty()) {
       if (!r_.failed()) r_.error(DiagKind::empty_file, Span{r_.file(), 1, 1, 1, 1});
       return nullptr;
@@ -1547,21 +1630,42 @@ class FileParser {
     return file;
   }
 
-  // Reports the tokens the lexer made for bad input and removes them; rejects bracket nesting
-  // deeper than kMaxNesting; retypes `end` used as an expression inside `[...]` as
-  // SUBSCRIPT_END (see the grammar). Returns false if parsing must not start.
-  bool prescan(std::vector<std::unique_ptr<Token>>& tokens) {
-    std::vector<std::unique_ptr<Token>> kept;
-    kept.reserve(tokens.size());
-    std::vector<size_t> open;  // token types of the open brackets
-    size_t open_square = 0;
-    auto is_bad = [](size_t type) {
-      return type == P::ERROR_CHAR || type == P::UNTERMINATED_STRING ||
-             type == P::UNTERMINATED_COMMENT;
+  // Lexes the whole file, reporting the tokens the lexer makes for bad input (and dropping
+  // them), and rejects input the parser must not see: bracket nesting deeper than kMaxNesting,
+  // more than kMaxOperatorsPerLevel operators without brackets. Retypes `end` used as an
+  // expression inside `[...]` as SUBSCRIPT_END (see the grammar). Returns false if parsing must
+  // not start. Stops early when the error limit is reached (Reporter throws ParseAbort).
+  bool lex(grammar::MbsLexer& lexer, std::vector<std::unique_ptr<Token>>& kept) {
+    struct Level {
+      size_t bracket;              // token type of the opening bracket (0 at the top)
+      size_t operators = 0;        // binary operators since the last statement-level token
+      Token* chain = nullptr;      // first operand of that operator chain
+      bool after_operand = false;  // the previous token ends an operand
     };
-    for (size_t i = 0; i < tokens.size(); ++i) {
-      Token* t = tokens[i].get();
+    std::vector<Level> levels{Level{0}};
+    size_t open_square = 0;
+    size_t pending_end = static_cast<size_t>(-1);  // index in `kept` of an `end` inside [...]
+
+    while (true) {
+      std::unique_ptr<Token> owned = lexer.nextToken();
+      Token* t = owned.get();
       const size_t type = t->getType();
+      if (pending_end != static_cast<size_t>(-1) && type != P::ERROR_CHAR &&
+          type != P::UNTERMINATED_STRING && type != P::UNTERMINATED_COMMENT) {
+        // `end` followed by a name, `for`, `if` or `;` closes a block even inside an unclosed
+        // `[`; anything else makes it the expression `end`.
+        if (type != P::IDENT && type != P::FOR && type != P::IF && type != P::SEMICOLON &&
+            type != Token::EOF) {
+          if (auto* w = dynamic_cast<antlr4::WritableToken*>(kept[pending_end].get())) {
+            w->setType(P::SUBSCRIPT_END);
+          }
+        }
+        pending_end = static_cast<size_t>(-1);
+      }
+      if (type == Token::EOF) return true;
+
+      Level& level = levels.back();
+      bool operand = false;
       switch (type) {
         case P::ERROR_CHAR:
           r_.error(DiagKind::invalid_character, r_.span(t), {describe_character(t->getText())});
@@ -1582,41 +1686,78 @@ class FileParser {
         case P::LPAREN:
         case P::LBRACKET:
         case P::LBRACE:
-          if (open.size() >= static_cast<size_t>(kMaxNesting)) {
+          if (levels.size() > static_cast<size_t>(kMaxNesting)) {
             r_.error(DiagKind::nesting_too_deep, r_.span(t), {std::to_string(kMaxNesting)});
             return false;
           }
-          open.push_back(type);
+          if (level.chain == nullptr) level.chain = t;
+          level.after_operand = false;
           if (type == P::LBRACKET) ++open_square;
-          break;
+          levels.push_back(Level{type});  // invalidates `level`
+          kept.push_back(std::move(owned));
+          continue;
         case P::RPAREN:
         case P::RBRACKET:
         case P::RBRACE:
-          if (!open.empty()) {
-            if (open.back() == P::LBRACKET) --open_square;
-            open.pop_back();
+          if (levels.size() > 1) {
+            if (levels.back().bracket == P::LBRACKET) --open_square;
+            levels.pop_back();
+          }
+          levels.back().after_operand = true;
+          kept.push_back(std::move(owned));
+          continue;
+        case P::END:
+          if (open_square > 0) pending_end = kept.size();
+          level.operators = 0;
+          level.chain = nullptr;
+          break;
+        case P::IDENT:
+        case P::UNSIGNED_NUMBER:
+        case P::STRING:
+        case P::TRUE:
+        case P::FALSE:
+          operand = true;
+          if (level.chain == nullptr) level.chain = t;
+          break;
+        case P::DOT:
+          break;
+        case P::OR:
+        case P::AND:
+        case P::NOT:
+        case P::PLUS:
+        case P::MINUS:
+        case P::STAR:
+        case P::SLASH:
+        case P::CARET:
+        case P::DOT_PLUS:
+        case P::DOT_MINUS:
+        case P::DOT_STAR:
+        case P::DOT_SLASH:
+        case P::DOT_CARET:
+        case P::EQ:
+        case P::NEQ:
+        case P::LT:
+        case P::LE:
+        case P::GT:
+        case P::GE:
+          if (level.after_operand && ++level.operators > kMaxOperatorsPerLevel) {
+            r_.error(DiagKind::expression_too_long,
+                     r_.span(level.chain != nullptr ? level.chain : t),
+                     {std::to_string(kMaxOperatorsPerLevel)});
+            r_.diags().help(
+                "split the expression into several equations with intermediate "
+                "variables");
+            return false;
           }
           break;
-        case P::END: {
-          if (open_square == 0) break;
-          size_t next = i + 1;
-          while (next < tokens.size() && is_bad(tokens[next]->getType())) ++next;
-          size_t after = next < tokens.size() ? tokens[next]->getType() : Token::EOF;
-          if (after != P::IDENT && after != P::FOR && after != P::IF && after != P::SEMICOLON &&
-              after != Token::EOF) {
-            if (auto* writable = dynamic_cast<antlr4::WritableToken*>(t)) {
-              writable->setType(P::SUBSCRIPT_END);
-            }
-          }
-          break;
-        }
-        default:
+        default:  // keywords, ';', ',', '=', ':': the end of any operator chain
+          level.operators = 0;
+          level.chain = nullptr;
           break;
       }
-      kept.push_back(std::move(tokens[i]));
+      level.after_operand = operand;
+      kept.push_back(std::move(owned));
     }
-    tokens = std::move(kept);
-    return true;
   }
 
   const SourceManager& sources_;
@@ -1627,6 +1768,10 @@ class FileParser {
 
 std::unique_ptr<ast::File> parse_file(const SourceManager& sources, uint32_t file_id,
                                       DiagnosticEngine& diags) {
+  // ANTLR 4.9's prediction cache (a static DFA shared by all parser instances) is not
+  // thread-safe, so parses are serialised.
+  static std::mutex one_parse_at_a_time;
+  std::lock_guard<std::mutex> lock(one_parse_at_a_time);
   std::unique_ptr<ast::File> result;
   auto work = [&]() noexcept {
     try {

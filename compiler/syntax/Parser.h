@@ -13,6 +13,8 @@ namespace mbs {
 // Parses the file `file_id` of `sources`. Every problem (invalid UTF-8, invalid characters,
 // syntax errors, nesting deeper than kMaxNesting, an empty file) is reported to `diags`; the parser
 // never throws and never crashes on any input. Returns nullptr when errors were reported.
+// Safe to call from several threads (calls are serialised: ANTLR 4.9's prediction cache is not
+// thread-safe). The parse runs on a helper thread with a 256 MB stack.
 std::unique_ptr<ast::File> parse_file(const SourceManager& sources, uint32_t file_id,
                                       DiagnosticEngine& diags);
 
@@ -27,7 +29,10 @@ inline constexpr int kMaxExprDepth = 1000;
 // line:col, e.g.
 //   model Pendulum @1:7 "point mass ..."
 //     component parameter Real m @2:18 = 1 "mass [kg]"
-//     equation @7:3  (m * der(der(x))) = ((-2 * x) * lambda)
+//     component Real x @5:8 (start = 1)
+//     equation @8:3 (m * der(der(x))) = (-((2 * x) * lambda))
+// (a leading sign applies to the whole first term, as in Modelica). Within a class: imports,
+// extends, nested classes, components, equations, each group in source order.
 void print_ast(std::ostream& os, const ast::File& file);
 // One expression in fully parenthesised Modelica syntax: every unary and binary operation, range
 // and if-expression is wrapped in parentheses: `-a^2` -> "(-(a ^ 2))", `a+b*c` -> "(a + (b * c))",

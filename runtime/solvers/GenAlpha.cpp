@@ -103,6 +103,7 @@ GenAlpha::GenAlpha(std::shared_ptr<const CompiledModel> model, const SolverOptio
   y_base_ = y0_;
   x0_.assign(static_cast<size_t>(n), 0.0);
   x_prev_ = x0_;
+  x_prev2_ = x0_;
 }
 
 SolveStatus GenAlpha::step() {
@@ -137,7 +138,7 @@ SolveStatus GenAlpha::initialize() {
   }
   for (int32_t j = 0; j < ny; ++j) y0_[j] = v[m.y_slot[j]];
   x0_ = ws_.x;
-  have_prev_ = false;
+  n_history_ = 0;
   matrix_valid_ = false;
   initialized_ = true;
   return SolveStatus::Ok;
@@ -316,9 +317,18 @@ bool GenAlpha::attempt(double h) {
   }
   for (int32_t j = 0; j < ny; ++j) y_base_[j] = y0_[j] + 0.5 * h * x0_[nq + j];
 
-  // Predictor: linear extrapolation of the unknowns from the last two steps.
+  // Predictor: extrapolation of the unknowns from the last steps (quadratic through three
+  // points once they exist, linear through two, else constant).
   double* x = ws_.x.data();
-  if (have_prev_) {
+  if (n_history_ >= 2) {
+    const double h1 = h_prev_, h0 = h_prev2_;
+    const double w1 = h / h1, w2 = h * (h + h1) / (h1 + h0);
+    for (int32_t i = 0; i < n; ++i) {
+      const double d1 = (x0_[i] - x_prev_[i]);
+      const double d2 = (d1 / h1 - (x_prev_[i] - x_prev2_[i]) / h0);
+      x[i] = x0_[i] + w1 * d1 + w2 * d2;
+    }
+  } else if (n_history_ >= 1) {
     const double r = h / h_prev_;
     for (int32_t i = 0; i < n; ++i) x[i] = x0_[i] + r * (x0_[i] - x_prev_[i]);
   } else {
@@ -418,10 +428,12 @@ void GenAlpha::accept(double h) {
     qd0_[i] = v[m.qd_slot[i]];
   }
   for (int32_t j = 0; j < m.n_y; ++j) y0_[j] = v[m.y_slot[j]];
+  x_prev2_.swap(x_prev_);
   x_prev_.swap(x0_);
   std::copy(ws_.x.begin(), ws_.x.end(), x0_.begin());
+  h_prev2_ = h_prev_;
   h_prev_ = h;
-  have_prev_ = true;
+  n_history_ = std::min(n_history_ + 1, 2);
 }
 
 }  // namespace mbs::rt

@@ -66,10 +66,10 @@ class GenAlpha final : public Integrator {
   std::vector<uint8_t> is_multiplier_;  // per z: a constraint multiplier (multiplier_levels())
   // State at the start of the step.
   std::vector<double> q0_, qd0_, a0_, y0_;
-  std::vector<double> x0_;      // [qdd_0 | yd_0 | z_0]
-  std::vector<double> x_prev_;  // the unknowns one step earlier, for the predictor
-  double h_prev_ = 0.0;
-  bool have_prev_ = false;
+  std::vector<double> x0_;                // [qdd_0 | yd_0 | z_0]
+  std::vector<double> x_prev_, x_prev2_;  // the unknowns one and two steps earlier (predictor)
+  double h_prev_ = 0.0, h_prev2_ = 0.0;   // the steps that ended at x0_ and at x_prev_
+  int32_t n_history_ = 0;                 // how many of x_prev_, x_prev2_ are valid
   // Parts of q_T, qd_T, y_T that do not depend on the unknowns.
   std::vector<double> q_base_, qd_base_, y_base_;
   // Modified Newton: the factorization is kept across iterations and steps.

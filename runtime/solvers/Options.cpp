@@ -209,7 +209,8 @@ std::optional<std::string> set_option(SolverOptions& options, std::string_view n
     const OptionSpec* best = nullptr;
     size_t best_d = 3;  // suggest only close matches
     for (const OptionSpec& s : kOptions) {
-      const size_t d = edit_distance(key, s.key);
+      const bool prefix = key.size() >= 3 && (key.starts_with(s.key) || s.key.starts_with(key));
+      const size_t d = prefix ? 0 : edit_distance(key, s.key);
       if (d < best_d) best_d = d, best = &s;
     }
     std::string msg = fmt::format("unknown solver option '{}'", name);

@@ -38,6 +38,7 @@ SolveStatus Rk4::run(const Observer& observer) {
 SolveStatus Rk4::initialize() {
   if (failure_) return SolveStatus::Failed;
   if (initialized_) return SolveStatus::Ok;
+  const auto start = std::chrono::steady_clock::now();
   const auto& m = model_;
   double* v = ws_.v.data();
   v[m.slot_c_q] = v[m.slot_c_qd] = v[m.slot_c_y] = 0.0;
@@ -46,7 +47,10 @@ SolveStatus Rk4::initialize() {
     xi0_[m.n_q + i] = v[m.qd_slot[i]];
   }
   for (int32_t j = 0; j < m.n_y; ++j) xi0_[2 * m.n_q + j] = v[m.y_slot[j]];
-  if (!derivative(t_, xi0_.data(), d0_.data())) {
+  const bool ok = derivative(t_, xi0_.data(), d0_.data());
+  stats_.wall_time +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!ok) {
     fail(attempt_failure_, FailurePhase::InitialValues, 0.0, 0);
     return SolveStatus::Failed;
   }

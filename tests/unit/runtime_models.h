@@ -4,6 +4,7 @@
 // independent reference in the test that uses it.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -271,6 +272,65 @@ inline CompiledModel make(double mu = 1.0, double y1 = 2.0, double y2 = 0.0) {
   return m;
 }
 }  // namespace vdp
+
+// ---- a chain of N equal masses between two walls, joined by equal springs:
+//   m q_i'' + k (2 q_i - q_{i-1} - q_{i+1}) = 0,  q_{-1} = q_N = 0.
+// Started in its first normal mode q_i = sin(pi (i+1) / (N+1)) it stays in it:
+//   q_i(t) = sin(pi (i+1) / (N+1)) cos(w1 t),  w1 = 2 sqrt(k/m) sin(pi / (2 (N+1))).
+// N = 30 unknowns: above the dense threshold, so the Newton matrix goes through KLU.
+namespace chain {
+constexpr int32_t N = 30;
+constexpr Layout L{N, 0, 0, 2};
+constexpr int32_t M = L.p(0), K = L.p(1);
+inline int32_t residual(const double* v, double* out) {
+  for (int32_t i = 0; i < N; ++i) {
+    const double left = i > 0 ? v[L.q(i - 1)] : 0.0, right = i + 1 < N ? v[L.q(i + 1)] : 0.0;
+    out[i] = v[M] * v[L.qdd(i)] + v[K] * (2.0 * v[L.q(i)] - left - right);
+  }
+  return finite_status(out, N);
+}
+inline int32_t newton(const double* v, double* out) {
+  const double c = v[L.cq()] * v[K];
+  int32_t e = 0;
+  for (int32_t j = 0; j < N; ++j) {  // column j: rows j-1, j, j+1
+    if (j > 0) out[e++] = -c;
+    out[e++] = v[M] + 2.0 * c;
+    if (j + 1 < N) out[e++] = -c;
+  }
+  return finite_status(out, e);
+}
+inline int32_t outputs(const double* v, double* out) {
+  for (int32_t i = 0; i < N; ++i) out[i] = v[L.q(i)];
+  return 0;
+}
+inline double mode_shape(int32_t i) {
+  return std::sin(M_PI * (i + 1) / (N + 1));
+}
+inline double omega1(double m, double k) {
+  return 2.0 * std::sqrt(k / m) * std::sin(M_PI / (2.0 * (N + 1)));
+}
+inline CompiledModel make(double m_ = 1.0, double k = 100.0) {
+  CompiledModel m = make_shell("chain", L);
+  m.v0[M] = m_, m.v0[K] = k;
+  std::vector<int32_t> row, col;
+  for (int32_t j = 0; j < N; ++j) {
+    for (int32_t i = std::max(0, j - 1); i <= std::min(N - 1, j + 1); ++i) {
+      row.push_back(i);
+      col.push_back(j);
+    }
+  }
+  for (int32_t i = 0; i < N; ++i) {
+    m.v0[L.q(i)] = mode_shape(i);
+    m.q.push_back(Unknown{"m" + std::to_string(i) + ".x", src("chain.mbs", 2, "Real x")});
+    m.eq_source.push_back(src("chain.mbs", 5, "m*der(der(x)) = f_left + f_right"));
+    m.output_names.push_back("m" + std::to_string(i) + ".x");
+  }
+  m.residual = Kernel{residual, N};
+  m.newton_matrix = SparseKernel{Kernel{newton, static_cast<int32_t>(row.size())}, N, N, row, col};
+  m.outputs = Kernel{outputs, N};
+  return m;
+}
+}  // namespace chain
 
 // ---- a block on a table, driven by A sin(w t), with regularized Coulomb friction:
 //   m x'' + F0 (2/pi) atan(x' / eps) = A sin(w t)

@@ -1,6 +1,7 @@
 // The mbsc command line: options, exit codes, result files, summaries.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -26,7 +27,9 @@ std::string slurp(const std::string& path) {
 // Runs mbsc with `args` (a shell-quoted string) in the source directory.
 Result mbsc(const std::string& args) {
   std::string dir = testing::TempDir();
-  std::string out = dir + "mbsc_out.txt", err = dir + "mbsc_err.txt";
+  // unique per process: ctest runs test cases in parallel processes
+  std::string tag = std::to_string(getpid());
+  std::string out = dir + "mbsc_out_" + tag + ".txt", err = dir + "mbsc_err_" + tag + ".txt";
   std::string cmd = std::string("cd '") + MBS_SOURCE_DIR + "' && '" + MBS_MBSC_PATH + "' " + args +
                     " >'" + out + "' 2>'" + err + "'";
   int status = std::system(cmd.c_str());
@@ -52,7 +55,7 @@ std::vector<std::vector<std::string>> read_csv(const std::string& path) {
 }
 
 std::string tmp(const std::string& name) {
-  return testing::TempDir() + name;
+  return testing::TempDir() + std::to_string(getpid()) + "_" + name;
 }
 
 TEST(Cli, HelpListsOptionsDefaultsAndExitCodes) {
@@ -131,7 +134,7 @@ TEST(Cli, ExitCodes) {
 TEST(Cli, InconsistentStartValuesAreAModelError) {
   Result r = mbsc("examples/pendulum.mbs --simulate --set L=2");
   EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.err.find("examples/pendulum.mbs:10:3: error: start values violate this constraint"),
+  EXPECT_NE(r.err.find("examples/pendulum.mbs:21:3: error: start values violate this constraint"),
             std::string::npos)
       << r.err;
 }
@@ -180,7 +183,7 @@ TEST(Cli, VerbosePrintsPassTimes) {
 }
 
 TEST(Cli, LibrarySearchPathFromEnvironmentAndIncludeDirs) {
-  std::string dir = testing::TempDir() + "mbs_lib";
+  std::string dir = testing::TempDir() + std::to_string(getpid()) + "_mbs_lib";
   std::system(("mkdir -p '" + dir + "'").c_str());
   std::ofstream(dir + "/MyLib.mbs") << "package MyLib\n  model Decay\n    parameter Real k = 2;\n"
                                        "    Real x(start = 1);\n  equation\n    der(x) = -k*x;\n"

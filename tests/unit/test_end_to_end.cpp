@@ -1,6 +1,7 @@
 // End to end: .mbs source -> compiler -> JIT -> solver, checked against analytic solutions,
 // conservation laws and a second formulation of the same model.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <fstream>
@@ -30,19 +31,19 @@ mbs::CompileResult compile_file(const std::string& path,
 }
 
 std::string write_temp(const std::string& name, const std::string& text) {
-  std::string path = testing::TempDir() + name;
+  std::string path = testing::TempDir() + std::to_string(getpid()) + "_" + name;
   std::ofstream(path) << text;
   return path;
 }
 
-struct Run {
+struct SimRun {
   std::vector<double> t;
   std::vector<std::vector<double>> rows;
   mbs::rt::SolveStatus status;
   mbs::rt::Statistics stats;
 };
 
-Run simulate(const mbs::rt::CompiledModel& m, double t_end, double h, double rho = 0.9,
+SimRun simulate(const mbs::rt::CompiledModel& m, double t_end, double h, double rho = 0.9,
              mbs::rt::SolverKind kind = mbs::rt::SolverKind::GenAlpha) {
   mbs::rt::SolverOptions o;
   o.t_end = t_end;
@@ -50,7 +51,7 @@ Run simulate(const mbs::rt::CompiledModel& m, double t_end, double h, double rho
   o.rho_inf = rho;
   o.solver = kind;
   auto solver = mbs::rt::make_integrator(m, o);
-  Run run;
+  SimRun run;
   run.status = solver->run([&](double t, std::span<const double> out) {
     run.t.push_back(t);
     run.rows.emplace_back(out.begin(), out.end());
@@ -83,7 +84,7 @@ TEST(EndToEnd, MassSpringDamperMatchesAnalyticSolutionWithSecondOrderConvergence
   int cx = column(m, "x"), cv = column(m, "v");
   std::vector<double> errors;
   for (double h : {4e-3, 2e-3, 1e-3}) {
-    Run run = simulate(m, 1.0, h);
+    SimRun run = simulate(m, 1.0, h);
     ASSERT_EQ(run.status, mbs::rt::SolveStatus::Finished);
     double err = 0;
     for (size_t i = 0; i < run.t.size(); ++i)
@@ -109,7 +110,7 @@ TEST(EndToEnd, PendulumKeepsTheConstraintTo1e10Over10Seconds) {
   const auto& m = *r.model;
   EXPECT_EQ(m.n_q, 2);
   EXPECT_EQ(m.n_z, 1);
-  Run run = simulate(m, 10.0, 1e-3);
+  SimRun run = simulate(m, 10.0, 1e-3);
   ASSERT_EQ(run.status, mbs::rt::SolveStatus::Finished);
   ASSERT_EQ(run.t.size(), 10001u);
   int cx = column(m, "x"), cy = column(m, "y"), cl = column(m, "lambda");
@@ -135,7 +136,7 @@ TEST(EndToEnd, FirstOrderPendulumIsTheSameModel) {
   ASSERT_TRUE(a.model && b.model);
   EXPECT_EQ(b.model->n_q, 2) << "der(x) = vx must make x an ODE2 coordinate";
   EXPECT_EQ(b.model->n_y, 0);
-  Run ra = simulate(*a.model, 2.0, 1e-3), rb = simulate(*b.model, 2.0, 1e-3);
+  SimRun ra = simulate(*a.model, 2.0, 1e-3), rb = simulate(*b.model, 2.0, 1e-3);
   ASSERT_EQ(ra.t.size(), rb.t.size());
   int ax = column(*a.model, "x"), bx = column(*b.model, "x"), bvx = column(*b.model, "vx");
   for (size_t i = 0; i < ra.t.size(); ++i) EXPECT_NEAR(ra.rows[i][ax], rb.rows[i][bx], 1e-9);
@@ -149,8 +150,8 @@ TEST(EndToEnd, VanDerPolGenAlphaAgreesWithRk4) {
   auto r = compile_file(example("van_der_pol.mbs"));
   ASSERT_TRUE(r.model);
   EXPECT_EQ(r.model->n_y, 2);
-  Run ga = simulate(*r.model, 5.0, 1e-3);
-  Run rk = simulate(*r.model, 5.0, 1e-3, 0.9, mbs::rt::SolverKind::Rk4);
+  SimRun ga = simulate(*r.model, 5.0, 1e-3);
+  SimRun rk = simulate(*r.model, 5.0, 1e-3, 0.9, mbs::rt::SolverKind::Rk4);
   ASSERT_EQ(ga.status, mbs::rt::SolveStatus::Finished);
   ASSERT_EQ(rk.status, mbs::rt::SolveStatus::Finished);
   ASSERT_EQ(ga.t.size(), rk.t.size());
@@ -169,7 +170,7 @@ TEST(EndToEnd, ComponentChainMatchesModalSolution) {
   const auto& m = *r.model;
   EXPECT_EQ(m.n_q, 2) << "connection equations must reduce the chain to two coordinates";
   EXPECT_EQ(m.n_z, 0);
-  Run run = simulate(m, 1.0, 5e-4, 1.0);
+  SimRun run = simulate(m, 1.0, 5e-4, 1.0);
   ASSERT_EQ(run.status, mbs::rt::SolveStatus::Finished);
   int c1 = column(m, "m1.s"), c2 = column(m, "m2.s");
   double w1 = 10, w2 = 10 * std::sqrt(3.0), worst = 0;
@@ -199,7 +200,7 @@ end Third;
 )");
   auto r = compile_file(path);
   ASSERT_TRUE(r.model);
-  Run run = simulate(*r.model, 1.0, 1e-3);
+  SimRun run = simulate(*r.model, 1.0, 1e-3);
   ASSERT_EQ(run.status, mbs::rt::SolveStatus::Finished);
   int cx = column(*r.model, "x");
   EXPECT_NEAR(run.rows.back()[cx], 1 + 2 + 1.5, 1e-6);
@@ -208,7 +209,7 @@ end Third;
 TEST(EndToEnd, ParameterOverridesChangeTheResult) {
   auto r = compile_file(example("mass_spring_damper.mbs"), {{"k", 400.0}, {"d", 0.0}});
   ASSERT_TRUE(r.model);
-  Run run = simulate(*r.model, 0.5, 1e-4, 1.0);
+  SimRun run = simulate(*r.model, 0.5, 1e-4, 1.0);
   int cx = column(*r.model, "x");
   // w = 20 rad/s: x = 0.1 cos(20 t)
   for (size_t i = 0; i < run.t.size(); i += 500)

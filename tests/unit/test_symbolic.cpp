@@ -672,6 +672,20 @@ TEST(SymPrint, ReadableInfix) {
   EXPECT_EQ(s(c(1e-12)), "1e-12");
   EXPECT_EQ(s(cx.sub(x, cx.mul(c(-3), y))), "x + 3*s.y");
   EXPECT_EQ(s(cx.mul(cx.pow(x, c(0.5)), cx.pow(y, c(-1.5)))), "x^0.5/s.y^1.5");
+  // Parentheses exactly where precedence needs them.
+  EXPECT_EQ(s(cx.pow(cx.pow(x, y), c(0.5))), "(x^s.y)^0.5");
+  EXPECT_EQ(s(cx.pow(x, cx.pow(y, m))), "x^(s.y^m)");
+  EXPECT_EQ(s(cx.pow(cx.neg(x), c(0.5))), "(-x)^0.5");
+  EXPECT_EQ(s(cx.pow(cx.mul(x, y), c(0.5))), "(x*s.y)^0.5");
+  EXPECT_EQ(s(cx.binary(Op::Eq, cx.binary(Op::Lt, x, y), m)), "m == (x < s.y)");
+  Expr a = cx.binary(Op::Lt, x, y), b = cx.binary(Op::Gt, m, x), d = cx.binary(Op::Ne, y, m);
+  EXPECT_EQ(s(cx.binary(Op::Or, cx.binary(Op::And, a, b), d)), "m <> s.y or x < s.y and m > x");
+  EXPECT_EQ(s(cx.binary(Op::And, cx.binary(Op::Or, a, b), d)), "m <> s.y and (x < s.y or m > x)");
+  EXPECT_EQ(s(cx.unary(Op::Not, cx.binary(Op::And, a, b))), "not (x < s.y and m > x)");
+  EXPECT_EQ(s(cx.mul(x, cx.select(a, x, y))), "x*(if x < s.y then x else s.y)");
+  EXPECT_EQ(s(cx.select(cx.select(a, x, y), m, x)),
+            "if (if x < s.y then x else s.y) then m else x");
+  EXPECT_EQ(s(cx.unary(Op::Sin, cx.add(x, y))), "sin(x + s.y)");
 }
 
 // ---- performance ----

@@ -104,10 +104,8 @@ int main(int argc, char** argv) {
   if (!copts.emit.empty()) return kExitOk;
   const mbs::rt::CompiledModel& model = *compiled.model;
   if (!simulate) {
-    std::cerr << fmt::format("mbsc: {}: model '{}' is fine: {} ODE2, {} ODE1, {} algebraic unknowns "
-                             "({:.1f} ms)\n",
-                             copts.file, model.name, model.n_q, model.n_y, model.n_z,
-                             compiled.total_ms);
+    std::cerr << fmt::format("mbsc: {}: model '{}' is fine: {} ODE2, {} ODE1, {} algebraic unknowns\n",
+                             copts.file, model.name, model.n_q, model.n_y, model.n_z);
     return kExitOk;
   }
 

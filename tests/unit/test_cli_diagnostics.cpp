@@ -1,0 +1,216 @@
+// Diagnostics as users see them: every tests/diagnostics/fail_*.mbs must make `mbsc` exit with
+// code 1 and print exactly the text in the matching fail_*.expected; every example must compile
+// with no diagnostic at all; every diagnostic kind of the registry must be produced by some
+// fail_*.mbs (or be listed below with the reason it cannot be). Malformed input of any kind ends
+// with a diagnostic and exit code 1, never a crash.
+//
+// A fail file may start with comment lines `// args: ...` (appended to the command line),
+// `// command: ...` (the whole argument list) and `// exit: N` (for files that only warn). Set MBS_UPDATE_EXPECTED=1 to write missing .expected files (then
+// read every one of them before committing: they are the specification).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "compiler/diag/Diagnostics.h"
+#include "compiler/driver/Compile.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct CliRun {
+  int code = -1;
+  std::string err;
+};
+
+CliRun mbsc(const std::string& args) {
+  // unique per process: ctest runs test cases in parallel processes
+  std::string err = testing::TempDir() + "diag_err_" + std::to_string(getpid()) + ".txt";
+  std::string cmd = std::string("cd '") + MBS_SOURCE_DIR + "' && '" + MBS_MBSC_PATH + "' " + args +
+                    " >/dev/null 2>'" + err + "'";
+  int status = std::system(cmd.c_str());
+  CliRun r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.err = slurp(err);
+  return r;
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string w;
+  while (ss >> w) out.push_back(w);
+  return out;
+}
+
+struct Case {
+  std::string name;  // fail_x
+  std::string rel;   // tests/diagnostics/fail_x.mbs
+  std::string args;  // full mbsc arguments
+  fs::path expected;
+  int exit_code = 1;  // `// exit: N` for files that only warn
+};
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  fs::path dir = fs::path(MBS_SOURCE_DIR) / "tests" / "diagnostics";
+  for (const auto& e : fs::directory_iterator(dir)) {
+    std::string fn = e.path().filename().string();
+    if (fn.rfind("fail_", 0) != 0 || e.path().extension() != ".mbs") continue;
+    Case c;
+    c.name = e.path().stem().string();
+    c.rel = "tests/diagnostics/" + fn;
+    c.args = c.rel;
+    std::stringstream text(slurp(e.path()));
+    std::string line;
+    while (std::getline(text, line) && line.rfind("//", 0) == 0) {
+      if (line.rfind("// args:", 0) == 0) c.args = c.rel + " " + line.substr(8);
+      if (line.rfind("// command:", 0) == 0) c.args = line.substr(11);
+      if (line.rfind("// exit:", 0) == 0) c.exit_code = std::stoi(line.substr(8));
+    }
+    c.expected = dir / (c.name + ".expected");
+    out.push_back(c);
+  }
+  std::sort(out.begin(), out.end(), [](const Case& a, const Case& b) { return a.name < b.name; });
+  return out;
+}
+
+// The kinds a case reports, from the library (same options as the command line).
+std::vector<std::string> kinds_of(const Case& c) {
+  mbs::CompileOptions o;
+  auto words = split(c.args);
+  for (size_t i = 0; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    if (w == "-I" && i + 1 < words.size()) {
+      o.include_dirs.push_back(std::string(MBS_SOURCE_DIR) + "/" + words[++i]);
+    } else if (w == "--set" && i + 1 < words.size()) {
+      std::string kv = words[++i];
+      o.overrides[kv.substr(0, kv.find('='))] = std::stod(kv.substr(kv.find('=') + 1));
+    } else if (w == "--model" && i + 1 < words.size()) {
+      o.model = words[++i];
+    } else if (o.file.empty()) {
+      o.file = std::string(MBS_SOURCE_DIR) + "/" + w;
+    }
+  }
+  std::ostringstream emit, diag;
+  return mbs::compile(o, emit, diag).diagnostic_kinds;
+}
+
+TEST(Diagnostics, FailFilesProduceExactlyTheExpectedText) {
+  bool update = std::getenv("MBS_UPDATE_EXPECTED") != nullptr;
+  auto all = cases();
+  ASSERT_GE(all.size(), 30u);
+  for (const auto& c : all) {
+    SCOPED_TRACE(c.rel);
+    CliRun r = mbsc(c.args);
+    EXPECT_EQ(r.code, c.exit_code) << r.err;
+    if (!fs::exists(c.expected)) {
+      if (update) std::ofstream(c.expected, std::ios::binary) << r.err;
+      ADD_FAILURE() << "missing " << c.expected << "; mbsc printed:\n" << r.err;
+      continue;
+    }
+    EXPECT_EQ(r.err, slurp(c.expected));
+  }
+}
+
+TEST(Diagnostics, EveryKindIsProducedBySomeTest) {
+  // kinds that no source file can provoke, and why
+  const std::map<std::string, std::string> exempt = {
+      {"jit_failed", "an internal error of LLVM code generation; test_codegen covers failures"},
+  };
+  std::set<std::string> seen;
+  for (const auto& c : cases())
+    for (const auto& k : kinds_of(c)) seen.insert(k);
+  for (size_t i = 0; i < mbs::diag_kind_count(); ++i) {
+    std::string name = mbs::diag_info(static_cast<mbs::DiagKind>(i)).name;
+    if (exempt.count(name)) continue;
+    EXPECT_TRUE(seen.count(name)) << "no tests/diagnostics/fail_*.mbs produces '" << name << "'";
+  }
+}
+
+TEST(Diagnostics, ExamplesAndLibrariesCompileWithoutAnyDiagnostic) {
+  for (const auto& e : fs::directory_iterator(fs::path(MBS_SOURCE_DIR) / "examples")) {
+    if (e.path().extension() != ".mbs") continue;
+    SCOPED_TRACE(e.path().string());
+    CliRun r = mbsc("'" + e.path().string() + "'");
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.err.find("is fine"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("error"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
+  }
+}
+
+TEST(Diagnostics, MalformedInputNeverCrashes) {
+  std::string dir = testing::TempDir() + std::to_string(getpid()) + "_";
+  std::vector<std::pair<std::string, std::string>> inputs;
+  std::string junk;
+  for (int i = 0; i < 4096; ++i) junk += static_cast<char>((i * 7919 + 13) % 256);
+  inputs.emplace_back("junk.mbs", junk);
+  inputs.emplace_back("empty.mbs", "");
+  inputs.emplace_back("spaces.mbs", "   \n\t\n // only a comment\n");
+  inputs.emplace_back("long_line.mbs", "model M Real x(start = 1); equation der(x) = " +
+                                           std::string(1 << 20, 'x') + "; end M;");
+  inputs.emplace_back("long_sum.mbs", [] {
+    std::string s = "model M Real x(start = 1); equation der(x) = x";
+    while (s.size() < (1u << 20)) s += "+x";
+    return s + "; end M;";
+  }());
+  inputs.emplace_back("deep_parens.mbs",
+                      "model M Real x; equation x = " + std::string(100000, '(') + "1" +
+                          std::string(100000, ')') + "; end M;");
+  inputs.emplace_back("deep_braces.mbs",
+                      "model M Real x; equation x = " + std::string(100000, '{') + "1" +
+                          std::string(100000, '}') + "; end M;");
+  inputs.emplace_back("deep_unary.mbs",
+                      "model M Real x; equation x = " + std::string(100000, '-') + "1; end M;");
+  inputs.emplace_back("deep_if.mbs", [] {
+    std::string s = "model M Real x; equation x = ";
+    for (int i = 0; i < 50000; ++i) s += "if true then ";
+    s += "1";
+    for (int i = 0; i < 50000; ++i) s += " else 0";
+    return s + "; end M;";
+  }());
+  inputs.emplace_back("deep_mod.mbs", [] {
+    std::string s = "model M A a";
+    for (int i = 0; i < 50000; ++i) s += "(b";
+    for (int i = 0; i < 50000; ++i) s += ")";
+    return s + "; end M;";
+  }());
+  inputs.emplace_back("deep_classes.mbs", [] {
+    std::string s;
+    for (int i = 0; i < 20000; ++i) s += "package P" + std::to_string(i) + " ";
+    for (int i = 20000; i-- > 0;) s += "end P" + std::to_string(i) + "; ";
+    return s;
+  }());
+  inputs.emplace_back("nul.mbs", std::string("model M\0 end M;", 15));
+  inputs.emplace_back("self_extends.mbs", "model M extends M; end M;");
+  inputs.emplace_back("self_component.mbs", "model M M m; end M;");
+  for (const auto& [name, text] : inputs) {
+    SCOPED_TRACE(name);
+    std::string path = dir + name;
+    std::ofstream(path, std::ios::binary) << text;
+    CliRun r = mbsc("'" + path + "'");
+    EXPECT_EQ(r.code, 1) << r.err.substr(0, 2000);
+    EXPECT_NE(r.err.find("error:"), std::string::npos) << r.err.substr(0, 2000);
+    EXPECT_LT(r.err.size(), 200000u);
+  }
+}
+
+}  // namespace
