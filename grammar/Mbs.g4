@@ -9,26 +9,30 @@
 //    `partial` / `encapsulated`, both ignored). No `class`, `operator`, `expandable`, enumerations,
 //    `der` short classes, `extends` class specifiers, `redeclare`/`replaceable`/`inner`/`outer`,
 //    conditional components, algorithm sections, `initial equation`, `when`, `external`.
-//    Their keywords are still reserved, so a model written for Modelica fails with a clear
-//    "unexpected 'when'" instead of a confusing message.
+//    Their keywords (UNSUPPORTED_KEYWORD) are still reserved, so a model written for Modelica
+//    fails with "the Modelica keyword 'when' is not supported" instead of a confusing message.
+//    `initial()` and friends are therefore unavailable; `der` is an ordinary function name.
+//  - Short classes take no array dimensions (`type V = Real[3];` is rejected) and no prefixes.
 //  - Type prefixes (`parameter`, `input`, `flow`, ...) may come in any order; duplicates and
 //    conflicts are reported by the parser instead of by the grammar.
 //  - Elements may only follow an equation section after `public` or `protected` (as in Modelica);
 //    the class annotation `annotation(...);` is accepted at the end of a class only.
 //  - Equations: `a = b`, `connect(a, b)`, `for ... loop ... end for`, `if ... end if`. No function
-//    call equations (`assert(...)`), no `when`.
+//    call equations (`assert(...)`), no `when`. Every for index needs `in range`.
 //  - Operator expressions are one flat rule (operatorExpression); precedence and Modelica's
 //    restrictions are applied by Parser.cpp, exactly as in Modelica: `-a^2` is `-(a^2)`, `-a*b` is
-//    `-(a*b)`; `2*-a`, `--a`, `not not a`, `a < b < c` and `a^b^c` are errors (the latter two
-//    non-associative in Modelica), reported with a hint instead of a bare "unexpected '^'".
+//    `-(a*b)`; `2*-a`, `--a`, `not not a`, `a < b < c` and `a^b^c` are errors (the latter two are
+//    non-associative in Modelica; we chose the error over right-associativity), each reported with
+//    a hint ("write (a^b)^c or a^(b^c)") instead of a bare "unexpected '^'".
 //  - `end` as an expression (`a[end - 1]`) is the token SUBSCRIPT_END, not END: Parser.cpp's token
 //    pre-scan retypes an `end` that stands inside `[...]` and is not followed by a name, `for`,
 //    `if` or `;`. Modelica makes `end` a primary everywhere, which lets every `end for;` /
 //    `end M;` look like the start of an equation and ruins ANTLR's error recovery.
-//  - Named function arguments, array comprehensions / reductions (`{i for i in 1:n}`), empty
-//    arrays `{}` and `initial()`-style calls are parsed (annotations use them) but the parser
-//    rejects named arguments and comprehensions outside annotations as unsupported.
-//  - No quoted identifiers ('x y'), no leading-dot global names (.Modelica.Blocks), no `:=`.
+//  - Named function arguments and array comprehensions / reductions (`{i for i in 1:n}`,
+//    `sum(x for ...)`) are parsed, because annotations use them, but rejected outside annotations
+//    as unsupported. The empty array `{}` is accepted (Modelica wants at least one element).
+//  - No quoted identifiers ('x y'), no leading-dot global names (.Modelica.Blocks), no `:=`, no
+//    output-expression lists `(a, b) = f(x)`.
 //  - Annotations are parsed with the modification syntax and thrown away.
 //  - Any character the lexer does not know becomes an ERROR_CHAR token, unterminated strings and
 //    comments become their own tokens, so the lexer never fails; Parser.cpp reports them.

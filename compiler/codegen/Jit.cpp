@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <mutex>
 #include <unordered_map>
 
@@ -34,16 +35,17 @@ namespace {
 // level (greedy register allocation and the two-address pass over one basic block; the SLP
 // vectoriser in the IR pipeline), while O0 grows linearly. Measured with
 //   MBS_BIG_KERNEL_STAGES=650|1300|2600 build/h-sym/tests/test_codegen --gtest_filter=*BigKernel*
-// on the 2-core build VM shared with other jobs (so +-30%):
-//   nodes   O2 compile   O2 run     O0 compile   O0 run     (kernel dominated by libm calls)
-//   4.7k    0.43 s       16 us      0.20 s       24 us
-//   9.4k    1.2 s        32 us      0.29 s       37 us
-//   19k     4.2 s        70 us      0.82 s       86 us
-// Arithmetic-only kernels run about 3x slower at O0, so the default limit is set where O2 takes
-// a few seconds, not lower. Tried and rejected: the O1 IR pipeline in front of the fast code
-// generator (0.3 s more at 15k nodes, no measurable gain), and splitting a huge kernel into
-// several functions that pass values through a stack array (slower still: the machine scheduler
-// is quadratic in the resulting loads and stores).
+// on the 2-core build VM shared with other jobs (so +-50%):
+//   kernel   nodes   O2 compile   O2 run     O0 compile   O0 run
+//   libm     4.7k    0.40 s       15 us      0.09 s       17 us
+//   libm     9.4k    1.2-1.5 s    31 us      0.29-0.36 s  37-66 us
+//   libm     19k     4.1 s        68 us      0.71 s       88 us
+//   arith    6.4k    0.85 s       2.2 us     0.19 s       9.6 us
+// Arithmetic kernels run 4x slower at O0 (calls to libm hide the difference in the others), so
+// the default limit is where O2 takes a few seconds, not lower. Tried and rejected: the O1 IR
+// pipeline in front of the fast code generator (0.3 s more at 15k nodes, no measurable gain),
+// and splitting a huge kernel into several functions that pass values through a stack array
+// (slower still: the machine scheduler is quadratic in the resulting loads and stores).
 
 bool debug_enabled() {
   static const bool on = [] {
@@ -145,8 +147,6 @@ std::string print(const llvm::Module& m) {
   return s;
 }
 
-}  // namespace
-
 // Lowers, verifies, optimises (IR pipeline at ir_level) and compiles (code generator at
 // cg_level) kernels into one object file. Returns an error message, or "" on success.
 std::string compile_to_object(const sym::Context& cx, std::span<const KernelSpec> kernels,
@@ -192,6 +192,8 @@ std::string compile_to_object(const sym::Context& cx, std::span<const KernelSpec
   object = std::move(*compiled);
   return {};
 }
+
+}  // namespace
 
 struct JitModule::Impl {
   // The JIT owns the linked code. No LLVMContext is kept: kernels are compiled to an object file
@@ -240,7 +242,12 @@ std::unique_ptr<JitModule> JitModule::compile(const sym::Context& cx,
     int ir_level = group == 0 ? options.opt_level : 0;
     int cg_level = group == 0 ? options.opt_level : 0;
     std::unique_ptr<llvm::MemoryBuffer> object;
-    std::string e = compile_to_object(cx, ks, ir_level, cg_level, host, timer, ir_text, object);
+    std::string e;
+    try {
+      e = compile_to_object(cx, ks, ir_level, cg_level, host, timer, ir_text, object);
+    } catch (const std::exception& ex) {  // an internal error of the lowering: report, don't die
+      e = ex.what();
+    }
     if (!e.empty()) return fail(e);
     objects.push_back(std::move(object));
   }

@@ -1,16 +1,18 @@
 // Kernel -> LLVM IR. Each kernel becomes one straight-line function:
 //
 //   define i32 @name(ptr nocapture readonly %v, ptr nocapture writeonly %out)
-//     ; every DAG node reachable from the outputs, once, in topological order
+//     ; every inner DAG node reachable from the outputs, once, in topological order; each
+//     ; symbol loaded from v once, where first used; constants as immediates
 //     ; store of every output
 //     ; status: 0, or 1 + index of the first output that is NaN or +-inf
 //
 // The IR implements exactly the semantics of the interpreter (sym::evaluate): sums and products
 // combine their operands left to right in stored order, no fast-math flags are set (so LLVM
-// cannot reassociate or contract), comparisons are ordered except <> (NaN <> x is true), and
-// truth tests are `!= 0` (NaN is true). The only deliberate deviations are x^n for integer
-// |n| <= 4, computed by multiplication (within a few ulp of pow), and x^0.5 computed as sqrt(x)
-// (differs from pow only at -0 and -inf).
+// cannot reassociate or contract into fma: results are reproducible against the interpreter),
+// comparisons are ordered except <> (NaN <> x is true), and truth tests are `!= 0` (NaN is
+// true). The deliberate deviations: x^n for integer |n| <= 4 is computed by multiplication
+// (within a few ulp of pow, and different from pow for results at the edge of overflow or
+// underflow), and x^0.5 as sqrt(x) (differs from pow at -0 and -inf). Other powers call pow.
 #include "compiler/codegen/LowerToLlvm.h"
 
 #include <llvm/IR/Constants.h>
@@ -20,7 +22,6 @@
 #include <llvm/IR/Module.h>
 
 #include <cmath>
-#include <limits>
 #include <set>
 #include <string>
 #include <vector>
@@ -127,10 +128,7 @@ class KernelLowering {
     for (Expr n : order) {
       if (n->nargs > 0) inner.push_back(n);
     }
-    llvm::Function* fn = new_function(k.name, b_.getInt32Ty(), 2, llvm::Function::ExternalLinkage);
-    fn->addParamAttr(0, llvm::Attribute::ReadOnly);
-    fn->addParamAttr(1, llvm::Attribute::WriteOnly);
-    begin_body(fn);
+    begin_body(declare_kernel(k.name));
     for (Expr n : inner) emit(n);
     std::vector<llvm::Value*> results;
     for (Expr o : k.outputs) results.push_back(value(o));
@@ -149,20 +147,21 @@ class KernelLowering {
   }
 
  private:
-  llvm::Function* new_function(const std::string& name, llvm::Type* result, unsigned params,
-                               llvm::Function::LinkageTypes linkage) {
+  // i32 name(ptr nocapture readonly v, ptr nocapture writeonly out), external.
+  llvm::Function* declare_kernel(const std::string& name) {
     auto* ptr = llvm::PointerType::getUnqual(m_.getContext());
-    std::vector<llvm::Type*> types(params, ptr);
-    auto* fn =
-        llvm::Function::Create(llvm::FunctionType::get(result, types, false), linkage, name, m_);
+    auto* type = llvm::FunctionType::get(b_.getInt32Ty(), {ptr, ptr}, false);
+    auto* fn = llvm::Function::Create(type, llvm::Function::ExternalLinkage, name, m_);
     fn->addFnAttr(llvm::Attribute::NoUnwind);
     fn->addFnAttr(llvm::Attribute::WillReturn);
     fn->addFnAttr(llvm::Attribute::NoFree);
     fn->addFnAttr(llvm::Attribute::NoSync);
-    for (unsigned i = 0; i < params; ++i) {
+    for (unsigned i = 0; i < 2; ++i) {
       fn->addParamAttr(i, llvm::Attribute::NoCapture);
       fn->addParamAttr(i, llvm::Attribute::NoUndef);
     }
+    fn->addParamAttr(0, llvm::Attribute::ReadOnly);
+    fn->addParamAttr(1, llvm::Attribute::WriteOnly);
     return fn;
   }
 

@@ -207,7 +207,8 @@ struct Builder {
       Expr value = cx.sub(cx.symbol(best), cx.div(eq.r, c));
       const FlatVar& fv = flat.vars[unknown_var.at(best)];
       if (fv.fixed && fv.start)
-        diags.report(DiagKind::eliminated_start, fv.span, {fv.name, "an explicit function of other variables"});
+        diags.report(DiagKind::eliminated_start, fv.span,
+                     {fv.name, "an explicit function of other variables"});
       eliminate(best, value, "explicit", eq.span);
       return true;
     }
@@ -253,13 +254,14 @@ struct Builder {
     int shown = 0;
     for (size_t i = 0; i < live.size() && shown < 8; ++i)
       if (match[i] < 0) {
-        diags.note(eqs[live[i]].span, "this equation has no unknown of its own: '" + eqs[live[i]].text + "'");
+        diags.note(eqs[live[i]].span,
+                   "this equation has no unknown of its own: '" + eqs[live[i]].text + "'");
         ++shown;
       }
     for (size_t j = 0; j < unknowns.size() && shown < 16; ++j)
       if (!col_matched[j]) {
-        diags.note(var_span(unknowns[j]),
-                   "no equation is left to determine '" + flat.vars[unknown_var.at(unknowns[j])].name + "'");
+        diags.note(var_span(unknowns[j]), "no equation is left to determine '" +
+                                              flat.vars[unknown_var.at(unknowns[j])].name + "'");
         ++shown;
       }
     if (live.size() < unknowns.size())
@@ -267,7 +269,8 @@ struct Builder {
     else if (live.size() > unknowns.size())
       diags.help("remove the redundant equations listed above, or check for a missing unknown");
     else
-      diags.help("the equations listed above determine the same unknowns twice while others have none");
+      diags.help(
+          "the equations listed above determine the same unknowns twice while others have none");
     return false;
   }
 
@@ -325,8 +328,9 @@ std::optional<SymbolicDae> Builder::run() {
       diags.report(DiagKind::structurally_singular, eq.span,
                    {"this equation is redundant (it reduces to 0 = 0 after eliminating aliases)"});
     } else {
-      diags.report(DiagKind::structurally_singular, eq.span,
-                   {fmt::format("this equation is contradictory (it reduces to 0 = {})", eq.r->value)});
+      diags.report(
+          DiagKind::structurally_singular, eq.span,
+          {fmt::format("this equation is contradictory (it reduces to 0 = {})", eq.r->value)});
     }
     bad = true;
   }
@@ -409,7 +413,9 @@ std::optional<SymbolicDae> Builder::run() {
   for (uint32_t s : unknowns) {
     DaeUnknown u;
     u.name = var_name(s);
-    if (unknown_var.count(s)) u.name = s == flat.vars[unknown_var.at(s)].symbol ? flat.vars[unknown_var.at(s)].name : cx.symbol_name(s);
+    if (unknown_var.count(s))
+      u.name = s == flat.vars[unknown_var.at(s)].symbol ? flat.vars[unknown_var.at(s)].name
+                                                        : cx.symbol_name(s);
     u.symbol = s;
     u.span = var_span(s);
     int o = order[s];
@@ -520,8 +526,8 @@ std::optional<SymbolicDae> Builder::run() {
 
 }  // namespace
 
-std::optional<SymbolicDae> build_dae(const FlatModel& flat, sym::Context& cx,
-                                     DerivativeTable& ders, DiagnosticEngine& diags) {
+std::optional<SymbolicDae> build_dae(const FlatModel& flat, sym::Context& cx, DerivativeTable& ders,
+                                     DiagnosticEngine& diags) {
   Builder b{flat, cx, ders, diags, {}, {}, {}, {}, {}, {}};
   return b.run();
 }
@@ -530,13 +536,15 @@ void print_dae(std::ostream& os, const sym::Context& cx, const SymbolicDae& dae)
   os << "dae " << dae.name << ": " << dae.q.size() << " ODE2, " << dae.y.size() << " ODE1, "
      << dae.z.size() << " algebraic; " << dae.equations.size() << " equations, "
      << dae.eliminated.size() << " eliminated\n";
-  auto loc = [](Span s) { return s.valid() ? fmt::format("  @{}:{}", s.line, s.col) : std::string(); };
+  auto loc = [](Span s) {
+    return s.valid() ? fmt::format("  @{}:{}", s.line, s.col) : std::string();
+  };
   for (const auto& u : dae.q) os << "  ODE2       " << u.name << loc(u.span) << "\n";
   for (const auto& u : dae.y) os << "  ODE1       " << u.name << loc(u.span) << "\n";
   for (const auto& u : dae.z) os << "  algebraic  " << u.name << loc(u.span) << "\n";
   for (const auto& e : dae.eliminated)
-    os << "  eliminated " << e.name << " = " << sym::to_string(cx, e.value) << "  (" << e.how
-       << ")" << loc(e.span) << "\n";
+    os << "  eliminated " << e.name << " = " << sym::to_string(cx, e.value) << "  (" << e.how << ")"
+       << loc(e.span) << "\n";
   static const char* levels[] = {"dynamic", "velocity", "position", "algebraic"};
   os << "equations\n";
   for (const auto& e : dae.equations) {

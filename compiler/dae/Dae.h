@@ -22,9 +22,9 @@ enum class UnknownKind : uint8_t { ODE2, ODE1, Algebraic };
 struct DaeUnknown {
   std::string name;
   UnknownKind kind = UnknownKind::Algebraic;
-  uint32_t symbol = 0;  // the variable itself
-  uint32_t d1 = 0;      // der(x)        (ODE2, ODE1)
-  uint32_t d2 = 0;      // der(der(x))   (ODE2)
+  uint32_t symbol = 0;            // the variable itself
+  uint32_t d1 = 0;                // der(x)        (ODE2, ODE1)
+  uint32_t d2 = 0;                // der(der(x))   (ODE2)
   sym::Expr start = nullptr;      // initial value (or null: 0)
   sym::Expr start_der = nullptr;  // ODE2: initial velocity (or null: 0)
   Span span;
@@ -56,15 +56,15 @@ struct SymbolicDae {
   std::vector<DaeUnknown> q, y, z;
   std::vector<DaeEquation> equations;  // n_q + n_y + n_z
   std::vector<Elimination> eliminated;
-  std::vector<DaeOutput> outputs;      // every model variable, declaration order
-  std::vector<uint32_t> parameters;    // parameter symbols (values: FlatModel bindings)
+  std::vector<DaeOutput> outputs;    // every model variable, declaration order
+  std::vector<uint32_t> parameters;  // parameter symbols (values: FlatModel bindings)
 };
 
 // Builds the DAE: alias and explicit-auxiliary elimination, order reduction of derivatives above
 // two, classification, linearity check, matching, equation levels and the index-reduced initial
 // system. Returns nullopt when errors were reported.
-std::optional<SymbolicDae> build_dae(const FlatModel& flat, sym::Context& cx,
-                                     DerivativeTable& ders, DiagnosticEngine& diags);
+std::optional<SymbolicDae> build_dae(const FlatModel& flat, sym::Context& cx, DerivativeTable& ders,
+                                     DiagnosticEngine& diags);
 
 void print_dae(std::ostream& os, const sym::Context& cx, const SymbolicDae& dae);
 

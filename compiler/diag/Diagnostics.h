@@ -111,9 +111,9 @@ class DiagnosticEngine {
   size_t errors_ = 0;
   size_t error_limit_ = 20;
   size_t dropped_ = 0;
-  bool last_dropped_ = false;         // note()/help() then attach to nothing
-  Diagnostic scratch_{};              // what report() returns for a dropped diagnostic
-  std::vector<bool> seen_;            // indexed by DiagKind, for kinds_seen()
+  bool last_dropped_ = false;  // note()/help() then attach to nothing
+  Diagnostic scratch_{};       // what report() returns for a dropped diagnostic
+  std::vector<bool> seen_;     // indexed by DiagKind, for kinds_seen()
 };
 
 // Renders one diagnostic (used by the engine and by the runtime for solver messages).

@@ -7,9 +7,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <ostream>
 #include <sstream>
-#include <functional>
 #include <unordered_map>
 
 #include "compiler/codegen/Jit.h"
@@ -29,7 +29,8 @@ std::vector<std::string> library_path(const std::vector<std::string>& include_di
     size_t start = 0;
     while (start <= s.size()) {
       size_t colon = s.find(':', start);
-      std::string d = s.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+      std::string d =
+          s.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
       if (!d.empty()) path.push_back(d);
       if (colon == std::string::npos) break;
       start = colon + 1;
@@ -214,7 +215,8 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
   for (size_t i = 0; i < kernels.initial_values.outputs.size(); ++i) {
     for (uint32_t s : sym::free_symbols(kernels.initial_values.outputs[i])) {
       if (param_value.count(s)) continue;
-      diags.report(DiagKind::not_structural, Span{}, {"a start value (it depends on '" + cx.symbol_name(s) + "')"});
+      diags.report(DiagKind::not_structural, Span{},
+                   {"a start value (it depends on '" + cx.symbol_name(s) + "')"});
       return finish(false);
     }
   }
@@ -224,8 +226,8 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
   auto specs = kernels.all();
   codegen::JitOptions jopts;
   jopts.opt_level = options.opt_level;
-  state->jit = codegen::JitModule::compile(cx, specs, jopts, &error,
-                                           options.emit == "ir" ? &ir : nullptr);
+  state->jit =
+      codegen::JitModule::compile(cx, specs, jopts, &error, options.emit == "ir" ? &ir : nullptr);
   mark("codegen");
   if (!state->jit) {
     diags.report(DiagKind::jit_failed, Span{}, {error});
@@ -303,7 +305,8 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
       auto level = m->eq_level[i];
       if (level != rt::EquationLevel::Position && level != rt::EquationLevel::Velocity) continue;
       if (std::isfinite(r[i]) && std::fabs(r[i]) <= 1e-9) continue;
-      diags.report(DiagKind::inconsistent_start, dae->equations[i].span, {fmt::format("{:.6g}", r[i])});
+      diags.report(DiagKind::inconsistent_start, dae->equations[i].span,
+                   {fmt::format("{:.6g}", r[i])});
       diags.help("choose start values that satisfy the constraint; mbs does not move them");
     }
     if (diags.has_errors()) return finish(false);

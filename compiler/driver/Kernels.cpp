@@ -18,7 +18,7 @@ struct Column {
 MatrixKernel jacobian(sym::Context& cx, const char* name, const std::vector<Expr>& f,
                       const std::vector<Column>& cols) {
   std::unordered_map<uint32_t, sym::Differentiator> diffs;
-  std::map<std::pair<int32_t, int32_t>, Expr> entries;  // (col, row) -> value
+  std::map<std::pair<int32_t, int32_t>, Expr> entries;        // (col, row) -> value
   std::unordered_map<uint32_t, std::vector<size_t>> rows_of;  // symbol -> rows containing it
   for (size_t i = 0; i < f.size(); ++i)
     for (uint32_t s : sym::free_symbols(f[i])) rows_of[s].push_back(i);
@@ -56,8 +56,8 @@ MatrixKernel jacobian(sym::Context& cx, const char* name, const std::vector<Expr
 }  // namespace
 
 std::vector<codegen::KernelSpec> ModelKernels::all() const {
-  return {residual,           newton_matrix.spec, mass_matrix.spec, init_residual,
-          init_matrix.spec,   outputs,            initial_values};
+  return {residual, newton_matrix.spec, mass_matrix.spec, init_residual, init_matrix.spec,
+          outputs,  initial_values};
 }
 
 ModelKernels build_kernels(const SymbolicDae& dae, sym::Context& cx) {
@@ -118,8 +118,8 @@ void print_kernels(std::ostream& os, const sym::Context& cx, const ModelKernels&
     os << "kernel " << m.spec.name << " (" << m.pattern.rows << "x" << m.pattern.cols << ", "
        << m.pattern.nnz() << " non-zeros)\n";
     for (size_t i = 0; i < m.spec.outputs.size(); ++i)
-      os << "  (" << m.pattern.row[i] << "," << m.pattern.col[i]
-         << ") " << sym::to_string(cx, m.spec.outputs[i]) << "\n";
+      os << "  (" << m.pattern.row[i] << "," << m.pattern.col[i] << ") "
+         << sym::to_string(cx, m.spec.outputs[i]) << "\n";
   };
   list(k.residual);
   matrix(k.newton_matrix);

@@ -40,12 +40,14 @@ void print_flat_model(std::ostream& os, const sym::Context& cx, const FlatModel&
      << " equations\n";
   static const char* types[] = {"Real", "Integer", "Boolean"};
   for (const auto& v : m.vars) {
-    os << "  " << (v.role == VarRole::Parameter  ? "parameter "
-                   : v.role == VarRole::Constant ? "constant "
-                                                 : "")
+    os << "  "
+       << (v.role == VarRole::Parameter  ? "parameter "
+           : v.role == VarRole::Constant ? "constant "
+                                         : "")
        << (v.flow ? "flow " : "") << types[static_cast<int>(v.type)] << " " << v.name;
     if (v.binding) os << " = " << sym::to_string(cx, v.binding);
-    if (v.start) os << " (start = " << sym::to_string(cx, v.start) << (v.fixed ? ", fixed" : "") << ")";
+    if (v.start)
+      os << " (start = " << sym::to_string(cx, v.start) << (v.fixed ? ", fixed" : "") << ")";
     if (!v.unit.empty()) os << " [" << v.unit << "]";
     if (v.span.valid()) os << "  @" << v.span.line << ":" << v.span.col;
     os << "\n";

@@ -37,7 +37,7 @@ struct FlatVar {
 struct FlatEquation {
   sym::Expr residual;  // lhs - rhs
   Span span;
-  std::string text;  // the equation as written (for messages), e.g. "x^2 + y^2 = L^2"
+  std::string text;    // the equation as written (for messages), e.g. "x^2 + y^2 = L^2"
   std::string origin;  // instance path the equation came from ("" for the top model)
 };
 

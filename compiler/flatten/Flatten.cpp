@@ -10,7 +10,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <unordered_map>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -19,6 +18,7 @@
 #include <numeric>
 #include <set>
 #include <sstream>
+#include <unordered_map>
 
 #include "compiler/syntax/Parser.h"
 
@@ -158,8 +158,8 @@ struct Instance {
   std::string type_name;
   const ClassEntry* cls = nullptr;  // Composite
   ScalarType scalar_type = ScalarType::Real;
-  int var = -1;  // Scalar: index into FlatModel::vars
-  std::vector<int> dims;  // Array
+  int var = -1;                                  // Scalar: index into FlatModel::vars
+  std::vector<int> dims;                         // Array
   std::vector<std::unique_ptr<Instance>> elems;  // Array elements / Composite members (owned)
   std::vector<std::pair<std::string, Instance*>> members;  // Composite
   Instance* parent = nullptr;
@@ -202,7 +202,11 @@ class Flattener {
  public:
   Flattener(ClassLoader& loader, const SourceManager& sources, sym::Context& cx,
             DerivativeTable& ders, const FlattenOptions& options, DiagnosticEngine& diags)
-      : loader_(loader), sources_(sources), cx_(cx), ders_(ders), options_(options),
+      : loader_(loader),
+        sources_(sources),
+        cx_(cx),
+        ders_(ders),
+        options_(options),
         diags_(diags) {}
 
   std::optional<FlatModel> run(const ast::ClassDef& model);
@@ -220,8 +224,7 @@ class Flattener {
                         std::vector<std::pair<const ast::Component*, const ClassEntry*>>& comps,
                         ModEntry& effective, int depth);
   std::unique_ptr<Instance> make_component(Instance& parent, const ast::Component& c,
-                                           const ClassEntry* owner, const ModEntry& mod,
-                                           int depth);
+                                           const ClassEntry* owner, const ModEntry& mod, int depth);
   std::unique_ptr<Instance> make_typed(Instance* parent, const std::string& path,
                                        const ast::Component& c, const ClassEntry* type,
                                        const std::string& builtin, const ModEntry& mod,
@@ -246,8 +249,8 @@ class Flattener {
   Expr resolved_binding(size_t var, Span use);
   std::string suggestion(const std::string& name, const std::vector<std::string>& candidates);
   void help_did_you_mean(const std::string& name, const std::vector<std::string>& candidates);
-  Value apply_subscripts(const Value& v, const std::vector<ast::ExprPtr>& subs, Scope s,
-                         Span span, const std::string& name);
+  Value apply_subscripts(const Value& v, const std::vector<ast::ExprPtr>& subs, Scope s, Span span,
+                         const std::string& name);
 
   // ---- equations
   void elaborate(Instance& inst);
@@ -319,8 +322,8 @@ size_t edit_distance(const std::string& a, const std::string& b) {
   for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
   for (size_t i = 1; i <= a.size(); ++i)
     for (size_t j = 1; j <= b.size(); ++j) {
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1,
-                          d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      d[i][j] = std::min(
+          {d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
       if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
         d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
     }
@@ -336,11 +339,12 @@ std::vector<std::string> member_names(const Instance* inst) {
 
 const std::vector<std::string>& function_names() {
   static const std::vector<std::string> names = {
-      "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "exp",
-      "log", "log10", "sqrt", "abs", "sign", "min", "max", "der", "size", "ndims", "zeros",
-      "ones", "fill", "identity", "diagonal", "diag", "transpose", "sum", "product", "cross",
-      "skew", "outerProduct", "norm", "scalar", "vector", "linspace", "noEvent", "smooth",
-      "homotopy"};
+      "sin",    "cos",      "tan",     "asin",     "acos",         "atan",  "atan2",
+      "sinh",   "cosh",     "tanh",    "exp",      "log",          "log10", "sqrt",
+      "abs",    "sign",     "min",     "max",      "der",          "size",  "ndims",
+      "zeros",  "ones",     "fill",    "identity", "diagonal",     "diag",  "transpose",
+      "sum",    "product",  "cross",   "skew",     "outerProduct", "norm",  "scalar",
+      "vector", "linspace", "noEvent", "smooth",   "homotopy"};
   return names;
 }
 
@@ -430,8 +434,8 @@ const ClassEntry* Flattener::lookup_class(const std::string& dotted, const Class
   const ClassEntry* cur = nullptr;
   while (start <= dotted.size()) {
     size_t dot = dotted.find('.', start);
-    std::string part = dotted.substr(start, dot == std::string::npos ? std::string::npos
-                                                                     : dot - start);
+    std::string part =
+        dotted.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
     cur = cur ? find_nested(cur, part) : lookup_first(part, from, use);
     if (!cur) return nullptr;
     if (dot == std::string::npos) break;
@@ -487,7 +491,8 @@ std::vector<int> Flattener::eval_dims(const std::vector<ast::ExprPtr>& dims, Sco
   for (const auto& d : dims) {
     Value v = eval(*d, s);
     long n = structural_int(v, d->span, "an array size");
-    if (n < 0 || n > 10'000'000) fail(DiagKind::bad_subscript, d->span, {"invalid array size " + std::to_string(n)});
+    if (n < 0 || n > 10'000'000)
+      fail(DiagKind::bad_subscript, d->span, {"invalid array size " + std::to_string(n)});
     r.push_back(static_cast<int>(n));
   }
   return r;
@@ -583,9 +588,8 @@ std::unique_ptr<Instance> Flattener::make_component(Instance& parent, const ast:
 std::unique_ptr<Instance> Flattener::make_typed(Instance* parent, const std::string& path,
                                                 const ast::Component& c, const ClassEntry* type,
                                                 const std::string& builtin, const ModEntry& mod,
-                                                std::vector<int> dims, size_t dim_pos,
-                                                VarRole role, bool flow, bool connector,
-                                                int depth) {
+                                                std::vector<int> dims, size_t dim_pos, VarRole role,
+                                                bool flow, bool connector, int depth) {
   auto inst = std::make_unique<Instance>();
   inst->path = path;
   inst->type_name = c.type_name;
@@ -607,8 +611,8 @@ std::unique_ptr<Instance> Flattener::make_typed(Instance* parent, const std::str
       } else {
         p += "[" + std::to_string(i) + "]";
       }
-      auto el = make_typed(parent, p, c, type, builtin, pick_element(mod, i - 1), dims,
-                           dim_pos + 1, role, flow, connector, depth);
+      auto el = make_typed(parent, p, c, type, builtin, pick_element(mod, i - 1), dims, dim_pos + 1,
+                           role, flow, connector, depth);
       inst->elems.push_back(std::move(el));
     }
     return inst;
@@ -619,9 +623,9 @@ std::unique_ptr<Instance> Flattener::make_typed(Instance* parent, const std::str
     inst->scalar_type = builtin == "Real"      ? ScalarType::Real
                         : builtin == "Integer" ? ScalarType::Integer
                                                : ScalarType::Boolean;
-    static const std::set<std::string> attrs = {"start", "fixed", "unit", "min", "max",
-                                                "nominal", "displayUnit", "quantity",
-                                                "stateSelect"};
+    static const std::set<std::string> attrs = {"start",       "fixed",    "unit",
+                                                "min",         "max",      "nominal",
+                                                "displayUnit", "quantity", "stateSelect"};
     for (const auto& [k, v] : mod.sub) {
       if (attrs.count(k)) continue;
       diags_.report(DiagKind::unknown_modifier, v.span.valid() ? v.span : c.span, {path, k});
@@ -674,7 +678,8 @@ Expr Flattener::scalar_of(const Value& v, Span span, const char* what) {
 Expr Flattener::binding_of(size_t var, Span use) {
   FlatVar& fv = flat_.vars[var];
   if (binding_state_[var] == 2) return fv.binding;
-  if (binding_state_[var] == 1) fail(DiagKind::parameter_cycle, use.valid() ? use : fv.span, {fv.name});
+  if (binding_state_[var] == 1)
+    fail(DiagKind::parameter_cycle, use.valid() ? use : fv.span, {fv.name});
   binding_state_[var] = 1;
   Instance* inst = scalars_[var];
   Expr b = nullptr;
@@ -747,7 +752,8 @@ Expr Flattener::resolved_binding(size_t var, Span use) {
   std::unordered_map<uint32_t, Expr> repl;
   for (uint32_t s : sym::free_symbols(b)) {
     auto it = flat_.var_of_symbol.find(s);
-    if (it == flat_.var_of_symbol.end() || flat_.vars[it->second].role == VarRole::Variable) continue;
+    if (it == flat_.var_of_symbol.end() || flat_.vars[it->second].role == VarRole::Variable)
+      continue;
     repl[s] = resolved_binding(it->second, use);
   }
   resolved_[var] = sym::substitute(cx_, b, repl);
@@ -760,8 +766,8 @@ Expr Flattener::resolve_parameters(Expr e, Span span, const std::string& what) {
   for (uint32_t s : sym::free_symbols(e)) {
     auto it = flat_.var_of_symbol.find(s);
     if (it == flat_.var_of_symbol.end() || flat_.vars[it->second].role == VarRole::Variable) {
-      std::string n = it == flat_.var_of_symbol.end() ? cx_.symbol_name(s)
-                                                      : flat_.vars[it->second].name;
+      std::string n =
+          it == flat_.var_of_symbol.end() ? cx_.symbol_name(s) : flat_.vars[it->second].name;
       fail(DiagKind::not_structural, span, {what + " (it depends on '" + n + "')"});
     }
     repl[s] = resolved_binding(it->second, span);
@@ -803,7 +809,8 @@ Value Flattener::apply_subscripts(const Value& v, const std::vector<ast::ExprPtr
     if (sv.shape.empty()) {
       long i = structural_int(sv, subs[d]->span, "a subscript");
       if (i < 1 || i > n)
-        fail(DiagKind::index_out_of_range, subs[d]->span, {std::to_string(i), std::to_string(n), name});
+        fail(DiagKind::index_out_of_range, subs[d]->span,
+             {std::to_string(i), std::to_string(n), name});
       idx[d].push_back(static_cast<int>(i - 1));
       keep[d] = false;
     } else {
@@ -811,7 +818,8 @@ Value Flattener::apply_subscripts(const Value& v, const std::vector<ast::ExprPtr
         double di = structural(e, subs[d]->span, "a subscript");
         long i = static_cast<long>(di);
         if (i < 1 || i > n)
-          fail(DiagKind::index_out_of_range, subs[d]->span, {std::to_string(i), std::to_string(n), name});
+          fail(DiagKind::index_out_of_range, subs[d]->span,
+               {std::to_string(i), std::to_string(n), name});
         idx[d].push_back(static_cast<int>(i - 1));
       }
     }
@@ -908,11 +916,11 @@ Value Flattener::eval_ref(const ast::Expr& e, Scope s) {
       if (!m) fail(DiagKind::unknown_member, parts[i].span, {cur->path, parts[i].name});
       cur = m;
       if (!parts[i].subscripts.empty() || i + 1 == parts.size()) {
-        val = apply_subscripts(instance_value(cur, span), parts[i].subscripts, s, span,
-                               cur->path);
+        val = apply_subscripts(instance_value(cur, span), parts[i].subscripts, s, span, cur->path);
         have_val = true;
         if (i + 1 != parts.size())
-          fail(DiagKind::unsupported, parts[i + 1].span, {"member access after a subscript of a package constant"});
+          fail(DiagKind::unsupported, parts[i + 1].span,
+               {"member access after a subscript of a package constant"});
       }
     }
     if (!have_val) val = instance_value(cur, span);
@@ -943,7 +951,10 @@ Value Flattener::eval_ref(const ast::Expr& e, Scope s) {
           all_scalar = false;
           break;
         }
-        Iterators end_it{s.iters, "end", Value::of(cx_.num(cur->dims.size() > ids.size() ? cur->dims[ids.size()] : 0), ScalarType::Integer)};
+        Iterators end_it{
+            s.iters, "end",
+            Value::of(cx_.num(cur->dims.size() > ids.size() ? cur->dims[ids.size()] : 0),
+                      ScalarType::Integer)};
         Value v = eval(*sx, Scope{s.inst, &end_it});
         if (!v.shape.empty()) {
           all_scalar = false;
@@ -957,7 +968,8 @@ Value Flattener::eval_ref(const ast::Expr& e, Scope s) {
         if (cur->kind != Instance::Kind::Array) break;
         long n = static_cast<long>(cur->elems.size());
         if (id < 1 || id > n)
-          fail(DiagKind::index_out_of_range, parts[i].span, {std::to_string(id), std::to_string(n), cur->path});
+          fail(DiagKind::index_out_of_range, parts[i].span,
+               {std::to_string(id), std::to_string(n), cur->path});
         cur = cur->elems[id - 1].get();
       }
       continue;
@@ -972,7 +984,8 @@ Value Flattener::eval_ref(const ast::Expr& e, Scope s) {
 
 Value Flattener::eval_binary(const std::string& op, const Value& a, const Value& b, Span span) {
   auto elementwise = [&](auto f, ScalarType t) -> Value {
-    if (a.is_string || b.is_string) fail(DiagKind::type_error, span, {"strings cannot be used in arithmetic"});
+    if (a.is_string || b.is_string)
+      fail(DiagKind::type_error, span, {"strings cannot be used in arithmetic"});
     Value r;
     r.type = t;
     if (a.shape == b.shape) {
@@ -999,27 +1012,32 @@ Value Flattener::eval_binary(const std::string& op, const Value& a, const Value&
     if (op == "+" && a.shape != b.shape && !(a.shape.empty() && b.shape.empty()))
       fail(DiagKind::shape_mismatch, span,
            {fmt::format("operands of '+' have different shapes {} and {} (use '.+' to add a "
-                        "scalar to every element)", shape_str(a.shape), shape_str(b.shape))});
+                        "scalar to every element)",
+                        shape_str(a.shape), shape_str(b.shape))});
     return elementwise([&](Expr x, Expr y) { return cx.add(x, y); }, num_t);
   }
   if (op == "-" || op == ".-") {
     if (op == "-" && a.shape != b.shape && !(a.shape.empty() && b.shape.empty()))
       fail(DiagKind::shape_mismatch, span,
            {fmt::format("operands of '-' have different shapes {} and {} (use '.-' to subtract a "
-                        "scalar from every element)", shape_str(a.shape), shape_str(b.shape))});
+                        "scalar from every element)",
+                        shape_str(a.shape), shape_str(b.shape))});
     return elementwise([&](Expr x, Expr y) { return cx.sub(x, y); }, num_t);
   }
   if (op == ".*") return elementwise([&](Expr x, Expr y) { return cx.mul(x, y); }, num_t);
-  if (op == "./") return elementwise([&](Expr x, Expr y) { return cx.div(x, y); }, ScalarType::Real);
+  if (op == "./")
+    return elementwise([&](Expr x, Expr y) { return cx.div(x, y); }, ScalarType::Real);
   if (op == ".^") return elementwise([&](Expr x, Expr y) { return cx.pow(x, y); }, num_t);
   if (op == "/") {
     if (!b.shape.empty())
-      fail(DiagKind::shape_mismatch, span, {"the divisor of '/' must be a scalar (use './' for element-wise division)"});
+      fail(DiagKind::shape_mismatch, span,
+           {"the divisor of '/' must be a scalar (use './' for element-wise division)"});
     return elementwise([&](Expr x, Expr y) { return cx.div(x, y); }, ScalarType::Real);
   }
   if (op == "^") {
     if (!a.shape.empty() || !b.shape.empty())
-      fail(DiagKind::shape_mismatch, span, {"'^' needs scalar operands (use '.^' for element-wise powers)"});
+      fail(DiagKind::shape_mismatch, span,
+           {"'^' needs scalar operands (use '.^' for element-wise powers)"});
     return elementwise([&](Expr x, Expr y) { return cx.pow(x, y); }, num_t);
   }
   if (op == "*") {
@@ -1034,14 +1052,17 @@ Value Flattener::eval_binary(const std::string& op, const Value& a, const Value&
     r.type = num_t;
     if (a.shape.size() == 1 && b.shape.size() == 1) {
       if (a.shape[0] != b.shape[0])
-        fail(DiagKind::shape_mismatch, span, {fmt::format("vectors of sizes {} and {} cannot be multiplied", a.shape[0], b.shape[0])});
+        fail(DiagKind::shape_mismatch, span,
+             {fmt::format("vectors of sizes {} and {} cannot be multiplied", a.shape[0],
+                          b.shape[0])});
       r.elems.push_back(dot(a.elems, b.elems));
       return r;
     }
     if (a.shape.size() == 2 && b.shape.size() == 1) {
       int m = a.shape[0], n = a.shape[1];
       if (n != b.shape[0])
-        fail(DiagKind::shape_mismatch, span, {fmt::format("a {}x{} matrix cannot multiply a vector of size {}", m, n, b.shape[0])});
+        fail(DiagKind::shape_mismatch, span,
+             {fmt::format("a {}x{} matrix cannot multiply a vector of size {}", m, n, b.shape[0])});
       r.shape = {m};
       for (int i = 0; i < m; ++i) {
         std::vector<Expr> row(a.elems.begin() + i * n, a.elems.begin() + (i + 1) * n);
@@ -1052,7 +1073,8 @@ Value Flattener::eval_binary(const std::string& op, const Value& a, const Value&
     if (a.shape.size() == 1 && b.shape.size() == 2) {
       int n = b.shape[0], p = b.shape[1];
       if (n != a.shape[0])
-        fail(DiagKind::shape_mismatch, span, {fmt::format("a vector of size {} cannot multiply a {}x{} matrix", a.shape[0], n, p)});
+        fail(DiagKind::shape_mismatch, span,
+             {fmt::format("a vector of size {} cannot multiply a {}x{} matrix", a.shape[0], n, p)});
       r.shape = {p};
       for (int j = 0; j < p; ++j) {
         std::vector<Expr> col;
@@ -1064,7 +1086,9 @@ Value Flattener::eval_binary(const std::string& op, const Value& a, const Value&
     if (a.shape.size() == 2 && b.shape.size() == 2) {
       int m = a.shape[0], n = a.shape[1], p = b.shape[1];
       if (n != b.shape[0])
-        fail(DiagKind::shape_mismatch, span, {fmt::format("matrices of shapes {}x{} and {}x{} cannot be multiplied", m, n, b.shape[0], p)});
+        fail(DiagKind::shape_mismatch, span,
+             {fmt::format("matrices of shapes {}x{} and {}x{} cannot be multiplied", m, n,
+                          b.shape[0], p)});
       r.shape = {m, p};
       for (int i = 0; i < m; ++i)
         for (int j = 0; j < p; ++j) {
@@ -1075,10 +1099,12 @@ Value Flattener::eval_binary(const std::string& op, const Value& a, const Value&
         }
       return r;
     }
-    fail(DiagKind::shape_mismatch, span, {fmt::format("'*' is not defined for shapes {} and {}", shape_str(a.shape), shape_str(b.shape))});
+    fail(DiagKind::shape_mismatch, span,
+         {fmt::format("'*' is not defined for shapes {} and {}", shape_str(a.shape),
+                      shape_str(b.shape))});
   }
   static const std::map<std::string, sym::Op> rel = {
-      {"<", sym::Op::Lt}, {"<=", sym::Op::Le}, {">", sym::Op::Gt},  {">=", sym::Op::Ge},
+      {"<", sym::Op::Lt},  {"<=", sym::Op::Le}, {">", sym::Op::Gt},    {">=", sym::Op::Ge},
       {"==", sym::Op::Eq}, {"<>", sym::Op::Ne}, {"and", sym::Op::And}, {"or", sym::Op::Or}};
   if (auto it = rel.find(op); it != rel.end()) {
     sym::Op o = it->second;
@@ -1130,7 +1156,8 @@ Value Flattener::eval(const ast::Expr& e, Scope s) {
         }
         Value t = eval(*e.args[i - 1], s);
         if (t.shape != result.shape)
-          fail(DiagKind::shape_mismatch, e.span, {"the branches of an if-expression have different shapes"});
+          fail(DiagKind::shape_mismatch, e.span,
+               {"the branches of an if-expression have different shapes"});
         for (size_t k = 0; k < t.size(); ++k)
           result.elems[k] = cx_.select(ce, t.elems[k], result.elems[k]);
         if (t.type == ScalarType::Real) result.type = ScalarType::Real;
@@ -1147,12 +1174,14 @@ Value Flattener::eval(const ast::Expr& e, Scope s) {
       std::vector<int> inner;
       for (size_t i = 0; i < e.args.size(); ++i) {
         Value v = eval(*e.args[i], s);
-        if (v.is_string) fail(DiagKind::type_error, e.args[i]->span, {"arrays of strings are not supported"});
+        if (v.is_string)
+          fail(DiagKind::type_error, e.args[i]->span, {"arrays of strings are not supported"});
         if (i == 0)
           inner = v.shape;
         else if (v.shape != inner)
           fail(DiagKind::shape_mismatch, e.args[i]->span,
-               {fmt::format("array elements have different shapes {} and {}", shape_str(inner), shape_str(v.shape))});
+               {fmt::format("array elements have different shapes {} and {}", shape_str(inner),
+                            shape_str(v.shape))});
         if (v.type == ScalarType::Real) r.type = ScalarType::Real;
         if (v.type == ScalarType::Boolean && i == 0) r.type = ScalarType::Boolean;
         r.elems.insert(r.elems.end(), v.elems.begin(), v.elems.end());
@@ -1169,22 +1198,29 @@ Value Flattener::eval(const ast::Expr& e, Scope s) {
         bool first = true;
         for (const auto& el : row) {
           Value v = eval(*el, s);
-          if (v.shape.empty()) v.shape = {1, 1};
-          else if (v.shape.size() == 1) v.shape = {v.shape[0], 1};
-          if (v.shape.size() != 2) fail(DiagKind::shape_mismatch, el->span, {"matrix elements must be scalars, vectors or matrices"});
+          if (v.shape.empty())
+            v.shape = {1, 1};
+          else if (v.shape.size() == 1)
+            v.shape = {v.shape[0], 1};
+          if (v.shape.size() != 2)
+            fail(DiagKind::shape_mismatch, el->span,
+                 {"matrix elements must be scalars, vectors or matrices"});
           if (first) {
             acc = v;
             first = false;
             continue;
           }
           if (v.shape[0] != acc.shape[0])
-            fail(DiagKind::shape_mismatch, el->span, {"elements of a matrix row have different numbers of rows"});
+            fail(DiagKind::shape_mismatch, el->span,
+                 {"elements of a matrix row have different numbers of rows"});
           Value c;
-          c.type = (acc.type == ScalarType::Real || v.type == ScalarType::Real) ? ScalarType::Real : acc.type;
+          c.type = (acc.type == ScalarType::Real || v.type == ScalarType::Real) ? ScalarType::Real
+                                                                                : acc.type;
           int m = acc.shape[0], n1 = acc.shape[1], n2 = v.shape[1];
           c.shape = {m, n1 + n2};
           for (int i = 0; i < m; ++i) {
-            c.elems.insert(c.elems.end(), acc.elems.begin() + i * n1, acc.elems.begin() + (i + 1) * n1);
+            c.elems.insert(c.elems.end(), acc.elems.begin() + i * n1,
+                           acc.elems.begin() + (i + 1) * n1);
             c.elems.insert(c.elems.end(), v.elems.begin() + i * n2, v.elems.begin() + (i + 1) * n2);
           }
           acc = std::move(c);
@@ -1194,7 +1230,8 @@ Value Flattener::eval(const ast::Expr& e, Scope s) {
       Value r = rows[0];
       for (size_t i = 1; i < rows.size(); ++i) {
         if (rows[i].shape[1] != r.shape[1])
-          fail(DiagKind::shape_mismatch, e.span, {"rows of a matrix have different numbers of columns"});
+          fail(DiagKind::shape_mismatch, e.span,
+               {"rows of a matrix have different numbers of columns"});
         r.shape[0] += rows[i].shape[0];
         r.elems.insert(r.elems.end(), rows[i].elems.begin(), rows[i].elems.end());
         if (rows[i].type == ScalarType::Real) r.type = ScalarType::Real;
@@ -1202,19 +1239,25 @@ Value Flattener::eval(const ast::Expr& e, Scope s) {
       return r;
     }
     case K::Range: {
-      double a = structural(scalar_of(eval(*e.args[0], s), e.args[0]->span, "a range bound"), e.span, "a range bound");
+      double a = structural(scalar_of(eval(*e.args[0], s), e.args[0]->span, "a range bound"),
+                            e.span, "a range bound");
       double step = 1, b;
       if (e.args.size() == 3) {
-        step = structural(scalar_of(eval(*e.args[1], s), e.args[1]->span, "a range step"), e.span, "a range step");
-        b = structural(scalar_of(eval(*e.args[2], s), e.args[2]->span, "a range bound"), e.span, "a range bound");
+        step = structural(scalar_of(eval(*e.args[1], s), e.args[1]->span, "a range step"), e.span,
+                          "a range step");
+        b = structural(scalar_of(eval(*e.args[2], s), e.args[2]->span, "a range bound"), e.span,
+                       "a range bound");
       } else {
-        b = structural(scalar_of(eval(*e.args[1], s), e.args[1]->span, "a range bound"), e.span, "a range bound");
+        b = structural(scalar_of(eval(*e.args[1], s), e.args[1]->span, "a range bound"), e.span,
+                       "a range bound");
       }
       if (step == 0) fail(DiagKind::bad_subscript, e.span, {"the step of a range is zero"});
       double count = std::floor((b - a) / step + 1e-10) + 1;
-      if (count > 10'000'000) fail(DiagKind::bad_subscript, e.span, {"range has too many elements"});
+      if (count > 10'000'000)
+        fail(DiagKind::bad_subscript, e.span, {"range has too many elements"});
       Value r;
-      r.type = (a == std::floor(a) && step == std::floor(step)) ? ScalarType::Integer : ScalarType::Real;
+      r.type =
+          (a == std::floor(a) && step == std::floor(step)) ? ScalarType::Integer : ScalarType::Real;
       for (long i = 0; i < static_cast<long>(count); ++i) r.elems.push_back(cx_.num(a + i * step));
       r.shape = {static_cast<int>(r.elems.size())};
       return r;
@@ -1224,7 +1267,9 @@ Value Flattener::eval(const ast::Expr& e, Scope s) {
         if (const Value* v = s.iters->find("end")) return *v;
       [[fallthrough]];
     case K::Colon:
-      fail(DiagKind::bad_subscript, e.span, {e.kind == K::Colon ? "':' is only allowed as a subscript" : "'end' is only allowed inside subscripts"});
+      fail(DiagKind::bad_subscript, e.span,
+           {e.kind == K::Colon ? "':' is only allowed as a subscript"
+                               : "'end' is only allowed inside subscripts"});
   }
   fail(DiagKind::unsupported, e.span, {"this expression"});
 }
@@ -1236,9 +1281,10 @@ Value Flattener::eval_call(const ast::Expr& e, Scope s) {
   auto nargs = e.args.size();
   auto need = [&](size_t lo, size_t hi) {
     if (nargs < lo || nargs > hi)
-      fail(DiagKind::bad_call, e.span,
-           {lo == hi ? fmt::format("'{}' takes {} argument(s), {} given", full, lo, nargs)
-                     : fmt::format("'{}' takes {} to {} arguments, {} given", full, lo, hi, nargs)});
+      fail(
+          DiagKind::bad_call, e.span,
+          {lo == hi ? fmt::format("'{}' takes {} argument(s), {} given", full, lo, nargs)
+                    : fmt::format("'{}' takes {} to {} arguments, {} given", full, lo, hi, nargs)});
   };
   auto arg = [&](size_t i) { return eval(*e.args[i], s); };
   auto map1 = [&](Value v, auto f) {
@@ -1248,11 +1294,11 @@ Value Flattener::eval_call(const ast::Expr& e, Scope s) {
     return v;
   };
   static const std::map<std::string, sym::Op> unary = {
-      {"sin", sym::Op::Sin},   {"cos", sym::Op::Cos},     {"tan", sym::Op::Tan},
-      {"asin", sym::Op::Asin}, {"acos", sym::Op::Acos},   {"atan", sym::Op::Atan},
-      {"sinh", sym::Op::Sinh}, {"cosh", sym::Op::Cosh},   {"tanh", sym::Op::Tanh},
-      {"exp", sym::Op::Exp},   {"log", sym::Op::Log},     {"log10", sym::Op::Log10},
-      {"sqrt", sym::Op::Sqrt}, {"abs", sym::Op::Abs},     {"sign", sym::Op::Sign}};
+      {"sin", sym::Op::Sin},   {"cos", sym::Op::Cos},   {"tan", sym::Op::Tan},
+      {"asin", sym::Op::Asin}, {"acos", sym::Op::Acos}, {"atan", sym::Op::Atan},
+      {"sinh", sym::Op::Sinh}, {"cosh", sym::Op::Cosh}, {"tanh", sym::Op::Tanh},
+      {"exp", sym::Op::Exp},   {"log", sym::Op::Log},   {"log10", sym::Op::Log10},
+      {"sqrt", sym::Op::Sqrt}, {"abs", sym::Op::Abs},   {"sign", sym::Op::Sign}};
   if (auto it = unary.find(name); it != unary.end()) {
     need(1, 1);
     sym::Op op = it->second;
@@ -1297,7 +1343,8 @@ Value Flattener::eval_call(const ast::Expr& e, Scope s) {
     if (nargs == 2) {
       long d = structural_int(arg(1), e.args[1]->span, "the dimension of size()");
       if (d < 1 || d > static_cast<long>(v.shape.size()))
-        fail(DiagKind::bad_call, e.span, {fmt::format("size(a, {}): a has {} dimension(s)", d, v.shape.size())});
+        fail(DiagKind::bad_call, e.span,
+             {fmt::format("size(a, {}): a has {} dimension(s)", d, v.shape.size())});
       return Value::of(cx_.num(v.shape[d - 1]), ScalarType::Integer);
     }
     Value r;
@@ -1389,7 +1436,8 @@ Value Flattener::eval_call(const ast::Expr& e, Scope s) {
   if (name == "skew") {
     need(1, 1);
     Value a = arg(0);
-    if (a.shape != std::vector<int>{3}) fail(DiagKind::bad_call, e.span, {"'skew' needs a vector of size 3"});
+    if (a.shape != std::vector<int>{3})
+      fail(DiagKind::bad_call, e.span, {"'skew' needs a vector of size 3"});
     auto& x = a.elems;
     Value r;
     r.shape = {3, 3};
@@ -1400,7 +1448,8 @@ Value Flattener::eval_call(const ast::Expr& e, Scope s) {
   if (name == "outerProduct") {
     need(2, 2);
     Value a = arg(0), b = arg(1);
-    if (a.shape.size() != 1 || b.shape.size() != 1) fail(DiagKind::bad_call, e.span, {"'outerProduct' needs two vectors"});
+    if (a.shape.size() != 1 || b.shape.size() != 1)
+      fail(DiagKind::bad_call, e.span, {"'outerProduct' needs two vectors"});
     Value r;
     r.shape = {a.shape[0], b.shape[0]};
     for (Expr x : a.elems)
@@ -1417,7 +1466,8 @@ Value Flattener::eval_call(const ast::Expr& e, Scope s) {
   if (name == "scalar") {
     need(1, 1);
     Value a = arg(0);
-    if (a.size() != 1) fail(DiagKind::bad_call, e.span, {"'scalar' needs an array with one element"});
+    if (a.size() != 1)
+      fail(DiagKind::bad_call, e.span, {"'scalar' needs an array with one element"});
     a.shape.clear();
     return a;
   }
@@ -1550,10 +1600,12 @@ void Flattener::add_equation(const ast::Equation& eq, Scope s, const std::string
     case ast::EquationKind::Simple: {
       Value l = eval(*eq.lhs, s);
       Value r = eval(*eq.rhs, s);
-      if (l.is_string || r.is_string) fail(DiagKind::type_error, eq.span, {"an equation cannot relate strings"});
+      if (l.is_string || r.is_string)
+        fail(DiagKind::type_error, eq.span, {"an equation cannot relate strings"});
       if (l.shape != r.shape)
         fail(DiagKind::shape_mismatch, eq.span,
-             {fmt::format("the two sides of the equation have shapes {} and {}", shape_str(l.shape), shape_str(r.shape))});
+             {fmt::format("the two sides of the equation have shapes {} and {}", shape_str(l.shape),
+                          shape_str(r.shape))});
       std::string text = source_text(eq.span);
       for (size_t i = 0; i < l.size(); ++i) {
         FlatEquation fe;
@@ -1577,7 +1629,8 @@ void Flattener::add_equation(const ast::Equation& eq, Scope s, const std::string
         const auto& ix = eq.indices[k];
         if (!ix.range) fail(DiagKind::unsupported, ix.span, {"a for loop without a range"});
         Value range = eval(*ix.range, Scope{s.inst, outer});
-        if (range.shape.size() != 1) fail(DiagKind::shape_mismatch, ix.range->span, {"a for-loop range must be a vector"});
+        if (range.shape.size() != 1)
+          fail(DiagKind::shape_mismatch, ix.range->span, {"a for-loop range must be a vector"});
         for (Expr e : range.elems) {
           Iterators it{outer, ix.name, Value::of(e, range.type)};
           loop(k + 1, &it);
@@ -1591,8 +1644,7 @@ void Flattener::add_equation(const ast::Equation& eq, Scope s, const std::string
         if (i < eq.conditions.size()) {
           Value c = eval(*eq.conditions[i], s);
           double v = structural(scalar_of(c, eq.conditions[i]->span, "an if-equation condition"),
-                                eq.conditions[i]->span,
-                                "the condition of an if-equation");
+                                eq.conditions[i]->span, "the condition of an if-equation");
           if (v == 0.0) continue;
         }
         add_equations(eq.branches[i], s, origin);
@@ -1605,14 +1657,17 @@ void Flattener::add_equation(const ast::Equation& eq, Scope s, const std::string
 
 Instance* Flattener::resolve_connector(const ast::Expr& ref, Scope s, bool& outside) {
   if (ref.kind != ast::ExprKind::Ref)
-    fail(DiagKind::bad_connect, ref.span, {"the arguments of connect must be connector references"});
+    fail(DiagKind::bad_connect, ref.span,
+         {"the arguments of connect must be connector references"});
   Instance* cur = s.inst;
   outside = false;
   for (size_t i = 0; i < ref.ref.size(); ++i) {
     const auto& part = ref.ref[i];
     Instance* m = cur->kind == Instance::Kind::Composite ? cur->member(part.name) : nullptr;
-    if (!m) fail(i == 0 ? DiagKind::unknown_name : DiagKind::unknown_member, part.span,
-                 i == 0 ? std::vector<std::string>{part.name} : std::vector<std::string>{cur->path, part.name});
+    if (!m)
+      fail(i == 0 ? DiagKind::unknown_name : DiagKind::unknown_member, part.span,
+           i == 0 ? std::vector<std::string>{part.name}
+                  : std::vector<std::string>{cur->path, part.name});
     cur = m;
     for (const auto& sx : part.subscripts) {
       if (cur->kind != Instance::Kind::Array)
@@ -1621,23 +1676,28 @@ Instance* Flattener::resolve_connector(const ast::Expr& ref, Scope s, bool& outs
       long id = structural_int(v, sx->span, "a subscript");
       long n = static_cast<long>(cur->elems.size());
       if (id < 1 || id > n)
-        fail(DiagKind::index_out_of_range, sx->span, {std::to_string(id), std::to_string(n), cur->path});
+        fail(DiagKind::index_out_of_range, sx->span,
+             {std::to_string(id), std::to_string(n), cur->path});
       cur = cur->elems[id - 1].get();
     }
     if (i == 0 && cur->is_connector) outside = true;
   }
   if (!cur->is_connector)
-    fail(DiagKind::bad_connect, ref.span, {"'" + cur->path + "' is not a connector (its type '" + cur->type_name + "' is not declared with 'connector')"});
+    fail(DiagKind::bad_connect, ref.span,
+         {"'" + cur->path + "' is not a connector (its type '" + cur->type_name +
+          "' is not declared with 'connector')"});
   return cur;
 }
 
 void Flattener::connect_pair(Instance* a, bool a_out, Instance* b, bool b_out,
                              const ast::Equation& eq) {
   if (a->kind != b->kind)
-    fail(DiagKind::bad_connect, eq.span, {"cannot connect '" + a->path + "' and '" + b->path + "': they have different structure"});
+    fail(DiagKind::bad_connect, eq.span,
+         {"cannot connect '" + a->path + "' and '" + b->path + "': they have different structure"});
   if (a->kind == Instance::Kind::Array) {
     if (a->elems.size() != b->elems.size())
-      fail(DiagKind::bad_connect, eq.span, {"cannot connect arrays '" + a->path + "' and '" + b->path + "' of different sizes"});
+      fail(DiagKind::bad_connect, eq.span,
+           {"cannot connect arrays '" + a->path + "' and '" + b->path + "' of different sizes"});
     for (size_t i = 0; i < a->elems.size(); ++i)
       connect_pair(a->elems[i].get(), a_out, b->elems[i].get(), b_out, eq);
     return;
@@ -1645,18 +1705,27 @@ void Flattener::connect_pair(Instance* a, bool a_out, Instance* b, bool b_out,
   if (a->kind == Instance::Kind::Composite) {
     for (const auto& [n, ma] : a->members) {
       Instance* mb = b->member(n);
-      if (!mb) fail(DiagKind::bad_connect, eq.span, {"cannot connect '" + a->path + "' and '" + b->path + "': '" + b->path + "' has no member '" + n + "'"});
+      if (!mb)
+        fail(DiagKind::bad_connect, eq.span,
+             {"cannot connect '" + a->path + "' and '" + b->path + "': '" + b->path +
+              "' has no member '" + n + "'"});
       connect_pair(ma, a_out, mb, b_out, eq);
     }
     for (const auto& [n, mb] : b->members)
-      if (!a->member(n)) fail(DiagKind::bad_connect, eq.span, {"cannot connect '" + a->path + "' and '" + b->path + "': '" + a->path + "' has no member '" + n + "'"});
+      if (!a->member(n))
+        fail(DiagKind::bad_connect, eq.span,
+             {"cannot connect '" + a->path + "' and '" + b->path + "': '" + a->path +
+              "' has no member '" + n + "'"});
     return;
   }
   const FlatVar& va = flat_.vars[a->var];
   const FlatVar& vb = flat_.vars[b->var];
   if (va.flow != vb.flow)
-    fail(DiagKind::bad_connect, eq.span, {"cannot connect flow variable '" + (va.flow ? va.name : vb.name) + "' with potential variable '" + (va.flow ? vb.name : va.name) + "'"});
-  if (va.role != VarRole::Variable || vb.role != VarRole::Variable) return;  // parameters: no equation
+    fail(DiagKind::bad_connect, eq.span,
+         {"cannot connect flow variable '" + (va.flow ? va.name : vb.name) +
+          "' with potential variable '" + (va.flow ? vb.name : va.name) + "'"});
+  if (va.role != VarRole::Variable || vb.role != VarRole::Variable)
+    return;  // parameters: no equation
   int ea = element(a->var, a_out, eq.span);
   int eb = element(b->var, b_out, eq.span);
   int ra = find(ea), rb = find(eb);
@@ -1687,7 +1756,8 @@ void Flattener::generate_connection_equations(Instance& root) {
   std::map<int, std::vector<int>> sets;
   for (int i = 0; i < static_cast<int>(elements_.size()); ++i) sets[find(i)].push_back(i);
   for (auto& [rep, members] : sets) {
-    std::sort(members.begin(), members.end(), [&](int x, int y) { return elements_[x] < elements_[y]; });
+    std::sort(members.begin(), members.end(),
+              [&](int x, int y) { return elements_[x] < elements_[y]; });
     const FlatVar& v0 = flat_.vars[elements_[members[0]].var];
     if (v0.flow) {
       std::vector<Expr> terms;
@@ -1696,12 +1766,14 @@ void Flattener::generate_connection_equations(Instance& root) {
         const Element& el = elements_[m];
         Expr s = cx_.symbol(flat_.vars[el.var].symbol);
         terms.push_back(el.outside ? cx_.neg(s) : s);
-        text += (text.empty() ? (el.outside ? "-" : "") : (el.outside ? " - " : " + ")) + flat_.vars[el.var].name;
+        text += (text.empty() ? (el.outside ? "-" : "") : (el.outside ? " - " : " + ")) +
+                flat_.vars[el.var].name;
       }
       FlatEquation fe;
       fe.residual = cx_.add(std::span<const Expr>(terms));
       fe.span = element_span_[members.back()];
-      fe.text = members.size() == 1 ? text + " = 0  (unconnected flow variable)" : text + " = 0  (connection set)";
+      fe.text = members.size() == 1 ? text + " = 0  (unconnected flow variable)"
+                                    : text + " = 0  (connection set)";
       flat_.equations.push_back(std::move(fe));
     } else {
       for (size_t k = 1; k < members.size(); ++k) {

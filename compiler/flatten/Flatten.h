@@ -10,8 +10,8 @@
 
 #include "compiler/diag/Diagnostics.h"
 #include "compiler/flatten/FlatModel.h"
-#include "compiler/syntax/Ast.h"
 #include "compiler/symbolic/Expr.h"
+#include "compiler/syntax/Ast.h"
 
 namespace mbs {
 
@@ -43,8 +43,8 @@ class ClassLoader {
 };
 
 struct FlattenOptions {
-  std::string model_name;                    // empty: the last model of the main file
-  std::map<std::string, double> overrides;   // --set NAME=VALUE for parameters
+  std::string model_name;                   // empty: the last model of the main file
+  std::map<std::string, double> overrides;  // --set NAME=VALUE for parameters
 };
 
 // Flattens `model` (a class of the main file). Returns nullopt when errors were reported.

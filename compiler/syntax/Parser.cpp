@@ -1596,6 +1596,7 @@ class FileParser {
 
     // SLL prediction is much faster and almost always right; a failure may be SLL's weakness
     // rather than a real error, so it is retried with full LL and error reporting.
+    FallbackListener listener(r_);  // outlives the parsers that refer to it
     auto parser = std::make_unique<GuardedParser>(&stream, r_);
     parser->removeErrorListeners();
     parser->setErrorHandler(std::make_shared<antlr4::BailErrorStrategy>());
@@ -1611,13 +1612,11 @@ class FileParser {
       stream.seek(0);
       parser = std::make_unique<GuardedParser>(&stream, r_);
       parser->removeErrorListeners();
-      FallbackListener listener(r_);
       parser->addErrorListener(&listener);
       parser->setErrorHandler(std::make_shared<MbsErrorStrategy>(r_));
       parser->getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
           antlr4::atn::PredictionMode::LL);
       tree = parser->storedDefinition();
-      parser->removeErrorListeners();
     }
     if (r_.failed() || tree == nullptr) return nullptr;
 

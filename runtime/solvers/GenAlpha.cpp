@@ -317,6 +317,11 @@ bool GenAlpha::attempt(double h) {
   }
   for (int32_t j = 0; j < ny; ++j) y_base_[j] = y0_[j] + 0.5 * h * x0_[nq + j];
 
+  if (n == 0) {  // every variable is an explicit function of time: nothing to solve
+    write_state();
+    return true;
+  }
+
   // Predictor: extrapolation of the unknowns from the last steps (quadratic through three
   // points once they exist, linear through two, else constant).
   double* x = ws_.x.data();
@@ -384,7 +389,8 @@ bool GenAlpha::attempt(double h) {
     // The contraction rate: measured in this attempt, else the last one seen with this matrix
     // (NaN right after a refresh).
     double theta = theta_;
-    if (since_refresh > 0) theta = theta_ = norm / prev_norm;
+    // (an exact update, prev_norm = 0, contracts perfectly)
+    if (since_refresh > 0) theta = theta_ = prev_norm > 0.0 ? norm / prev_norm : 0.0;
     ++since_refresh;
     prev_norm = norm;
     // Converged when the update is within the tolerance. The first update after a refresh is

@@ -5,8 +5,9 @@
 // with a diagnostic and exit code 1, never a crash.
 //
 // A fail file may start with comment lines `// args: ...` (appended to the command line),
-// `// command: ...` (the whole argument list) and `// exit: N` (for files that only warn). Set MBS_UPDATE_EXPECTED=1 to write missing .expected files (then
-// read every one of them before committing: they are the specification).
+// `// command: ...` (the whole argument list) and `// exit: N` (for files that only warn). Set
+// MBS_UPDATE_EXPECTED=1 to write missing .expected files (then read every one of them before
+// committing: they are the specification).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>

@@ -434,51 +434,93 @@ TEST_F(Codegen, ErrorsAreReportedNotFatal) {
 
 // ---- compile time -------------------------------------------------------------------------------
 
-// A small model: a few kernels of about 50 nodes each (residual, Jacobian entries, outputs).
-std::vector<KernelSpec> small_model(Context& cx, const std::vector<Expr>& s) {
-  Expr q = s[0], dq = s[1], lam = s[2], t = s[3];
-  Expr l = cx.num(0.7), g = cx.num(9.81), m = cx.num(1.3);
-  Expr px = cx.mul(l, cx.unary(Op::Sin, q));
-  Expr py = cx.neg(cx.mul(l, cx.unary(Op::Cos, q)));
-  Expr force = cx.mul(cx.num(0.1), cx.unary(Op::Sin, cx.mul(cx.num(2), t)));
-  std::vector<Expr> residual = {
-      cx.add({cx.mul({m, l, l, s[4]}), cx.mul({m, g, px}), cx.mul(lam, px), cx.neg(force)}),
-      cx.add({cx.pow(px, cx.num(2)), cx.pow(py, cx.num(2)), cx.neg(cx.mul(l, l))}),
-      cx.sub(cx.mul(dq, cx.unary(Op::Sqrt, cx.add(cx.num(1), cx.pow(dq, cx.num(2))))),
-             cx.binary(Op::Atan2, py, px)),
+// A small model: the double pendulum from its Lagrangian, derived symbolically. Kernels: the
+// two residuals of the equations of motion, their Jacobian with respect to the accelerations,
+// velocities and angles (12 entries) and sensor outputs (tip position, energy).
+std::vector<KernelSpec> double_pendulum(Context& cx) {
+  std::vector<uint32_t> q, dq, ddq;
+  for (const char* n : {"phi1", "phi2"}) q.push_back(cx.new_symbol(n));
+  for (const char* n : {"der(phi1)", "der(phi2)"}) dq.push_back(cx.new_symbol(n));
+  for (const char* n : {"der(der(phi1))", "der(der(phi2))"}) ddq.push_back(cx.new_symbol(n));
+  auto s = [&](uint32_t i) { return cx.symbol(i); };
+  Expr l1 = cx.num(0.7), l2 = cx.num(0.5), m1 = cx.num(1.3), m2 = cx.num(0.8), g = cx.num(9.81);
+  Expr x1 = cx.mul(l1, cx.unary(Op::Sin, s(q[0])));
+  Expr y1 = cx.neg(cx.mul(l1, cx.unary(Op::Cos, s(q[0]))));
+  Expr x2 = cx.add(x1, cx.mul(l2, cx.unary(Op::Sin, s(q[1]))));
+  Expr y2 = cx.sub(y1, cx.mul(l2, cx.unary(Op::Cos, s(q[1]))));
+  // Time derivative of an expression of q and dq: sum of partials times dq and ddq.
+  auto ddt = [&](Expr f) {
+    std::vector<Expr> terms;
+    for (size_t i = 0; i < 2; ++i) {
+      terms.push_back(cx.mul(sym::diff(cx, f, q[i]), s(dq[i])));
+      terms.push_back(cx.mul(sym::diff(cx, f, dq[i]), s(ddq[i])));
+    }
+    return cx.add(terms);
   };
-  std::vector<Expr> jac;
-  for (Expr r : residual) {
-    for (uint32_t v = 0; v < 3; ++v) jac.push_back(sym::diff(cx, r, v));
+  auto sq = [&](Expr e) { return cx.pow(e, cx.num(2)); };
+  Expr kinetic = cx.add(cx.mul({cx.num(0.5), m1, cx.add(sq(ddt(x1)), sq(ddt(y1)))}),
+                        cx.mul({cx.num(0.5), m2, cx.add(sq(ddt(x2)), sq(ddt(y2)))}));
+  Expr potential = cx.mul(g, cx.add(cx.mul(m1, y1), cx.mul(m2, y2)));
+  Expr lagrangian = cx.sub(kinetic, potential);
+  std::vector<Expr> residual;
+  for (size_t i = 0; i < 2; ++i) {
+    residual.push_back(
+        cx.sub(ddt(sym::diff(cx, lagrangian, dq[i])), sym::diff(cx, lagrangian, q[i])));
   }
-  std::vector<Expr> outputs = {px, py, cx.mul(cx.num(0.5), cx.mul({m, l, l, dq, dq})),
-                               cx.select(cx.binary(Op::Gt, dq, cx.num(0)), dq, cx.neg(dq))};
-  return {{"residual", residual}, {"jacobian", jac}, {"outputs", outputs}};
+  std::vector<Expr> jacobian;
+  for (Expr r : residual) {
+    for (uint32_t v : {ddq[0], ddq[1], dq[0], dq[1], q[0], q[1]}) {
+      jacobian.push_back(sym::diff(cx, r, v));
+    }
+  }
+  std::vector<Expr> sensors = {x2, y2, cx.add(kinetic, potential), cx.binary(Op::Atan2, y2, x2)};
+  return {{"residual", residual}, {"jacobian", jacobian}, {"sensors", sensors}};
 }
 
-TEST_F(Codegen, SmallModelCompileTime) {
-  std::vector<KernelSpec> kernels = small_model(cx, sym);
-  std::vector<Expr> all;
-  for (auto& k : kernels) all.insert(all.end(), k.outputs.begin(), k.outputs.end());
-  size_t nodes = sym::topological_order(all).size();
+TEST(CodegenTime, SmallModelCompileTime) {
+  Context cx;
+  std::vector<KernelSpec> kernels = double_pendulum(cx);
+  std::string sizes;
+  for (const KernelSpec& k : kernels) {
+    sizes += " " + k.name + "=" + std::to_string(sym::topological_order(k.outputs).size());
+  }
+  // Check the physics once: the residual at rest hanging down is 0, and the Jacobian
+  // with respect to the accelerations is the mass matrix (symmetric, positive definite).
+  std::vector<double> v = {0, 0, 0, 0, 0, 0};
+  double r[2];
   std::vector<double> times;
-  for (int rep = 0; rep < 7; ++rep) {
+  for (int rep = 0; rep < 9; ++rep) {
     auto t0 = Clock::now();
     auto jit = compile_or_fail(cx, kernels);
     ASSERT_NE(jit, nullptr);
     times.push_back(ms_since(t0));
-    compare_with_interpreter(cx, *jit, kernels, sym.size(), 3, rep);
+    if (rep == 0) {
+      EXPECT_EQ(jit->lookup("residual")(v.data(), r), 0);
+      EXPECT_NEAR(r[0], 0, 1e-15);
+      double jac[12];
+      std::vector<double> w = {0.3, -0.2, 0.1, 0.4, 0, 0};
+      EXPECT_EQ(jit->lookup("jacobian")(w.data(), jac), 0);
+      EXPECT_NEAR(jac[1], jac[6], 1e-14);                                  // M12 = M21
+      EXPECT_NEAR(jac[0], (1.3 + 0.8) * 0.7 * 0.7, 1e-14);                 // M11 = (m1 + m2) l1^2
+      EXPECT_NEAR(jac[1], 0.8 * 0.7 * 0.5 * std::cos(0.3 - -0.2), 1e-14);  // m2 l1 l2 cos(q1 - q2)
+      EXPECT_NEAR(jac[7], 0.8 * 0.5 * 0.5, 1e-14);                         // M22 = m2 l2^2
+      compare_with_interpreter(cx, *jit, kernels, cx.symbol_count(), 5, 1);
+    }
   }
   double first = times[0];
   std::sort(times.begin() + 1, times.end());
   std::printf(
-      "[ measure  ] small model (%zu kernels, %zu distinct nodes) O2 compile: first %.2f ms "
-      "(includes one-time LLVM initialisation), then median %.2f ms, min %.2f ms\n",
-      kernels.size(), nodes, first, times[times.size() / 2 + 1], times[1]);
-  for (int level : {0, 1}) {
-    auto t0 = Clock::now();
-    auto jit = compile_or_fail(cx, kernels, level);
-    std::printf("[ measure  ] small model O%d compile: %.2f ms\n", level, ms_since(t0));
+      "[ measure  ] small model (kernel sizes in nodes:%s) O2 compile() to function "
+      "pointers: first %.2f ms (with one-time LLVM set-up), then min %.2f, median %.2f ms\n",
+      sizes.c_str(), first, times[1], times[times.size() / 2 + 1]);
+  for (int level : {0, 1, 3}) {
+    double best = 1e30;
+    for (int rep = 0; rep < 5; ++rep) {
+      auto t0 = Clock::now();
+      auto jit = compile_or_fail(cx, kernels, level);
+      best = std::min(best, ms_since(t0));
+    }
+    std::printf("[ measure  ] small model O%d compile: min %.2f ms\n", level, best);
   }
 }
 
@@ -498,34 +540,43 @@ double run_time_us(KernelFn fn, size_t nsymbols, size_t noutputs) {
 }
 
 TEST_F(Codegen, BigKernelCompileTime) {
-  // A chain of shared nonlinear stages (~7 nodes each, 1300 stages = 9.4k nodes by default; set
-  // MBS_BIG_KERNEL_STAGES to measure other sizes), one output every 10 stages.
+  // Chains of shared stages (1300 stages by default; set MBS_BIG_KERNEL_STAGES to measure other
+  // sizes), one output every 10 stages: "libm" stages call sin, cos and tanh (9.4k nodes by
+  // default), "arith" stages only add and multiply.
   int stages = 1300;
   if (const char* s = std::getenv("MBS_BIG_KERNEL_STAGES")) stages = std::atoi(s);
-  std::vector<Expr> stage(sym.begin(), sym.end());
   std::mt19937_64 rng(5);
-  KernelSpec k{"big", {}};
-  for (int i = 0; i < stages; ++i) {
-    size_t a = rng() % stage.size(), b = rng() % stage.size();
-    Expr e = cx.add({cx.mul(cx.num(0.5), cx.unary(Op::Sin, stage[a])),
-                     cx.mul({cx.num(0.3), stage[b], cx.unary(Op::Cos, stage[stage.size() - 1])}),
-                     cx.unary(Op::Tanh, cx.sub(stage[a], stage[b]))});
-    stage.push_back(e);
-    if (i % 10 == 9) k.outputs.push_back(e);
+  KernelSpec libm{"libm", {}};
+  KernelSpec arith{"arith", {}};
+  for (KernelSpec* k : {&libm, &arith}) {
+    std::vector<Expr> stage(sym.begin(), sym.end());
+    for (int i = 0; i < stages; ++i) {
+      Expr a = stage[rng() % stage.size()], b = stage[rng() % stage.size()], last = stage.back();
+      Expr e = k == &libm ? cx.add({cx.mul(cx.num(0.5), cx.unary(Op::Sin, a)),
+                                    cx.mul({cx.num(0.3), b, cx.unary(Op::Cos, last)}),
+                                    cx.unary(Op::Tanh, cx.sub(a, b))})
+                          : cx.add({cx.mul(cx.num(0.5), a), cx.mul({cx.num(0.3), b, last}),
+                                    cx.neg(cx.mul(a, a))});
+      stage.push_back(e);
+      if (i % 10 == 9) k->outputs.push_back(e);
+    }
   }
-  size_t nodes = sym::topological_order(k.outputs).size();
-  for (int level : {0, 1, 2}) {
-    JitOptions options;
-    options.opt_level = level;
-    options.max_optimised_kernel_nodes = SIZE_MAX;  // measure the levels themselves
-    std::string error;
-    auto t0 = Clock::now();
-    auto jit = JitModule::compile(cx, {&k, 1}, options, &error);
-    ASSERT_NE(jit, nullptr) << error;
-    double ms = ms_since(t0);
-    std::printf("[ measure  ] big kernel (%zu nodes) O%d: compile %.1f ms, run %.1f us/call\n",
-                nodes, level, ms, run_time_us(jit->lookup("big"), sym.size(), k.outputs.size()));
-    compare_with_interpreter(cx, *jit, {&k, 1}, sym.size(), 2, 3);
+  for (const KernelSpec* k : {&libm, &arith}) {
+    size_t nodes = sym::topological_order(k->outputs).size();
+    for (int level : {0, 1, 2}) {
+      JitOptions options;
+      options.opt_level = level;
+      options.max_optimised_kernel_nodes = SIZE_MAX;  // measure the levels themselves
+      std::string error;
+      auto t0 = Clock::now();
+      auto jit = JitModule::compile(cx, {k, 1}, options, &error);
+      ASSERT_NE(jit, nullptr) << error;
+      double ms = ms_since(t0);
+      std::printf("[ measure  ] %s kernel (%zu nodes) O%d: compile %.1f ms, run %.2f us/call\n",
+                  k->name.c_str(), nodes, level, ms,
+                  run_time_us(jit->lookup(k->name), sym.size(), k->outputs.size()));
+      compare_with_interpreter(cx, *jit, {k, 1}, sym.size(), 2, 3);
+    }
   }
 }
 

@@ -45,7 +45,8 @@ TEST(Docs, EveryCompleteModelInTheLanguageReferenceCompiles) {
     if (head.rfind("model", 0) != 0 && head.rfind("package", 0) != 0 &&
         head.rfind("connector", 0) != 0 && head.rfind("//", 0) != 0)
       continue;
-    std::string path = testing::TempDir() + std::to_string(getpid()) + "_doc_block_" + std::to_string(i) + ".mbs";
+    std::string path =
+        testing::TempDir() + std::to_string(getpid()) + "_doc_block_" + std::to_string(i) + ".mbs";
     std::ofstream(path) << b;
     mbs::CompileOptions o;
     o.file = path;

@@ -44,7 +44,7 @@ struct SimRun {
 };
 
 SimRun simulate(const mbs::rt::CompiledModel& m, double t_end, double h, double rho = 0.9,
-             mbs::rt::SolverKind kind = mbs::rt::SolverKind::GenAlpha) {
+                mbs::rt::SolverKind kind = mbs::rt::SolverKind::GenAlpha) {
   mbs::rt::SolverOptions o;
   o.t_end = t_end;
   o.h = h;

@@ -1,7 +1,7 @@
 // mbsc: the mbs command line. Compiles a .mbs model and, with --simulate, runs it.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
@@ -50,7 +50,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> sets;
   app.add_option("file", copts.file, "the .mbs model file")->required()->type_name("FILE.mbs");
   app.add_flag("--simulate", simulate, "simulate the model (without it: compile and check only)");
-  app.add_option("--model", copts.model, "the model to compile (default: the last model in the file)")
+  app.add_option("--model", copts.model,
+                 "the model to compile (default: the last model in the file)")
       ->type_name("NAME");
   app.add_option("-I", copts.include_dirs, "add a directory to the library search path")
       ->type_name("DIR")
@@ -61,7 +62,8 @@ int main(int argc, char** argv) {
   app.add_option("--output", output,
                  "result CSV file (default: <model>.csv in the current directory)")
       ->type_name("FILE.csv");
-  app.add_option("--emit", copts.emit, "print the result of a pass and stop: ast, flat, dae, kernels, ir")
+  app.add_option("--emit", copts.emit,
+                 "print the result of a pass and stop: ast, flat, dae, kernels, ir")
       ->check(CLI::IsMember({"ast", "flat", "dae", "kernels", "ir"}));
   app.add_flag("-v,--verbose", copts.verbose, "print each pass's time and the solver statistics");
   mbs::rt::SolverOptions sopts;
@@ -97,15 +99,17 @@ int main(int argc, char** argv) {
   mbs::CompileResult compiled = mbs::compile(copts, std::cout, std::cerr);
   if (!compiled.ok) return kExitModelError;
   double ready_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_process).count();
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_process)
+          .count();
   if (copts.verbose)
     std::cerr << fmt::format("mbsc: compiled in {:.1f} ms ({:.1f} ms since process start)\n",
                              compiled.total_ms, ready_ms);
   if (!copts.emit.empty()) return kExitOk;
   const mbs::rt::CompiledModel& model = *compiled.model;
   if (!simulate) {
-    std::cerr << fmt::format("mbsc: {}: model '{}' is fine: {} ODE2, {} ODE1, {} algebraic unknowns\n",
-                             copts.file, model.name, model.n_q, model.n_y, model.n_z);
+    std::cerr << fmt::format(
+        "mbsc: {}: model '{}' is fine: {} ODE2, {} ODE1, {} algebraic unknowns\n", copts.file,
+        model.name, model.n_q, model.n_y, model.n_z);
     return kExitOk;
   }
 
@@ -143,15 +147,15 @@ int main(int argc, char** argv) {
     std::cerr << solver->failure()->message;
     if (!solver->failure()->message.empty() && solver->failure()->message.back() != '\n')
       std::cerr << "\n";
-    std::cerr << fmt::format("mbsc: {} rows up to t = {} are in {}\n", csv->rows(),
-                             solver->time(), output);
+    std::cerr << fmt::format("mbsc: {} rows up to t = {} are in {}\n", csv->rows(), solver->time(),
+                             output);
     return kExitSolverFailure;
   }
   std::cerr << fmt::format(
       "mbsc: {} simulated to t = {} with {}: {} steps, {} Newton iterations, {} factorizations\n"
       "mbsc: compile {:.1f} ms, run {:.1f} ms; {} rows written to {}\n",
-      model.name, solver->time(), solver->name(), st.steps, st.newton_iterations,
-      st.factorizations, compiled.total_ms, run_s * 1e3, csv->rows(), output);
+      model.name, solver->time(), solver->name(), st.steps, st.newton_iterations, st.factorizations,
+      compiled.total_ms, run_s * 1e3, csv->rows(), output);
   if (copts.verbose) std::cerr << mbs::rt::format_statistics_table(st, "solver statistics");
   if (status == mbs::rt::SolveStatus::Interrupted) {
     std::cerr << "mbsc: interrupted; the result file is complete up to the last row\n";
