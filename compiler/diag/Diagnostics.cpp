@@ -147,6 +147,15 @@ Diagnostic& DiagnosticEngine::report(DiagKind kind, Span span, std::vector<std::
     return scratch_;
   }
   last_dropped_ = false;
+  // An argument is usually a name from the source; a pathological one (a 1 MB identifier)
+  // is shortened so that the message stays readable. The caret line shows where it is.
+  constexpr size_t kMaxArgument = 400;
+  for (auto& a : args)
+    if (a.size() > kMaxArgument) {
+      size_t cut = kMaxArgument;
+      while (cut > 0 && (static_cast<unsigned char>(a[cut]) & 0xC0) == 0x80) --cut;
+      a = a.substr(0, cut) + "... (" + std::to_string(a.size()) + " bytes)";
+    }
   diags_.push_back(Diagnostic{kind, info.level, span, format_message(info.format, args), {}});
   return diags_.back();
 }

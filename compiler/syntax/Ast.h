@@ -22,20 +22,20 @@ struct RefPart {
 };
 
 enum class ExprKind {
-  Number,   // number, is_integer
-  Bool,     // boolean
-  String,   // text
-  Ref,      // ref (a dotted component reference; `time` is Ref{"time"})
-  Call,     // ref = function name (dotted), args = positional arguments
-  Unary,    // op in {"-", "+", "not"}, args[0]
-  Binary,   // op in {"+","-","*","/","^",".+",".-",".*","./",".^","==","<>","<","<=",">",">=",
-            //        "and","or"}, args[0] op args[1]
-  If,       // args = cond0, then0, cond1, then1, ..., else   (elseif chains; odd size)
-  Array,    // `{a, b, c}`: args = elements
-  Matrix,   // `[a, b; c, d]`: rows
-  Range,    // `start:stop` (args size 2) or `start:step:stop` (args size 3)
-  Colon,    // a lone `:` inside subscripts
-  End,      // `end` inside subscripts
+  Number,  // number, is_integer
+  Bool,    // boolean
+  String,  // text
+  Ref,     // ref (a dotted component reference; `time` is Ref{"time"})
+  Call,    // ref = function name (dotted), args = positional arguments
+  Unary,   // op in {"-", "+", "not"}, args[0]
+  Binary,  // op in {"+","-","*","/","^",".+",".-",".*","./",".^","==","<>","<","<=",">",">=",
+           //        "and","or"}, args[0] op args[1]
+  If,      // args = cond0, then0, cond1, then1, ..., else   (elseif chains; odd size)
+  Array,   // `{a, b, c}`: args = elements
+  Matrix,  // `[a, b; c, d]`: rows
+  Range,   // `start:stop` (args size 2) or `start:step:stop` (args size 3)
+  Colon,   // a lone `:` inside subscripts
+  End,     // `end` inside subscripts
 };
 
 struct Expr {
@@ -44,11 +44,11 @@ struct Expr {
   double number = 0.0;
   bool is_integer = false;  // Number literal written without '.', 'e' or 'E'
   bool boolean = false;
-  std::string text;                          // String
-  std::string op;                            // Unary, Binary
-  std::vector<RefPart> ref;                  // Ref, Call (function name)
-  std::vector<ExprPtr> args;                 // see ExprKind
-  std::vector<std::vector<ExprPtr>> rows;    // Matrix
+  std::string text;                        // String
+  std::string op;                          // Unary, Binary
+  std::vector<RefPart> ref;                // Ref, Call (function name)
+  std::vector<ExprPtr> args;               // see ExprKind
+  std::vector<std::vector<ExprPtr>> rows;  // Matrix
 };
 
 // `name(args) = value` inside a modification. path is the dotted name being modified
@@ -75,7 +75,7 @@ enum class Causality { None, Input, Output };
 // A declaration `Real x, y;` yields two Components sharing the prefixes and type.
 struct Component {
   std::string name;
-  Span span;       // the component's name
+  Span span;              // the component's name
   std::string type_name;  // dotted, as written: "Real", "Mechanics.Body"
   Span type_span;
   std::vector<ExprPtr> type_dims;  // `Real[3] x`
@@ -96,7 +96,7 @@ struct Extends {
 };
 
 struct Import {
-  std::string path;   // dotted, e.g. "Mechanics" for `import Mechanics.*;`
+  std::string path;       // dotted, e.g. "Mechanics" for `import Mechanics.*;`
   bool wildcard = false;  // `import A.B.*;`
   std::string alias;      // `import M = A.B;`  -> alias "M", path "A.B"
   Span span;
