@@ -2,8 +2,8 @@
 // (index 3, 3 unknowns) with output off, RK4 on an oscillator, and the dense-vs-KLU crossover of
 // the linear solver that sets LinearSolver::kDenseMaxSize.
 //
-//   build/h-rt/bench/bench_runtime
-//   build/h-rt/bench/bench_runtime --benchmark_filter=LinearSolver
+//   build/release/bench/bench_runtime
+//   build/release/bench/bench_runtime --benchmark_filter=LinearSolver
 #include <benchmark/benchmark.h>
 
 #include <random>

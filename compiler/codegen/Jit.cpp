@@ -34,7 +34,7 @@ namespace {
 // huge straight-line function grows about quadratically with its size at the default codegen
 // level (greedy register allocation and the two-address pass over one basic block; the SLP
 // vectoriser in the IR pipeline), while O0 grows linearly. Measured with
-//   MBS_BIG_KERNEL_STAGES=650|1300|2600 build/h-sym/tests/test_codegen --gtest_filter=*BigKernel*
+//   MBS_BIG_KERNEL_STAGES=650|1300|2600 build/release/tests/test_codegen --gtest_filter=*BigKernel*
 // on the 2-core build VM shared with other jobs (so +-50%):
 //   kernel   nodes   O2 compile   O2 run     O0 compile   O0 run
 //   libm     4.7k    0.40 s       15 us      0.09 s       17 us

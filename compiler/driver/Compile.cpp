@@ -304,10 +304,24 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
     for (int32_t i = 0; i < m->n_eq(); ++i) {
       auto level = m->eq_level[i];
       if (level != rt::EquationLevel::Position && level != rt::EquationLevel::Velocity) continue;
-      if (std::isfinite(r[i]) && std::fabs(r[i]) <= 1e-9) continue;
-      diags.report(DiagKind::inconsistent_start, dae->equations[i].span,
-                   {fmt::format("{:.6g}", r[i])});
-      diags.help("choose start values that satisfy the constraint; mbs does not move them");
+      if (!std::isfinite(r[i]) || std::fabs(r[i]) > 1e-9) {
+        diags.report(DiagKind::inconsistent_start, dae->equations[i].span,
+                     {fmt::format("{:.6g}", r[i])});
+        diags.help("choose start values that satisfy the constraint; mbs does not move them");
+        continue;
+      }
+      if (level != rt::EquationLevel::Position) continue;
+      // the velocities must satisfy the differentiated constraint too
+      sym::Expr dg = ders.total_derivative(dae->equations[i].residual);
+      std::vector<double> v(m->v0);
+      v.resize(cx.symbol_count(), 0.0);
+      double rd = sym::evaluate(dg, v);
+      if (std::isfinite(rd) && std::fabs(rd) <= 1e-9) continue;
+      diags.report(DiagKind::inconsistent_start_velocity, dae->equations[i].span,
+                   {fmt::format("{:.6g}", rd)});
+      diags.help(
+          "the start values of the velocities (der of the coordinates) must be tangent "
+          "to the constraint; mbs does not move them");
     }
     if (diags.has_errors()) return finish(false);
   }

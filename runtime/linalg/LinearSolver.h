@@ -18,7 +18,7 @@ enum class LinearSolverKind : uint8_t { Automatic, Dense, Klu };
 class LinearSolver {
  public:
   // Largest n for which Automatic picks the dense LU. Measured with
-  //   build/h-rt/bench/bench_runtime --benchmark_filter=LinearSolver
+  //   build/release/bench/bench_runtime --benchmark_filter=LinearSolver
   // on sparse multibody-like patterns (see docs/solvers.md): dense is faster up to about this
   // size, KLU from there on.
   static constexpr int32_t kDenseMaxSize = 20;

@@ -126,6 +126,9 @@ TEST(Cli, ExitCodes) {
   EXPECT_EQ(mbsc("examples/pendulum.mbs --set L").code, 2);
   EXPECT_EQ(mbsc("examples/pendulum.mbs --set L=abc").code, 2);
   EXPECT_EQ(mbsc("examples/pendulum.mbs --simulate --output /no/such/dir/x.csv").code, 2);
+  Result rk = mbsc("examples/pendulum.mbs --simulate --solver rk4");
+  EXPECT_EQ(rk.code, 2);
+  EXPECT_NE(rk.err.find("algebraic variable(s) (lambda)"), std::string::npos) << rk.err;
   Result r = mbsc("examples/pendulum.mbs --set nosuch=1");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("nosuch"), std::string::npos);

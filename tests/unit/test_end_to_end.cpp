@@ -216,4 +216,123 @@ TEST(EndToEnd, ParameterOverridesChangeTheResult) {
     EXPECT_NEAR(run.rows[i][cx], 0.1 * std::cos(20 * run.t[i]), 1e-5);
 }
 
+TEST(EndToEnd, ArrayEquationsAndForLoops) {
+  // der(x) = -A x with A = diag(k): x_i = x0_i exp(-k_i t); y[i] from a for loop
+  std::string path = write_temp("arrays.mbs", R"(
+model Arrays
+  parameter Integer n = 3;
+  parameter Real k[n] = {1, 2, 4};
+  parameter Real A[n, n] = diagonal(k);
+  Real x[n](start = {1, 2, 3});
+  Real y[n];
+  Real s;
+equation
+  der(x) = -A*x;
+  for i in 1:n loop
+    y[i] = i*x[i];
+  end for;
+  s = sum(y) + x*x + size(A, 1);
+end Arrays;
+)");
+  auto r = compile_file(path);
+  ASSERT_TRUE(r.model);
+  EXPECT_EQ(r.model->n_y, 3);
+  SimRun run = simulate(*r.model, 1.0, 1e-3);
+  ASSERT_EQ(run.status, mbs::rt::SolveStatus::Finished);
+  double k[3] = {1, 2, 4}, x0[3] = {1, 2, 3}, x[3], t = run.t.back();
+  for (int i = 0; i < 3; ++i) {
+    x[i] = x0[i] * std::exp(-k[i] * t);
+    EXPECT_NEAR(run.rows.back()[column(*r.model, "x[" + std::to_string(i + 1) + "]")], x[i], 1e-6);
+    EXPECT_NEAR(run.rows.back()[column(*r.model, "y[" + std::to_string(i + 1) + "]")],
+                (i + 1) * x[i], 3e-6);
+  }
+  double s_exact = x[0] + 2 * x[1] + 3 * x[2] + x[0] * x[0] + x[1] * x[1] + x[2] * x[2] + 3;
+  EXPECT_NEAR(run.rows.back()[column(*r.model, "s")], s_exact, 1e-5);
+}
+
+TEST(EndToEnd, ConnectorsInsideAndOutsideAHierarchy) {
+  // A subsystem of two springs in series with its own (outside) flanges: the stiffness seen
+  // from outside is c/2, so the mass oscillates at sqrt(c / (2 m)).
+  std::string path = write_temp("series.mbs", R"(
+model SeriesSprings
+  import Translational.*;
+  parameter Real c = 100;
+  Flange flange_a, flange_b;
+  Spring s1(c = c), s2(c = c);
+equation
+  connect(flange_a, s1.flange_a);
+  connect(s1.flange_b, s2.flange_a);
+  connect(s2.flange_b, flange_b);
+end SeriesSprings;
+
+model Top
+  Translational.Fixed wall;
+  SeriesSprings pair(c = 200);
+  Translational.Mass m(m = 1, s(start = 0.1));
+equation
+  connect(wall.flange, pair.flange_a);
+  connect(pair.flange_b, m.flange_a);
+end Top;
+)");
+  auto r = compile_file(path);
+  ASSERT_TRUE(r.model);
+  const auto& m = *r.model;
+  SimRun run = simulate(m, 1.0, 5e-4, 1.0);
+  ASSERT_EQ(run.status, mbs::rt::SolveStatus::Finished);
+  int cs = column(m, "m.s");
+  double w = std::sqrt(200.0 / 2.0 / 1.0), worst = 0;
+  for (size_t i = 0; i < run.t.size(); ++i)
+    worst = std::max(worst, std::fabs(run.rows[i][cs] - 0.1 * std::cos(w * run.t[i])));
+  EXPECT_LT(worst, 2e-4);
+  // the force through the pair equals the spring force c/2 * s on the mass
+  int cf = column(m, "m.flange_a.f");
+  for (size_t i = 0; i < run.t.size(); i += 100)
+    EXPECT_NEAR(run.rows[i][cf], -100.0 * run.rows[i][cs], 1e-6);
+}
+
+TEST(EndToEnd, RcCircuitFromTheLanguageReference) {
+  std::string path = write_temp("rc.mbs", R"(
+connector Pin
+  Real v;
+  flow Real i;
+end Pin;
+model Resistor
+  parameter Real R = 1;
+  Pin p, n;
+equation
+  p.v - n.v = R*p.i;
+  p.i + n.i = 0;
+end Resistor;
+model Capacitor
+  parameter Real C = 1;
+  Pin p, n;
+  Real u(start = 1);
+equation
+  u = p.v - n.v;
+  C*der(u) = p.i;
+  p.i + n.i = 0;
+end Capacitor;
+model Ground
+  Pin p;
+equation
+  p.v = 0;
+end Ground;
+model RCCircuit
+  Resistor r(R = 2);
+  Capacitor c(C = 0.5);
+  Ground gnd;
+equation
+  connect(c.p, r.p);
+  connect(r.n, c.n);
+  connect(c.n, gnd.p);
+end RCCircuit;
+)");
+  auto r = compile_file(path);
+  ASSERT_TRUE(r.model);
+  SimRun run = simulate(*r.model, 2.0, 1e-3);
+  ASSERT_EQ(run.status, mbs::rt::SolveStatus::Finished);
+  // u = exp(-t / (R C)) = exp(-t)
+  EXPECT_NEAR(run.rows.back()[column(*r.model, "c.u")], std::exp(-2.0), 1e-6);
+}
+
 }  // namespace

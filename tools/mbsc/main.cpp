@@ -28,7 +28,8 @@ constexpr int kExitInterrupted = 130;
 const char* kFooter = R"(Exit codes:
   0    success
   1    model error (the diagnostics say where, with file:line:col)
-  2    usage error (bad option, unreadable or unwritable file given on the command line)
+  2    usage error (bad option, a solver that cannot handle the model, or an
+       unwritable file given on the command line)
   3    solver failure (the message gives time, step size, equation and variable)
   130  interrupted by Ctrl-C (the result file holds every row up to that point)
 
@@ -118,8 +119,9 @@ int main(int argc, char** argv) {
   try {
     solver = mbs::rt::make_integrator(model, sopts);
   } catch (const mbs::rt::SolverSetupError& e) {
+    // the model is fine, the chosen solver or its options do not fit it
     std::cerr << "mbsc: error: " << e.what() << "\n";
-    return kExitModelError;
+    return kExitUsage;
   }
   if (output.empty()) output = model.name + ".csv";
   std::unique_ptr<mbs::rt::CsvWriter> csv;
