@@ -486,7 +486,8 @@ std::optional<SymbolicDae> Builder::run() {
       de.init_residual = ders.total_derivative(eq.r);
     } else {
       de.level = rt::EquationLevel::Position;
-      de.init_residual = ders.total_derivative(ders.total_derivative(eq.r));
+      de.velocity_residual = ders.total_derivative(eq.r);
+      de.init_residual = ders.total_derivative(de.velocity_residual);
     }
     dae.equations.push_back(std::move(de));
   }

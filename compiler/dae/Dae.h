@@ -35,7 +35,8 @@ struct DaeEquation {
   Span span;
   std::string text;
   rt::EquationLevel level = rt::EquationLevel::Dynamic;
-  sym::Expr init_residual = nullptr;  // index-reduced form for initial accelerations
+  sym::Expr init_residual = nullptr;      // index-reduced form for initial accelerations
+  sym::Expr velocity_residual = nullptr;  // position-level: its first time derivative
 };
 
 struct DaeOutput {

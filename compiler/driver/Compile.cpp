@@ -269,6 +269,12 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
   m->mass_matrix = sparse(kernels.mass_matrix, *state->jit);
   m->init_residual = kernel(kernels.init_residual, *state->jit);
   m->init_matrix = sparse(kernels.init_matrix, *state->jit);
+  m->jac_q = sparse(kernels.jac_q, *state->jit);
+  m->jac_qd = sparse(kernels.jac_qd, *state->jit);
+  m->jac_y = sparse(kernels.jac_y, *state->jit);
+  m->jac_z = sparse(kernels.jac_z, *state->jit);
+  m->index2_residual = kernel(kernels.index2_residual, *state->jit);
+  m->index2_matrix = sparse(kernels.index2_matrix, *state->jit);
   m->outputs = kernel(kernels.outputs, *state->jit);
   m->initial_values = kernel(kernels.initial_values, *state->jit);
   for (const auto& o : dae->outputs) m->output_names.push_back(o.name);

@@ -93,6 +93,24 @@ ModelKernels build_kernels(const SymbolicDae& dae, sym::Context& cx) {
     init.push_back({{{u.symbol, one}}});
   }
   k.newton_matrix = jacobian(cx, "newton_matrix", f, newton);
+  std::vector<Column> cq, cqd, cy, cz;
+  for (const auto& u : dae.q) {
+    cq.push_back({{{u.symbol, one}}});
+    cqd.push_back({{{u.d1, one}}});
+  }
+  for (const auto& u : dae.y) cy.push_back({{{u.symbol, one}}});
+  for (const auto& u : dae.z) cz.push_back({{{u.symbol, one}}});
+  k.jac_q = jacobian(cx, "jac_q", f, cq);
+  k.jac_qd = jacobian(cx, "jac_qd", f, cqd);
+  k.jac_y = jacobian(cx, "jac_y", f, cy);
+  k.jac_z = jacobian(cx, "jac_z", f, cz);
+  // index 2: a position-level constraint g(q) = 0 is replaced by dg/dt = G qd = 0
+  std::vector<Expr> f2;
+  for (const auto& e : dae.equations)
+    f2.push_back(e.level == rt::EquationLevel::Position ? e.velocity_residual : e.residual);
+  k.index2_residual.name = "index2_residual";
+  k.index2_residual.outputs = f2;
+  k.index2_matrix = jacobian(cx, "index2_matrix", f2, newton);
   k.mass_matrix = jacobian(cx, "mass_matrix", f, mass);
   k.init_matrix = jacobian(cx, "init_matrix", g, init);
 
@@ -126,6 +144,12 @@ void print_kernels(std::ostream& os, const sym::Context& cx, const ModelKernels&
   matrix(k.mass_matrix);
   list(k.init_residual);
   matrix(k.init_matrix);
+  matrix(k.jac_q);
+  matrix(k.jac_qd);
+  matrix(k.jac_y);
+  matrix(k.jac_z);
+  list(k.index2_residual);
+  matrix(k.index2_matrix);
   list(k.outputs);
   list(k.initial_values);
   os << "nodes in the expression DAG: " << cx.node_count() << "\n";

@@ -18,14 +18,17 @@ struct MatrixKernel {
 };
 
 struct ModelKernels {
-  uint32_t c_q = 0, c_qd = 0, c_y = 0;  // Newton-matrix coefficient symbols
-  codegen::KernelSpec residual;         // F
-  MatrixKernel newton_matrix;           // dF/d[qdd|yd|z] + c_q dF/dq + c_qd dF/dqd + c_y dF/dy
-  MatrixKernel mass_matrix;             // dF/d[qdd|yd]
-  codegen::KernelSpec init_residual;    // index-reduced F
-  MatrixKernel init_matrix;             // d init_residual / d[qdd|yd|z]
-  codegen::KernelSpec outputs;          // every model variable
-  codegen::KernelSpec initial_values;   // start values [q | qd | y | z] from parameters
+  uint32_t c_q = 0, c_qd = 0, c_y = 0;       // Newton-matrix coefficient symbols
+  codegen::KernelSpec residual;              // F
+  MatrixKernel newton_matrix;                // dF/d[qdd|yd|z] + c_q dF/dq + c_qd dF/dqd + c_y dF/dy
+  MatrixKernel mass_matrix;                  // dF/d[qdd|yd]
+  codegen::KernelSpec init_residual;         // index-reduced F
+  MatrixKernel init_matrix;                  // d init_residual / d[qdd|yd|z]
+  MatrixKernel jac_q, jac_qd, jac_y, jac_z;  // dF/dq, dF/dqd, dF/dy, dF/dz
+  codegen::KernelSpec index2_residual;       // F, position constraints replaced by d/dt
+  MatrixKernel index2_matrix;                // its Newton matrix (newton_matrix's columns)
+  codegen::KernelSpec outputs;               // every model variable
+  codegen::KernelSpec initial_values;        // start values [q | qd | y | z] from parameters
   std::vector<codegen::KernelSpec> all() const;
 };
 

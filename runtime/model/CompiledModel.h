@@ -108,6 +108,17 @@ struct CompiledModel {
 
   // dF/d[qdd | yd]: the mass matrix (n_eq x (n_q + n_y)), for linearisation and analysis.
   SparseKernel mass_matrix;
+  // Partial derivatives dF/dq (n_eq x n_q), dF/dqd (n_eq x n_q), dF/dy (n_eq x n_y) and
+  // dF/dz (n_eq x n_z): the stiffness, damping and constraint blocks for linearisation and the
+  // static solver.
+  SparseKernel jac_q, jac_qd, jac_y, jac_z;
+  // Velocity-level (index-2) form: F with every position-level constraint g(q) = 0 replaced by
+  // dg/dt = (dg/dq) qd = 0, and its Newton matrix (same columns and coefficients as
+  // newton_matrix). Used by Newmark and trapezoidal with the index-2 option; those rows then
+  // have level Velocity.
+  Kernel index2_residual;
+  SparseKernel index2_matrix;
+
   // Start values [q | qd | y | z] computed from the parameters in v (v0 was filled with it).
   Kernel initial_values;
 

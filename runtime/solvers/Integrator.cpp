@@ -102,10 +102,13 @@ std::unique_ptr<Integrator> make_integrator(std::shared_ptr<const CompiledModel>
   switch (options.solver) {
     case SolverKind::GenAlpha:
       return std::make_unique<GenAlpha>(model, options);
-    case SolverKind::Rk4:
+    case SolverKind::Rk44:
       return std::make_unique<Rk4>(model, options);
+    default:
+      break;
   }
-  throw SolverSetupError("unknown solver");
+  throw SolverSetupError(std::string("the solver '") + std::string(solver_name(options.solver)) +
+                         "' is not available yet");
 }
 
 }  // namespace mbs::rt

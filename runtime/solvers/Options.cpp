@@ -15,9 +15,11 @@ namespace mbs::rt {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr std::array<std::string_view, 2> kSolverNames = {"gen-alpha", "rk4"};
+constexpr std::array<std::string_view, 10> kSolverNames = {
+    "gen-alpha", "newmark", "trapezoidal", "euler", "midpoint",
+    "rk33",      "rk44",    "rk6",         "ode23", "dopri5"};
 
-const std::array<OptionSpec, 10> kOptions = {{
+const std::array<OptionSpec, 20> kOptions = {{
     {.key = "t_end",
      .flag = "--t-end",
      .type = OptionType::Real,
@@ -42,7 +44,9 @@ const std::array<OptionSpec, 10> kOptions = {{
      .flag = "--solver",
      .type = OptionType::Choice,
      .unit = "",
-     .help = "time integrator: gen-alpha (implicit, index-3 DAEs) or rk4 (explicit, ODEs only)",
+     .help = "time integrator: gen-alpha, newmark, trapezoidal (implicit, DAEs); euler, "
+             "midpoint, rk33, rk44 (also rk4), rk6 (explicit, fixed step); ode23, dopri5 "
+             "(explicit, automatic step)",
      .field = &SolverOptions::solver,
      .choices = kSolverNames},
     {.key = "rho_inf",
@@ -102,6 +106,87 @@ const std::array<OptionSpec, 10> kOptions = {{
      .help = "solve for consistent initial accelerations, ODE1 derivatives and algebraic "
              "variables before the first step",
      .field = &SolverOptions::initial_accelerations},
+    {.key = "newmark_beta",
+     .flag = "--newmark-beta",
+     .type = OptionType::Real,
+     .unit = "",
+     .help = "newmark: the parameter beta (1/4 with gamma = 1/2 is the trapezoidal rule)",
+     .field = &SolverOptions::newmark_beta,
+     .min = 0.0,
+     .max = 0.5,
+     .min_open = true},
+    {.key = "newmark_gamma",
+     .flag = "--newmark-gamma",
+     .type = OptionType::Real,
+     .unit = "",
+     .help = "newmark: the parameter gamma (> 1/2 adds numerical damping)",
+     .field = &SolverOptions::newmark_gamma,
+     .min = 0.5,
+     .max = 1.0},
+    {.key = "index2",
+     .flag = "--index2",
+     .type = OptionType::Boolean,
+     .unit = "",
+     .help = "newmark, trapezoidal: enforce constraints at velocity level (index 2) instead of "
+             "position level (index 3)",
+     .field = &SolverOptions::index2},
+    {.key = "modified_newton",
+     .flag = "--modified-newton",
+     .type = OptionType::Boolean,
+     .unit = "",
+     .help = "implicit methods: keep the Newton matrix while the iteration contracts well "
+             "(false: a new matrix every iteration)",
+     .field = &SolverOptions::modified_newton},
+    {.key = "h_max",
+     .flag = "--h-max",
+     .type = OptionType::Real,
+     .unit = "s",
+     .help = "ode23, dopri5: largest step; 0 = --step (which is also the initial step)",
+     .field = &SolverOptions::h_max,
+     .min = 0.0,
+     .max = kInf,
+     .max_open = true},
+    {.key = "step_safety",
+     .flag = "--step-safety",
+     .type = OptionType::Real,
+     .unit = "",
+     .help = "ode23, dopri5: safety factor on the optimal step size",
+     .field = &SolverOptions::step_safety,
+     .min = 0.0,
+     .max = 1.0,
+     .min_open = true},
+    {.key = "step_max_increase",
+     .flag = "--step-max-increase",
+     .type = OptionType::Real,
+     .unit = "",
+     .help = "ode23, dopri5: largest factor by which one step may exceed the previous",
+     .field = &SolverOptions::step_max_increase,
+     .min = 1.0,
+     .max = kInf,
+     .max_open = true},
+    {.key = "ignore_constraints",
+     .flag = "--ignore-constraints",
+     .type = OptionType::Boolean,
+     .unit = "",
+     .help = "explicit methods: drop the algebraic equations and set algebraic variables to 0 "
+             "(the result is then not a solution of the model)",
+     .field = &SolverOptions::ignore_constraints},
+    {.key = "load_steps",
+     .flag = "--load-steps",
+     .type = OptionType::Integer,
+     .unit = "",
+     .help = "static solver: number of load steps from the start state to full load",
+     .field = &SolverOptions::load_steps,
+     .min = 1.0,
+     .max = 1e6},
+    {.key = "verbosity",
+     .flag = "--solver-verbosity",
+     .type = OptionType::Integer,
+     .unit = "",
+     .help = "solver output on stderr: 0 none, 1 steps, 2 Newton iterations, 3 everything",
+     .field = &SolverOptions::verbosity,
+     .min = 0.0,
+     .max = 3.0},
 }};
 
 std::string_view trim(std::string_view s) {
@@ -261,8 +346,10 @@ std::optional<std::string> set_option(SolverOptions& options, std::string_view n
                          text);
     }
     case OptionType::Choice: {
+      // `rk4` stays a name of rk44
+      const std::string_view choice = iequal(text, "rk4") ? std::string_view("rk44") : text;
       for (size_t i = 0; i < s.choices.size(); ++i) {
-        if (iequal(text, s.choices[i])) {
+        if (iequal(choice, s.choices[i])) {
           options.*std::get<SolverKind SolverOptions::*>(s.field) = static_cast<SolverKind>(i);
           return std::nullopt;
         }

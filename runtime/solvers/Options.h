@@ -16,7 +16,29 @@
 
 namespace mbs::rt {
 
-enum class SolverKind : uint8_t { GenAlpha, Rk4 };
+// The time integrators, in the order of their names in option_table(). `rk4` is accepted as a
+// name of rk44 (SolverKind::Rk4 is the same value).
+enum class SolverKind : uint8_t {
+  GenAlpha,
+  Newmark,
+  Trapezoidal,
+  Euler,
+  Midpoint,
+  Rk33,
+  Rk44,
+  Rk6,
+  Ode23,
+  Dopri5,
+  Rk4 = Rk44,
+};
+// True for the explicit Runge-Kutta family.
+inline bool is_explicit(SolverKind k) {
+  return k >= SolverKind::Euler;
+}
+// True for the embedded pairs with automatic step size (ode23, dopri5).
+inline bool is_adaptive(SolverKind k) {
+  return k == SolverKind::Ode23 || k == SolverKind::Dopri5;
+}
 
 struct SolverOptions {
   double t_end = 1.0;  // end time [s]; the run starts at the model's time (v0)
@@ -29,6 +51,16 @@ struct SolverOptions {
   double h_min = 0.0;            // smallest step when halving; 0 = automatic, see effective_h_min()
   int32_t output_every = 1;      // observer every Nth step; 0 = only first and last point
   bool initial_accelerations = true;  // solve for consistent qdd, yd, z at the start
+  double newmark_beta = 0.25;         // Newmark's beta (newmark only)
+  double newmark_gamma = 0.5;         // Newmark's gamma (newmark only)
+  bool index2 = false;                // newmark/trapezoidal: velocity-level (index-2) constraints
+  bool modified_newton = true;        // keep the Newton matrix while the contraction is good
+  double h_max = 0.0;                 // adaptive methods: largest step; 0 = h
+  double step_safety = 0.9;           // adaptive methods: safety factor on the optimal step
+  double step_max_increase = 2.0;     // adaptive methods: largest factor of step increase
+  bool ignore_constraints = false;    // explicit methods: drop algebraic equations (z = 0)
+  int32_t load_steps = 10;            // static solver: number of load steps
+  int32_t verbosity = 0;              // 0 quiet, 1 steps, 2 Newton iterations, 3 everything
 
   // h_min with the automatic value resolved: 1e-12 * max(1, |t_end|), so that t + h_min still
   // differs from t by some 10^4 units in the last place over the whole run, but at most h / 1024

@@ -38,8 +38,25 @@ TEST(Options, TableIsCompleteAndConsistent) {
     EXPECT_FALSE(set_option(o, s.key, default_text(s)).has_value()) << s.key;
     EXPECT_EQ(get_option(o, s), default_text(s));
   }
-  EXPECT_EQ(keys, (std::set<std::string>{"t_end", "h", "solver", "rho_inf", "rtol", "atol",
-                                         "newton_max_iter", "h_min", "output_every",
+  EXPECT_EQ(keys, (std::set<std::string>{"t_end",
+                                         "h",
+                                         "solver",
+                                         "rho_inf",
+                                         "rtol",
+                                         "atol",
+                                         "newton_max_iter",
+                                         "h_min",
+                                         "output_every",
+                                         "newmark_beta",
+                                         "newmark_gamma",
+                                         "index2",
+                                         "modified_newton",
+                                         "h_max",
+                                         "step_safety",
+                                         "step_max_increase",
+                                         "ignore_constraints",
+                                         "load_steps",
+                                         "verbosity",
                                          "initial_accelerations"}));
   EXPECT_EQ(default_text(*find_option("h")), "0.001");
   EXPECT_EQ(default_text(*find_option("solver")), "gen-alpha");
@@ -101,8 +118,9 @@ TEST(Options, RejectsBadValuesWithClearMessages) {
             "option --newton-max-iter (newton_max_iter): '2.5' is not an integer");
   EXPECT_EQ(err("newton_max_iter", "0"),
             "option --newton-max-iter (newton_max_iter): 0 is outside the valid range [1, 1000]");
-  EXPECT_EQ(err("solver", "euler"),
-            "option --solver (solver): 'euler' is not one of: gen-alpha, rk4");
+  EXPECT_EQ(err("solver", "eulr"),
+            "option --solver (solver): 'eulr' is not one of: gen-alpha, newmark, trapezoidal, "
+            "euler, midpoint, rk33, rk44, rk6, ode23, dopri5");
   EXPECT_EQ(err("initial_accelerations", "maybe"),
             "option --initial-accelerations (initial_accelerations): 'maybe' is not a truth value "
             "(use true or false)");

@@ -88,7 +88,7 @@ TEST(Rk4, HalvesStepOnNonFiniteResidualAndReportsFailure) {
   const FailureRecord& f = *solver->failure();
   std::printf("%s", f.message.c_str());
   EXPECT_EQ(f.kind, FailureKind::NonFiniteResidual);
-  EXPECT_EQ(f.solver, "rk4");
+  EXPECT_EQ(f.solver, "rk44");
   EXPECT_NEAR(f.t, 0.25, 1e-10);
   EXPECT_EQ(f.equation, 0);
   EXPECT_GT(solver->statistics().rejected_steps, 10);
