@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "runtime/solvers/Explicit.h"
 #include "runtime/solvers/GenAlpha.h"
 #include "runtime/solvers/ModelCheck.h"
 #include "runtime/solvers/Rk4.h"
@@ -102,11 +103,10 @@ std::unique_ptr<Integrator> make_integrator(std::shared_ptr<const CompiledModel>
   switch (options.solver) {
     case SolverKind::GenAlpha:
       return std::make_unique<GenAlpha>(model, options);
-    case SolverKind::Rk44:
-      return std::make_unique<Rk4>(model, options);
     default:
       break;
   }
+  if (is_explicit(options.solver)) return make_explicit_integrator(model, options);
   throw SolverSetupError(std::string("the solver '") + std::string(solver_name(options.solver)) +
                          "' is not available yet");
 }
