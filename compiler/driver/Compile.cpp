@@ -278,6 +278,17 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
   m->outputs = kernel(kernels.outputs, *state->jit);
   m->initial_values = kernel(kernels.initial_values, *state->jit);
   for (const auto& o : dae->outputs) m->output_names.push_back(o.name);
+  for (const auto& spec : specs) {
+    if (state->jit->lookup(spec.name)) continue;
+    diags.report(DiagKind::jit_failed, Span{}, {"no code for kernel '" + spec.name + "'"});
+    return finish(false);
+  }
+  for (const rt::SparseKernel* k : {&m->newton_matrix, &m->mass_matrix, &m->init_matrix, &m->jac_q,
+                                    &m->jac_qd, &m->jac_y, &m->jac_z, &m->index2_matrix}) {
+    if (k->values.fn) continue;
+    diags.report(DiagKind::jit_failed, Span{}, {"a matrix kernel of the model has no code"});
+    return finish(false);
+  }
   for (const auto& v : flat->vars) {
     if (v.role != VarRole::Parameter) continue;
     m->parameters.push_back({v.name, source_ref(sources, v.span, v.name)});

@@ -56,8 +56,10 @@ MatrixKernel jacobian(sym::Context& cx, const char* name, const std::vector<Expr
 }  // namespace
 
 std::vector<codegen::KernelSpec> ModelKernels::all() const {
-  return {residual, newton_matrix.spec, mass_matrix.spec, init_residual, init_matrix.spec,
-          outputs,  initial_values};
+  return {residual,         newton_matrix.spec, mass_matrix.spec,   init_residual,
+          init_matrix.spec, jac_q.spec,         jac_qd.spec,        jac_y.spec,
+          jac_z.spec,       index2_residual,    index2_matrix.spec, outputs,
+          initial_values};
 }
 
 ModelKernels build_kernels(const SymbolicDae& dae, sym::Context& cx) {

@@ -22,13 +22,13 @@ std::runtime_error io_error(const std::string& what, const std::string& path, in
 }  // namespace
 
 CsvWriter::CsvWriter(const std::string& path, std::span<const std::string> names,
-                     std::chrono::milliseconds flush_interval)
+                     std::chrono::milliseconds flush_interval, const std::string& first_column)
     : path_(path), n_columns_(names.size()), flush_interval_(flush_interval) {
   fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) throw io_error("cannot open result file", path, errno);
   max_row_ = (n_columns_ + 1) * (kMaxNumber + 1) + 1;
   buffer_.resize(std::max(kMinBuffer, 4 * max_row_));
-  std::string header = "time";
+  std::string header = first_column;
   for (const std::string& n : names) header += "," + n;
   header += "\n";
   write_all(header.data(), header.size());

@@ -18,8 +18,10 @@ class CsvWriter {
  public:
   // Opens (truncates) `path` and writes the header. Throws std::runtime_error naming the path and
   // the reason if it cannot be opened.
+  // `first_column` names the independent variable ("time"; "load" for the static solver).
   CsvWriter(const std::string& path, std::span<const std::string> names,
-            std::chrono::milliseconds flush_interval = std::chrono::milliseconds(100));
+            std::chrono::milliseconds flush_interval = std::chrono::milliseconds(100),
+            const std::string& first_column = "time");
   ~CsvWriter();  // close()s; errors at that point are lost, call close() to see them
   CsvWriter(const CsvWriter&) = delete;
   CsvWriter& operator=(const CsvWriter&) = delete;

@@ -1,16 +1,555 @@
 #include "runtime/solvers/Explicit.h"
 
-#include <string>
+#include <fmt/format.h>
 
-#include "runtime/solvers/Rk4.h"
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <string>
 
 namespace mbs::rt {
 
+namespace {
+
+// ---- the tableaus (a: row-major, stages x stages)
+
+constexpr std::array<double, 1> kEulerC = {0.0};
+constexpr std::array<double, 1> kEulerA = {0.0};
+constexpr std::array<double, 1> kEulerB = {1.0};
+
+constexpr std::array<double, 2> kMidC = {0.0, 0.5};
+constexpr std::array<double, 4> kMidA = {0.0, 0.0, 0.5, 0.0};
+constexpr std::array<double, 2> kMidB = {0.0, 1.0};
+
+// Kutta's third-order method.
+constexpr std::array<double, 3> kRk33C = {0.0, 0.5, 1.0};
+constexpr std::array<double, 9> kRk33A = {0.0, 0.0, 0.0, 0.5, 0.0, 0.0, -1.0, 2.0, 0.0};
+constexpr std::array<double, 3> kRk33B = {1.0 / 6.0, 2.0 / 3.0, 1.0 / 6.0};
+
+constexpr std::array<double, 4> kRk44C = {0.0, 0.5, 0.5, 1.0};
+constexpr std::array<double, 16> kRk44A = {0.0, 0.0, 0.0, 0.0, 0.5, 0.0, 0.0, 0.0,
+                                           0.0, 0.5, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0};
+constexpr std::array<double, 4> kRk44B = {1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0};
+
+// Butcher's 7-stage sixth-order method (J. C. Butcher, On Runge-Kutta processes of high order,
+// J. Austral. Math. Soc. 4 (1964); the form in Butcher, Numerical Methods for ODEs, sec. 324).
+constexpr std::array<double, 7> kRk6C = {0.0, 1.0 / 3.0, 2.0 / 3.0, 1.0 / 3.0, 0.5, 0.5, 1.0};
+constexpr std::array<double, 49> kRk6A = {
+    0.0,         0.0,         0.0,         0.0,         0.0, 0.0,          0.0,  //
+    1.0 / 3.0,   0.0,         0.0,         0.0,         0.0, 0.0,          0.0,  //
+    0.0,         2.0 / 3.0,   0.0,         0.0,         0.0, 0.0,          0.0,  //
+    1.0 / 12.0,  1.0 / 3.0,   -1.0 / 12.0, 0.0,         0.0, 0.0,          0.0,  //
+    -1.0 / 16.0, 9.0 / 8.0,   -3.0 / 16.0, -3.0 / 8.0,  0.0, 0.0,          0.0,  //
+    0.0,         9.0 / 8.0,   -3.0 / 8.0,  -3.0 / 4.0,  0.5, 0.0,          0.0,  //
+    9.0 / 44.0,  -9.0 / 11.0, 63.0 / 44.0, 18.0 / 11.0, 0.0, -16.0 / 11.0, 0.0};
+constexpr std::array<double, 7> kRk6B = {11.0 / 120.0, 0.0,         27.0 / 40.0, 27.0 / 40.0,
+                                         -4.0 / 15.0,  -4.0 / 15.0, 11.0 / 120.0};
+
+// Bogacki-Shampine 3(2) (MATLAB's ode23): b of order 3, bhat of order 2, FSAL.
+constexpr std::array<double, 4> kBs23C = {0.0, 0.5, 0.75, 1.0};
+constexpr std::array<double, 16> kBs23A = {0.0,       0.0,       0.0,       0.0,  //
+                                           0.5,       0.0,       0.0,       0.0,  //
+                                           0.0,       0.75,      0.0,       0.0,  //
+                                           2.0 / 9.0, 1.0 / 3.0, 4.0 / 9.0, 0.0};
+constexpr std::array<double, 4> kBs23B = {2.0 / 9.0, 1.0 / 3.0, 4.0 / 9.0, 0.0};
+constexpr std::array<double, 4> kBs23Bhat = {7.0 / 24.0, 0.25, 1.0 / 3.0, 0.125};
+
+// Dormand-Prince 5(4) (Hairer, Norsett, Wanner, Solving ODEs I, table 5.2): b of order 5, FSAL.
+constexpr std::array<double, 7> kDp5C = {0.0, 0.2, 0.3, 0.8, 8.0 / 9.0, 1.0, 1.0};
+constexpr std::array<double, 49> kDp5A = {0.0,
+                                          0.0,
+                                          0.0,
+                                          0.0,
+                                          0.0,
+                                          0.0,
+                                          0.0,  //
+                                          0.2,
+                                          0.0,
+                                          0.0,
+                                          0.0,
+                                          0.0,
+                                          0.0,
+                                          0.0,  //
+                                          3.0 / 40.0,
+                                          9.0 / 40.0,
+                                          0.0,
+                                          0.0,
+                                          0.0,
+                                          0.0,
+                                          0.0,  //
+                                          44.0 / 45.0,
+                                          -56.0 / 15.0,
+                                          32.0 / 9.0,
+                                          0.0,
+                                          0.0,
+                                          0.0,
+                                          0.0,  //
+                                          19372.0 / 6561.0,
+                                          -25360.0 / 2187.0,
+                                          64448.0 / 6561.0,
+                                          -212.0 / 729.0,
+                                          0.0,
+                                          0.0,
+                                          0.0,  //
+                                          9017.0 / 3168.0,
+                                          -355.0 / 33.0,
+                                          46732.0 / 5247.0,
+                                          49.0 / 176.0,
+                                          -5103.0 / 18656.0,
+                                          0.0,
+                                          0.0,  //
+                                          35.0 / 384.0,
+                                          0.0,
+                                          500.0 / 1113.0,
+                                          125.0 / 192.0,
+                                          -2187.0 / 6784.0,
+                                          11.0 / 84.0,
+                                          0.0};
+constexpr std::array<double, 7> kDp5B = {
+    35.0 / 384.0, 0.0, 500.0 / 1113.0, 125.0 / 192.0, -2187.0 / 6784.0, 11.0 / 84.0, 0.0};
+constexpr std::array<double, 7> kDp5Bhat = {
+    5179.0 / 57600.0, 0.0,       7571.0 / 16695.0, 393.0 / 640.0, -92097.0 / 339200.0,
+    187.0 / 2100.0,   1.0 / 40.0};
+
+const std::array<ButcherTableau, 7> kTableaus = {{
+    {"euler", 1, 1, 0, kEulerC, kEulerA, kEulerB, {}},
+    {"midpoint", 2, 2, 0, kMidC, kMidA, kMidB, {}},
+    {"rk33", 3, 3, 0, kRk33C, kRk33A, kRk33B, {}},
+    {"rk44", 4, 4, 0, kRk44C, kRk44A, kRk44B, {}},
+    {"rk6", 7, 6, 0, kRk6C, kRk6A, kRk6B, {}},
+    {"ode23", 4, 3, 2, kBs23C, kBs23A, kBs23B, kBs23Bhat},
+    {"dopri5", 7, 5, 4, kDp5C, kDp5A, kDp5B, kDp5Bhat},
+}};
+
+constexpr int32_t kMaxNames = 5;
+
+std::string z_names(const CompiledModel& m) {
+  std::string names;
+  for (int32_t k = 0; k < m.n_z && k < kMaxNames; ++k) {
+    names += (k ? ", " : "") + unknown_name(m, m.n_q + m.n_y + k);
+  }
+  if (m.n_z > kMaxNames) names += ", ...";
+  return names;
+}
+
+// Name of component j of xi = [q | qd | y].
+std::string state_name(const CompiledModel& m, int32_t j) {
+  if (j < m.n_q) return unknown_name(m, j);
+  if (j < 2 * m.n_q) return "der(" + unknown_name(m, j - m.n_q) + ")";
+  return unknown_name(m, j - m.n_q);
+}
+int32_t state_unknown(const CompiledModel& m, int32_t j) {
+  return j < m.n_q ? j : j < 2 * m.n_q ? j - m.n_q : j - m.n_q;
+}
+
+}  // namespace
+
+bool ButcherTableau::fsal() const {
+  const int32_t s = stages;
+  if (s < 2 || c[static_cast<size_t>(s - 1)] != 1.0) return false;
+  for (int32_t j = 0; j < s; ++j) {
+    if (a[static_cast<size_t>((s - 1) * s + j)] != b[static_cast<size_t>(j)]) return false;
+  }
+  return true;
+}
+
+const ButcherTableau& explicit_tableau(SolverKind kind) {
+  const auto i = static_cast<size_t>(kind) - static_cast<size_t>(SolverKind::Euler);
+  return kTableaus.at(i);
+}
+
+ExplicitRk::ExplicitRk(std::shared_ptr<const CompiledModel> model, const SolverOptions& options)
+    : Integrator(std::move(model), options), tab_(explicit_tableau(options.solver)) {
+  const auto& m = model_;
+  const std::string_view solver = name();
+  n_x_ = m.n_q + m.n_y;
+  n_state_ = 2 * m.n_q + m.n_y;
+  const int32_t n = m.n_eq();
+  const SparseKernel& A = m.newton_matrix;
+  // Rows that contain a highest derivative (an entry in a [qdd | yd] column).
+  std::vector<bool> has_hd(static_cast<size_t>(n), false);
+  for (int32_t e = 0; e < A.nnz(); ++e) {
+    if (A.col[e] < n_x_) has_hd[static_cast<size_t>(A.row[e])] = true;
+  }
+  const auto level = [&](int32_t i) {
+    return static_cast<size_t>(i) < m.eq_level.size() ? m.eq_level[i] : EquationLevel::Dynamic;
+  };
+  int32_t first_constraint = -1;
+  for (int32_t i = 0; i < n && first_constraint < 0; ++i) {
+    if (!has_hd[static_cast<size_t>(i)] || level(i) != EquationLevel::Dynamic) first_constraint = i;
+  }
+  const std::string help =
+      "use --solver gen-alpha, or --ignore-constraints to drop those equations and set the "
+      "algebraic variables to 0 (the result is then not a solution of the model)";
+  if (!options.ignore_constraints && (m.n_z > 0 || first_constraint >= 0)) {
+    std::string what;
+    if (m.n_z > 0) {
+      what = fmt::format("it has {} algebraic variable(s) ({})", m.n_z, z_names(m));
+    }
+    if (first_constraint >= 0) {
+      what += fmt::format(
+          "{}equation {} ({}) contains no highest derivative (der(der(q)) or "
+          "der(y))",
+          what.empty() ? "" : ", and ", first_constraint, equation_text(m, first_constraint));
+    }
+    throw SolverSetupError(fmt::format(
+        "the {} solver cannot integrate model '{}': {}; an explicit method has no way to solve "
+        "for algebraic variables or constraints; {}",
+        solver, m.name, what, help));
+  }
+  // The rows used: all (the usual case), or the Dynamic ones.
+  std::vector<int32_t> rows;
+  for (int32_t i = 0; i < n; ++i) {
+    if (!options.ignore_constraints || level(i) == EquationLevel::Dynamic) rows.push_back(i);
+  }
+  if (static_cast<int32_t>(rows.size()) != n_x_) {
+    throw SolverSetupError(fmt::format(
+        "the {} solver cannot integrate model '{}' with --ignore-constraints: it leaves {} "
+        "equation(s) of level Dynamic for {} unknown(s) der(der(q)), der(y) (n_q = {}, n_y = {}); "
+        "use --solver gen-alpha",
+        solver, m.name, rows.size(), n_x_, m.n_q, m.n_y));
+  }
+  for (const int32_t i : rows) {
+    if (!has_hd[static_cast<size_t>(i)]) {
+      throw SolverSetupError(fmt::format(
+          "the {} solver cannot integrate model '{}' with --ignore-constraints: equation {} ({}) "
+          "contains no highest derivative (der(der(q)) or der(y)), so the accelerations are not "
+          "determined; use --solver gen-alpha",
+          solver, m.name, i, equation_text(m, i)));
+    }
+  }
+  reduced_ = m.n_z > 0 || n != n_x_;
+  if (!reduced_) {
+    solver_.setup(n, A.row, A.col);
+  } else {
+    std::vector<int32_t> sub_index(static_cast<size_t>(n), -1);
+    for (int32_t r = 0; r < n_x_; ++r) sub_index[static_cast<size_t>(rows[r])] = r;
+    sub_row_ = rows;
+    std::vector<int32_t> srow, scol;
+    for (int32_t e = 0; e < A.nnz(); ++e) {
+      const int32_t r = sub_index[static_cast<size_t>(A.row[e])];
+      if (A.col[e] < n_x_ && r >= 0) {
+        sub_entry_.push_back(e);
+        srow.push_back(r);
+        scol.push_back(A.col[e]);
+      }
+    }
+    sub_values_.assign(sub_entry_.size(), 0.0);
+    solver_.setup(n_x_, srow, scol);
+  }
+  fsal_ = tab_.fsal();
+  const size_t ns = static_cast<size_t>(n_state_);
+  for (auto* vec : {&xi0_, &d0_, &xi1_, &d1_, &stage_, &err_vec_}) vec->assign(ns, 0.0);
+  k_.assign(static_cast<size_t>(tab_.stages) * ns, 0.0);
+  h_max_ = options.h_max > 0.0 ? options.h_max : options.h;
+  h_prop_ = std::min(options.h, h_max_);
+}
+
+SolveStatus ExplicitRk::step() {
+  if (!initialized_ && initialize() == SolveStatus::Failed) return SolveStatus::Failed;
+  if (!adaptive()) return advance_grid_step(*this);
+  return advance_adaptive(n_done_ + 1);
+}
+
+SolveStatus ExplicitRk::run(const Observer& observer) {
+  if (!adaptive()) return run_loop(*this, observer);
+  if (failure_) return SolveStatus::Failed;
+  if (!initialized_ && initialize() == SolveStatus::Failed) return SolveStatus::Failed;
+  const auto start = std::chrono::steady_clock::now();
+  SolveStatus status = SolveStatus::Finished;
+  const int64_t every = options_.output_every;
+  if (observer && last_output_ != n_done_ && emit(observer) != 0) status = SolveStatus::Stopped;
+  while (status == SolveStatus::Finished && n_done_ < n_steps_) {
+    // The next output point (without observer, or with output_every = 0: t_end).
+    int64_t target = n_steps_;
+    if (observer && every > 0) target = std::min(n_steps_, (n_done_ / every + 1) * every);
+    const SolveStatus st = advance_adaptive(target);
+    if (st == SolveStatus::Failed || st == SolveStatus::Interrupted) {
+      if (observer && last_output_ != n_done_) emit(observer);  // the last good point
+      status = st;
+      break;
+    }
+    if (observer && emit(observer) != 0) status = SolveStatus::Stopped;
+  }
+  stats_.wall_time +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return status;
+}
+
+SolveStatus ExplicitRk::initialize() {
+  if (failure_) return SolveStatus::Failed;
+  if (initialized_) return SolveStatus::Ok;
+  const auto start = std::chrono::steady_clock::now();
+  const auto& m = model_;
+  double* v = ws_.v.data();
+  v[m.slot_c_q] = v[m.slot_c_qd] = v[m.slot_c_y] = 0.0;
+  for (int32_t k = 0; k < m.n_z; ++k) v[m.z_slot[k]] = 0.0;  // ignore_constraints: z = 0
+  for (int32_t i = 0; i < m.n_q; ++i) {
+    xi0_[i] = v[m.q_slot[i]];
+    xi0_[m.n_q + i] = v[m.qd_slot[i]];
+  }
+  for (int32_t j = 0; j < m.n_y; ++j) xi0_[2 * m.n_q + j] = v[m.y_slot[j]];
+  const bool ok = derivative(t_, xi0_.data(), d0_.data());
+  stats_.wall_time +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!ok) {
+    fail(attempt_failure_, FailurePhase::InitialValues, 0.0, 0);
+    return SolveStatus::Failed;
+  }
+  initialized_ = true;
+  return SolveStatus::Ok;
+}
+
+bool ExplicitRk::derivative(double t, const double* xi, double* d) {
+  const auto& m = model_;
+  double* v = ws_.v.data();
+  const int32_t nq = m.n_q, ny = m.n_y;
+  v[m.slot_time] = t;
+  for (int32_t i = 0; i < nq; ++i) {
+    v[m.q_slot[i]] = xi[i];
+    v[m.qd_slot[i]] = xi[nq + i];
+    v[m.qdd_slot[i]] = 0.0;
+  }
+  for (int32_t j = 0; j < ny; ++j) {
+    v[m.y_slot[j]] = xi[2 * nq + j];
+    v[m.yd_slot[j]] = 0.0;
+  }
+  AttemptFailure& f = attempt_failure_;
+  int32_t st = m.residual(v, ws_.residual.data());
+  ++stats_.residual_evaluations;
+  if (st != 0) {
+    f = AttemptFailure{};
+    f.kind = st > 0 ? FailureKind::NonFiniteResidual : FailureKind::KernelFatal;
+    f.kernel_status = st;
+    if (st > 0) f.equation = st - 1, f.residual = ws_.residual[st - 1];
+    return false;
+  }
+  const SparseKernel& A = m.newton_matrix;
+  st = A.values(v, ws_.newton_values.data());
+  ++stats_.jacobian_evaluations;
+  if (st != 0) {
+    f = AttemptFailure{};
+    f.kind = st > 0 ? FailureKind::NonFiniteJacobian : FailureKind::KernelFatal;
+    f.kernel_status = st;
+    if (st > 0) f.equation = A.row[st - 1], f.unknown = A.col[st - 1];
+    return false;
+  }
+  double* x = ws_.x.data();
+  if (!reduced_) {
+    st = solver_.factor(ws_.newton_values.data());
+    for (int32_t i = 0; i < n_x_; ++i) x[i] = -ws_.residual[i];
+  } else {
+    const size_t ne = sub_entry_.size();
+    for (size_t e = 0; e < ne; ++e) sub_values_[e] = ws_.newton_values[sub_entry_[e]];
+    st = solver_.factor(sub_values_.data());
+    for (int32_t r = 0; r < n_x_; ++r) x[r] = -ws_.residual[sub_row_[r]];
+  }
+  ++stats_.factorizations;
+  if (st != 0) {
+    f = AttemptFailure{};
+    f.kind = FailureKind::SingularMatrix;
+    f.unknown = st - 1;
+    return false;
+  }
+  solver_.solve(x);
+  ++stats_.linear_solves;
+  for (int32_t i = 0; i < nq; ++i) {
+    d[i] = xi[nq + i];
+    d[nq + i] = x[i];
+    v[m.qdd_slot[i]] = x[i];
+  }
+  for (int32_t j = 0; j < ny; ++j) {
+    d[2 * nq + j] = x[nq + j];
+    v[m.yd_slot[j]] = x[nq + j];
+  }
+  return true;
+}
+
+bool ExplicitRk::attempt(double h) {
+  const int32_t ns = n_state_, S = tab_.stages;
+  const double* xi = xi0_.data();
+  std::array<double*, kMaxStages> k{};
+  k[0] = d0_.data();
+  for (int32_t s = 1; s < S; ++s) {
+    k[s] = fsal_ && s == S - 1 ? d1_.data() : k_.data() + static_cast<size_t>(s) * ns;
+  }
+  const auto failed = [this] {
+    restore_accepted_state();
+    return false;
+  };
+  const auto combine = [&](double* out, const double* w, int32_t n_w) {
+    for (int32_t i = 0; i < ns; ++i) out[i] = xi[i];
+    for (int32_t j = 0; j < n_w; ++j) {
+      if (w[j] == 0.0) continue;
+      const double hw = h * w[j];
+      const double* kj = k[j];
+      for (int32_t i = 0; i < ns; ++i) out[i] += hw * kj[i];
+    }
+  };
+  for (int32_t s = 1; s < S; ++s) {
+    const bool last_fsal = fsal_ && s == S - 1;
+    double* g = last_fsal ? xi1_.data() : stage_.data();
+    combine(g, tab_.a.data() + static_cast<size_t>(s) * S, s);
+    const double ts = last_fsal ? t_ + h : t_ + tab_.c[s] * h;
+    if (!derivative(ts, g, k[s])) return failed();
+  }
+  if (!fsal_) {
+    combine(xi1_.data(), tab_.b.data(), S);
+    // The derivative at the end: output values (qdd, yd) and the first stage of the next step.
+    if (!derivative(t_ + h, xi1_.data(), d1_.data())) return failed();
+  }
+  if (!adaptive()) return true;
+  // Error estimate xi1 - xi1hat = h sum (b_j - bhat_j) k_j, scaled per component.
+  double* e = err_vec_.data();
+  for (int32_t i = 0; i < ns; ++i) e[i] = 0.0;
+  for (int32_t j = 0; j < S; ++j) {
+    const double w = h * (tab_.b[j] - tab_.bhat[j]);
+    if (w == 0.0) continue;
+    const double* kj = k[j];
+    for (int32_t i = 0; i < ns; ++i) e[i] += w * kj[i];
+  }
+  const double atol = options_.atol, rtol = options_.rtol;
+  double sum = 0.0, worst = -1.0;
+  int32_t worst_i = -1;
+  for (int32_t i = 0; i < ns; ++i) {
+    const double sc = atol + rtol * std::max(std::fabs(xi[i]), std::fabs(xi1_[i]));
+    const double r = e[i] == 0.0 ? 0.0 : std::fabs(e[i]) / sc;
+    sum += r * r;
+    if (!std::isnan(worst) && (std::isnan(r) || r > worst)) worst = r, worst_i = i;
+  }
+  err_ = ns > 0 ? std::sqrt(sum / ns) : 0.0;
+  err_comp_ = worst_i;
+  err_comp_ratio_ = worst;
+  return true;
+}
+
+void ExplicitRk::accept(double) {
+  xi0_.swap(xi1_);
+  d0_.swap(d1_);
+}
+
+void ExplicitRk::restore_accepted_state() {
+  const auto& m = model_;
+  double* v = ws_.v.data();
+  const int32_t nq = m.n_q;
+  v[m.slot_time] = t_;
+  for (int32_t i = 0; i < nq; ++i) {
+    v[m.q_slot[i]] = xi0_[i];
+    v[m.qd_slot[i]] = xi0_[nq + i];
+    v[m.qdd_slot[i]] = d0_[nq + i];
+  }
+  for (int32_t j = 0; j < m.n_y; ++j) {
+    v[m.y_slot[j]] = xi0_[2 * nq + j];
+    v[m.yd_slot[j]] = d0_[2 * nq + j];
+  }
+}
+
+SolveStatus ExplicitRk::advance_adaptive(int64_t target) {
+  if (failure_) return SolveStatus::Failed;
+  if (n_done_ >= n_steps_) return SolveStatus::Finished;
+  target = std::min(target, n_steps_);
+  const double t_target = grid_time(target);
+  const double f_sfty = options_.step_safety, f_inc = options_.step_max_increase;
+  const double expo = 1.0 / (tab_.embedded_order + 1);
+  while (t_ < t_target) {
+    const double remaining = t_target - t_;
+    // Hit the target exactly; split the rest into two equal steps rather than leave a sliver.
+    const bool last = h_prop_ >= remaining * (1.0 - 1e-9);
+    const bool shortened = last || h_prop_ > 0.5 * remaining;
+    const double h = last ? remaining : shortened ? 0.5 * remaining : h_prop_;
+    if (!attempt(h)) {
+      // A kernel failed (non-finite value): halve, as the fixed-step methods do.
+      ++stats_.rejected_steps;
+      const double floor =
+          std::max(h_min_, 64.0 * std::numeric_limits<double>::epsilon() * std::fabs(t_));
+      if (attempt_failure_.fatal() || 0.5 * h < floor) {
+        const auto halvings = static_cast<int32_t>(std::lround(std::log2(options_.h / h)));
+        fail(attempt_failure_, FailurePhase::Step, h, std::max(halvings, 0));
+        return SolveStatus::Failed;
+      }
+      h_prop_ = 0.5 * h;
+      continue;
+    }
+    const double inv = err_ > 0.0 ? 1.0 / err_ : std::numeric_limits<double>::infinity();
+    const double h_opt = h * std::pow(inv, expo);  // NaN if err_ is NaN
+    // A step shortened to hit the target does not limit the growth of the next one.
+    const double h_base = shortened ? std::max(h, h_prop_) : h;
+    if (err_ <= 1.0) {
+      accept(h);
+      t_ = last ? t_target : t_ + h;
+      stats_.record_accepted_step(h);
+      h_prop_ = std::min(h_max_, std::min(h_base * f_inc, std::max(h_min_, f_sfty * h_opt)));
+      if (options_.verbosity >= 1) {
+        std::fprintf(stderr, "%s: t = %.9g accepted h = %.3e err = %.3e next h = %.3e\n",
+                     tab_.name.data(), t_, h, err_, h_prop_);
+      }
+      if (interrupt_requested() && t_ < t_target) return SolveStatus::Interrupted;
+      continue;
+    }
+    ++stats_.rejected_steps;
+    restore_accepted_state();
+    // Rejected: retry with the step the estimate suggests (never more than half for NaN).
+    const double h_next = std::isfinite(h_opt) ? f_sfty * h_opt : 0.5 * h;
+    if (options_.verbosity >= 1) {
+      std::fprintf(stderr, "%s: t = %.9g rejected h = %.3e err = %.3e next h = %.3e\n",
+                   tab_.name.data(), t_, h, err_, h_next);
+    }
+    if (h_next < h_min_) {
+      if (h <= h_min_ * (1.0 + 1e-12)) {
+        fail_error_test(h, h_next);
+        return SolveStatus::Failed;
+      }
+      h_prop_ = h_min_;  // one last try at h_min
+      continue;
+    }
+    h_prop_ = std::min(h_next, h_max_);
+  }
+  n_done_ = target;
+  return n_done_ >= n_steps_ ? SolveStatus::Finished : SolveStatus::Ok;
+}
+
+void ExplicitRk::fail_error_test(double h, double h_next) {
+  const auto& m = model_;
+  // FailureKind has no entry for the error test yet; the record carries the closest kind and
+  // the message below says what happened.
+  FailureRecord f;
+  f.kind = FailureKind::NewtonMaxIterations;
+  f.phase = FailurePhase::Step;
+  f.solver = name();
+  f.t = t_;
+  f.h = h;
+  f.h_min = h_min_;
+  f.halvings = 0;
+  f.unknown = err_comp_ >= 0 ? state_unknown(m, err_comp_) : -1;
+  f.update = err_comp_ratio_;
+  std::string msg = fmt::format(
+      "error: {}: the local error estimate stays above the tolerance in the step from t = {} "
+      "with h = {:.6g}\n"
+      "note: scaled error {:.3g} (must be <= 1); the step it suggests, {:.3g}, is below h_min = "
+      "{:.6g}\n",
+      f.solver, f.t, h, err_, h_next, h_min_);
+  if (err_comp_ >= 0) {
+    const std::string src = unknown_source(m, f.unknown);
+    msg += fmt::format(
+        "note: component '{}'{} has the largest error ({:.3g} x its tolerance atol + rtol*|x|)\n",
+        state_name(m, err_comp_), src.empty() ? "" : " (declared at " + src + ")", err_comp_ratio_);
+  }
+  msg += fmt::format(
+      "help: the solution changes faster than --h-min can follow (a stiff model, a "
+      "discontinuity or a singularity); loosen --rtol/--atol, lower --h-min, or use an implicit "
+      "solver (--solver gen-alpha)\n");
+  f.message = std::move(msg);
+  failure_ = std::move(f);
+}
+
 std::unique_ptr<Integrator> make_explicit_integrator(std::shared_ptr<const CompiledModel> model,
                                                      const SolverOptions& options) {
-  if (options.solver == SolverKind::Rk44) return std::make_unique<Rk4>(model, options);
-  throw SolverSetupError(std::string("the solver '") + std::string(solver_name(options.solver)) +
-                         "' is not available yet");
+  if (!is_explicit(options.solver)) {
+    throw SolverSetupError(std::string("the solver '") + std::string(solver_name(options.solver)) +
+                           "' is not explicit");
+  }
+  return std::make_unique<ExplicitRk>(std::move(model), options);
 }
 
 }  // namespace mbs::rt

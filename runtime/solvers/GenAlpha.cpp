@@ -59,7 +59,7 @@ std::vector<EquationLevel> multiplier_levels(const CompiledModel& m) {
   return level;
 }
 
-GenAlpha::Parameters GenAlpha::parameters(double rho) {
+NewmarkFamily::Parameters NewmarkFamily::parameters(double rho) {
   Parameters p{};
   p.alpha_m = (2.0 * rho - 1.0) / (rho + 1.0);
   p.alpha_f = rho / (rho + 1.0);
@@ -69,14 +69,78 @@ GenAlpha::Parameters GenAlpha::parameters(double rho) {
   return p;
 }
 
-GenAlpha::GenAlpha(std::shared_ptr<const CompiledModel> model, const SolverOptions& options)
-    : Integrator(std::move(model), options), p_(parameters(options.rho_inf)) {
+NewmarkFamily::Parameters NewmarkFamily::newmark_parameters(double beta, double gamma) {
+  return Parameters{0.0, 0.0, beta, gamma};
+}
+
+NewmarkFamily::Parameters NewmarkFamily::parameters(const SolverOptions& o) {
+  switch (o.solver) {
+    case SolverKind::Newmark:
+      return newmark_parameters(o.newmark_beta, o.newmark_gamma);
+    case SolverKind::Trapezoidal:
+      return newmark_parameters(0.25, 0.5);
+    default:
+      return parameters(o.rho_inf);
+  }
+}
+
+NewmarkFamily::NewmarkFamily(std::shared_ptr<const CompiledModel> model,
+                             const SolverOptions& options)
+    : Integrator(std::move(model), options), p_(parameters(options)) {
   const auto& m = model_;
   const double r = (1.0 - p_.alpha_f) / (1.0 - p_.alpha_m);
   beta_p_ = p_.beta * r;
   gamma_p_ = p_.gamma * r;
+  full_newton_ = !options.modified_newton;
+  verbosity_ = options.verbosity;
   const int32_t n = m.n_eq();
-  newton_.setup(n, m.newton_matrix.row, m.newton_matrix.col);
+  row_level_ = m.eq_level;
+  const bool has_position =
+      std::find(m.eq_level.begin(), m.eq_level.end(), EquationLevel::Position) != m.eq_level.end();
+  if (options.index2 && options.solver == SolverKind::GenAlpha) {
+    throw SolverSetupError(
+        "option --index2 (index2) is not available with --solver gen-alpha: generalized-alpha "
+        "enforces constraints at position level (index 3); use --solver newmark or "
+        "--solver trapezoidal for velocity-level constraints, or drop --index2");
+  }
+  // Without position-level constraints the index-2 form is F itself: nothing to switch.
+  index2_ = options.index2 && has_position;
+  residual_ = &m.residual;
+  matrix_ = &m.newton_matrix;
+  matrix_values_ = ws_.newton_values.data();
+  if (index2_) {
+    const SparseKernel& J2 = m.index2_matrix;
+    if (!m.index2_residual.fn || !J2.values.fn) {
+      throw SolverSetupError(fmt::format(
+          "option --index2: model '{}' has position-level constraints but no index-2 kernels "
+          "(index2_residual, index2_matrix); recompile it or drop --index2",
+          m.name));
+    }
+    if (m.index2_residual.n_out != n || J2.rows != n || J2.cols != n ||
+        J2.row.size() != J2.col.size() || J2.values.n_out != J2.nnz()) {
+      throw SolverSetupError(fmt::format(
+          "model '{}': index2_residual has {} outputs and index2_matrix is {} x {} with {} "
+          "entries and {} values, expected n_eq = {} outputs and an n_eq x n_eq matrix",
+          m.name, m.index2_residual.n_out, J2.rows, J2.cols, J2.nnz(), J2.values.n_out, n));
+    }
+    for (EquationLevel& l : row_level_) {
+      if (l == EquationLevel::Position) l = EquationLevel::Velocity;
+    }
+    residual_ = &m.index2_residual;
+    matrix_ = &J2;
+    index2_values_.assign(static_cast<size_t>(J2.nnz()), 0.0);
+    matrix_values_ = index2_values_.data();
+  }
+  // Undamped Newmark (gamma = 1/2, the trapezoidal rule) does not damp the multiplier error of
+  // index-3 constraints: it grows over the run (docs/solvers.md, "Implicit family").
+  if (has_position && !index2_ && p_.alpha_m == 0.0 && p_.alpha_f == 0.0 && p_.gamma <= 0.5) {
+    fmt::print(stderr,
+               "warning: {} with gamma = 1/2 on the position-level constraints of model '{}': the "
+               "error of their multipliers is not damped and grows over the run; use --index2, "
+               "--newmark-gamma > 0.5 or --solver gen-alpha\n",
+               name(), m.name);
+  }
+  newton_.setup(n, matrix_->row, matrix_->col);
   if (m.init_residual.fn) {
     init_solver_.setup(n, m.init_matrix.row, m.init_matrix.col);
   } else if (options.initial_accelerations) {
@@ -106,16 +170,16 @@ GenAlpha::GenAlpha(std::shared_ptr<const CompiledModel> model, const SolverOptio
   x_prev2_ = x0_;
 }
 
-SolveStatus GenAlpha::step() {
+SolveStatus NewmarkFamily::step() {
   if (!initialized_ && initialize() == SolveStatus::Failed) return SolveStatus::Failed;
   return advance_grid_step(*this);
 }
 
-SolveStatus GenAlpha::run(const Observer& observer) {
+SolveStatus NewmarkFamily::run(const Observer& observer) {
   return run_loop(*this, observer);
 }
 
-SolveStatus GenAlpha::initialize() {
+SolveStatus NewmarkFamily::initialize() {
   if (failure_) return SolveStatus::Failed;
   if (initialized_) return SolveStatus::Ok;
   const auto start = std::chrono::steady_clock::now();
@@ -146,13 +210,14 @@ SolveStatus GenAlpha::initialize() {
 
 // Newton on init_residual(qdd, yd, z) = 0 at fixed (q, qd, y, t): linear in qdd and yd, possibly
 // nonlinear in z. The matrix is recomputed every iteration (this runs once).
-bool GenAlpha::solve_initial_values() {
+bool NewmarkFamily::solve_initial_values() {
   const auto& m = model_;
   const bool own = m.init_residual.fn != nullptr;
-  const Kernel& residual = own ? m.init_residual : m.residual;
-  const SparseKernel& matrix = own ? m.init_matrix : m.newton_matrix;
+  // Without an init kernel there are no constraints, so residual_ and matrix_ are F itself.
+  const Kernel& residual = own ? m.init_residual : *residual_;
+  const SparseKernel& matrix = own ? m.init_matrix : *matrix_;
   LinearSolver& solver = own ? init_solver_ : newton_;
-  std::vector<double>& values = own ? ws_.init_values : ws_.newton_values;
+  double* values = own ? ws_.init_values.data() : matrix_values_;
   double* v = ws_.v.data();
   const int32_t n = m.n_eq(), nq = m.n_q, ny = m.n_y;
   AttemptFailure& f = attempt_failure_;
@@ -167,7 +232,7 @@ bool GenAlpha::solve_initial_values() {
       if (f.equation >= 0) f.residual = ws_.residual[f.equation];
       break;
     }
-    st = matrix.values(v, values.data());
+    st = matrix.values(v, values);
     ++stats_.jacobian_evaluations;
     if (st != 0) {
       f.kind = st > 0 ? FailureKind::NonFiniteJacobian : FailureKind::KernelFatal;
@@ -175,7 +240,7 @@ bool GenAlpha::solve_initial_values() {
       if (st > 0) f.equation = matrix.row[st - 1], f.unknown = matrix.col[st - 1];
       break;
     }
-    st = solver.factor(values.data());
+    st = solver.factor(values);
     ++stats_.factorizations;
     if (st != 0) {
       f.kind = FailureKind::SingularMatrix;
@@ -196,6 +261,10 @@ bool GenAlpha::solve_initial_values() {
     for (int32_t i = 0; i < nq; ++i) v[m.qdd_slot[i]] = ws_.x[i];
     for (int32_t j = 0; j < ny; ++j) v[m.yd_slot[j]] = ws_.x[nq + j];
     for (int32_t k = 0; k < m.n_z; ++k) v[m.z_slot[k]] = ws_.x[nq + ny + k];
+    if (verbosity_ >= 2) [[unlikely]] {
+      fmt::print(stderr, "{}: initial values: iteration {}, update {:.3e}, worst {}\n", name(), it,
+                 norm, unknown_name(m, worst));
+    }
     if (norm <= 1.0) return true;
     f.kind = std::isfinite(norm) ? FailureKind::NewtonMaxIterations : FailureKind::NewtonDiverged;
     f.unknown = worst;
@@ -208,7 +277,7 @@ bool GenAlpha::solve_initial_values() {
   return false;
 }
 
-void GenAlpha::write_state() {
+void NewmarkFamily::write_state() {
   const auto& m = model_;
   double* v = ws_.v.data();
   const double* x = ws_.x.data();
@@ -228,8 +297,8 @@ void GenAlpha::write_state() {
   for (int32_t k = 0; k < nz; ++k) v[m.z_slot[k]] = x[nq + ny + k];
 }
 
-bool GenAlpha::newton_failure(FailureKind kind, int32_t kernel_status, int32_t equation,
-                              int32_t unknown, double update) {
+bool NewmarkFamily::newton_failure(FailureKind kind, int32_t kernel_status, int32_t equation,
+                                   int32_t unknown, double update) {
   AttemptFailure& f = attempt_failure_;
   f = AttemptFailure{};
   f.kind = kind;
@@ -238,12 +307,17 @@ bool GenAlpha::newton_failure(FailureKind kind, int32_t kernel_status, int32_t e
   if (f.equation >= 0) f.residual = ws_.residual[f.equation];
   f.unknown = unknown;
   f.update = update;
+  if (verbosity_ >= 1) [[unlikely]] {
+    fmt::print(stderr, "{}: t = {:.9g}: step h = {:.3e} rejected after {} iterations: {}{}{}\n",
+               name(), t_, 2.0 * cy_, attempt_iterations_, failure_summary(kind),
+               unknown >= 0 ? ", worst " : "", unknown >= 0 ? unknown_name(model_, unknown) : "");
+  }
   refresh_next_ = true;
   restore_accepted_state();
   return false;
 }
 
-void GenAlpha::restore_accepted_state() {
+void NewmarkFamily::restore_accepted_state() {
   const auto& m = model_;
   double* v = ws_.v.data();
   const int32_t nq = m.n_q, ny = m.n_y;
@@ -260,10 +334,9 @@ void GenAlpha::restore_accepted_state() {
   v[m.slot_time] = t_;
 }
 
-bool GenAlpha::refresh_newton_matrix() {
-  const auto& m = model_;
-  const SparseKernel& J = m.newton_matrix;
-  double* values = ws_.newton_values.data();
+bool NewmarkFamily::refresh_newton_matrix() {
+  const SparseKernel& J = *matrix_;
+  double* values = matrix_values_;
   const int32_t st = J.values(ws_.v.data(), values);
   ++stats_.jacobian_evaluations;
   matrix_valid_ = false;
@@ -282,10 +355,15 @@ bool GenAlpha::refresh_newton_matrix() {
   theta_ = kNaN;
   matrix_cq_ = cq_;
   refresh_next_ = false;
+  if (verbosity_ >= 3) [[unlikely]] {
+    fmt::print(stderr,
+               "{}: t = {:.9g}: new Newton matrix (h = {:.3e}, c_q = {:.3e}, iteration {})\n",
+               name(), t_, 2.0 * cy_, cq_, attempt_iterations_);
+  }
   return true;
 }
 
-bool GenAlpha::attempt(double h) {
+bool NewmarkFamily::attempt(double h) {
   const auto& m = model_;
   double* v = ws_.v.data();
   const int32_t n = m.n_eq(), nq = m.n_q, ny = m.n_y;
@@ -300,7 +378,7 @@ bool GenAlpha::attempt(double h) {
   v[m.slot_time] = t_ + h;
   if (h != row_scale_h_) {
     for (int32_t i = 0; i < n; ++i) {
-      const EquationLevel level = m.eq_level[i];
+      const EquationLevel level = row_level_[i];
       row_scale_[i] = level == EquationLevel::Position   ? 1.0 / cq_
                       : level == EquationLevel::Velocity ? 1.0 / cqd_
                                                          : 1.0;
@@ -342,7 +420,8 @@ bool GenAlpha::attempt(double h) {
   write_state();
 
   matrix_fresh_ = false;
-  if (!matrix_valid_ || refresh_next_ || matrix_cq_ != cq_) {
+  attempt_iterations_ = 0;
+  if (full_newton_ || !matrix_valid_ || refresh_next_ || matrix_cq_ != cq_) {
     if (!refresh_newton_matrix()) return false;
   }
 
@@ -351,8 +430,12 @@ bool GenAlpha::attempt(double h) {
   double* dx = ws_.dx.data();
   double prev_norm = 0.0;
   int32_t since_refresh = 0;
+  const Kernel& residual = *residual_;
   for (int32_t it = 1; it <= options_.newton_max_iter; ++it) {
-    const int32_t st = m.residual(v, r);
+    attempt_iterations_ = it - 1;
+    // Full Newton: the matrix at the current iterate (the first one was computed above).
+    if (full_newton_ && it > 1 && !refresh_newton_matrix()) return false;
+    const int32_t st = residual(v, r);
     ++stats_.residual_evaluations;
     if (st != 0) {
       if (st < 0) return newton_failure(FailureKind::KernelFatal, st, -1, -1, kNaN);
@@ -383,16 +466,28 @@ bool GenAlpha::attempt(double h) {
       if (!is_multiplier_[i - nq - ny] && !(w <= state_norm)) state_norm = w;
       if (!(w <= norm)) norm = w, worst = i;
     }
+    attempt_iterations_ = it;
     if (!std::isfinite(norm)) {
       return newton_failure(FailureKind::NewtonDiverged, 0, -1, worst, norm);
     }
     // The contraction rate: measured in this attempt, else the last one seen with this matrix
-    // (NaN right after a refresh).
+    // (NaN right after a refresh). Full Newton: the ratio of consecutive updates of the attempt.
+    // (An exact update, prev_norm = 0, contracts perfectly.)
     double theta = theta_;
-    // (an exact update, prev_norm = 0, contracts perfectly)
-    if (since_refresh > 0) theta = theta_ = prev_norm > 0.0 ? norm / prev_norm : 0.0;
-    ++since_refresh;
+    if (full_newton_) {
+      if (it > 1) theta = theta_ = prev_norm > 0.0 ? norm / prev_norm : 0.0;
+      since_refresh = it;
+    } else {
+      if (since_refresh > 0) theta = theta_ = prev_norm > 0.0 ? norm / prev_norm : 0.0;
+      ++since_refresh;
+    }
     prev_norm = norm;
+    if (verbosity_ >= 2) [[unlikely]] {
+      fmt::print(stderr,
+                 "{}: t = {:.9g}: Newton iteration {}, update {:.3e}, contraction {:.3g}, worst "
+                 "{}\n",
+                 name(), t_ + h, it, norm, theta, unknown_name(m, worst));
+    }
     // Converged when the update is within the tolerance. The first update after a refresh is
     // only trusted once a second one has shown that the iteration contracts (at small steps q
     // hardly depends on qdd, so a single small update proves nothing).
@@ -407,7 +502,7 @@ bool GenAlpha::attempt(double h) {
       return true;
     }
     if (norm > 1.0 && (theta > kThetaRefresh || (!matrix_fresh_ && it >= kStaleMaxIterations))) {
-      if (!matrix_fresh_) {
+      if (!matrix_fresh_ && !full_newton_) {
         if (!refresh_newton_matrix()) return false;
         since_refresh = 0;
         continue;
@@ -423,7 +518,7 @@ bool GenAlpha::attempt(double h) {
   return newton_failure(FailureKind::NewtonMaxIterations, 0, -1, -1, kNaN);
 }
 
-void GenAlpha::accept(double h) {
+void NewmarkFamily::accept(double h) {
   const auto& m = model_;
   const double* v = ws_.v.data();
   const double* x = ws_.x.data();
@@ -440,6 +535,10 @@ void GenAlpha::accept(double h) {
   h_prev2_ = h_prev_;
   h_prev_ = h;
   n_history_ = std::min(n_history_ + 1, 2);
+  if (verbosity_ >= 1) [[unlikely]] {
+    fmt::print(stderr, "{}: t = {:.9g}, h = {:.3e}, Newton iterations: {}\n", name(), t_ + h, h,
+               attempt_iterations_);
+  }
 }
 
 }  // namespace mbs::rt

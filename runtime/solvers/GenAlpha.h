@@ -1,17 +1,24 @@
-// Generalized-alpha time integration (Chung & Hulbert 1993) in the form of Arnold & Brüls (2007)
-// for index-3 DAEs, solving for accelerations (option (A) of the solver chapter).
+// The implicit Newmark family behind one integrator: generalized-alpha (Chung & Hulbert 1993, in
+// the form of Arnold & Brüls 2007 for index-3 DAEs), Newmark's method (beta, gamma; alpha_m =
+// alpha_f = 0) and the implicit trapezoidal rule (Newmark with beta = 1/4, gamma = 1/2). All solve
+// for accelerations (option (A) of the solver chapter) with the same Newton machinery.
 //
 // Unknowns of a step t -> t + h: x = [qdd_T | yd_T | z_T]. With the algorithmic accelerations
 //   (1 - alpha_m) a_T + alpha_m a_0 = (1 - alpha_f) qdd_T + alpha_f qdd_0
-// and Newmark's interpolation
+// (a = qdd for Newmark and trapezoidal) and Newmark's interpolation
 //   q_T  = q_0 + h qd_0 + h^2 (1/2 - beta) a_0 + h^2 beta a_T
 //   qd_T = qd_0 + h (1 - gamma) a_0 + h gamma a_T
 //   y_T  = y_0 + h/2 (yd_0 + yd_T)                      (trapezoidal rule, gamma_FO = 1/2)
-// the residual F(q_T, qd_T, qdd_T, y_T, yd_T, z_T, t + h) = 0 is solved by a (modified) Newton
-// iteration on newton_matrix with c_q = beta' h^2, c_qd = gamma' h, c_y = h/2, where
+// the residual F(q_T, qd_T, qdd_T, y_T, yd_T, z_T, t + h) = 0 is solved by Newton's method
+// (modified: the matrix is kept while the iteration contracts well; or full: a new matrix every
+// iteration) on newton_matrix with c_q = beta' h^2, c_qd = gamma' h, c_y = h/2, where
 // beta' = beta (1 - alpha_f) / (1 - alpha_m) and gamma' = gamma (1 - alpha_f) / (1 - alpha_m) are
 // dq_T/dqdd_T / h^2 and dqd_T/dqdd_T / h. Rows of position-level constraints are scaled by
-// 1 / (beta' h^2), velocity-level ones by 1 / (gamma' h). See docs/solvers.md.
+// 1 / (beta' h^2), velocity-level ones by 1 / (gamma' h).
+//
+// Index 2 (options.index2, newmark and trapezoidal only): index2_residual / index2_matrix replace
+// every position-level constraint by its time derivative; those rows are then velocity-level.
+// See docs/solvers.md, "Implicit family".
 #pragma once
 
 #include <vector>
@@ -25,16 +32,23 @@ namespace mbs::rt {
 // Velocity) or Algebraic: model.z_level, or inferred as documented there.
 std::vector<EquationLevel> multiplier_levels(const CompiledModel& model);
 
-class GenAlpha final : public Integrator {
+class NewmarkFamily final : public Integrator {
  public:
   struct Parameters {
     double alpha_m, alpha_f, beta, gamma;
   };
-  // alpha_m = (2 rho - 1) / (rho + 1), alpha_f = rho / (rho + 1), gamma = 1/2 - alpha_m + alpha_f,
-  // beta = (1 - alpha_m + alpha_f)^2 / 4.
+  // Generalized-alpha: alpha_m = (2 rho - 1) / (rho + 1), alpha_f = rho / (rho + 1),
+  // gamma = 1/2 - alpha_m + alpha_f, beta = (1 - alpha_m + alpha_f)^2 / 4.
   static Parameters parameters(double rho_inf);
+  // Newmark: alpha_m = alpha_f = 0.
+  static Parameters newmark_parameters(double beta, double gamma);
+  // The parameters options.solver (gen-alpha, newmark, trapezoidal) uses.
+  static Parameters parameters(const SolverOptions& options);
 
-  GenAlpha(std::shared_ptr<const CompiledModel> model, const SolverOptions& options);
+  // Throws SolverSetupError for index2 with gen-alpha, for index2 on a model with position-level
+  // constraints but no index2 kernels, and for constraints without an init kernel when initial
+  // accelerations are on.
+  NewmarkFamily(std::shared_ptr<const CompiledModel> model, const SolverOptions& options);
 
   // Consistent initial qdd, yd, z from init_residual = 0 (Newton on init_matrix) unless
   // options.initial_accelerations is false; then a_0 = qdd_0.
@@ -43,6 +57,7 @@ class GenAlpha final : public Integrator {
   SolveStatus run(const Observer& observer) override;
 
   const Parameters& parameters() const { return p_; }
+  bool index2() const { return index2_; }
 
  private:
   friend class Integrator;  // advance_grid_step() and run_loop() call attempt() and accept()
@@ -59,6 +74,14 @@ class GenAlpha final : public Integrator {
   Parameters p_{};
   double beta_p_ = 0.0, gamma_p_ = 0.0;     // beta', gamma'
   double cq_ = 0.0, cqd_ = 0.0, cy_ = 0.0;  // of the current attempt
+  bool index2_ = false;                     // residual_/matrix_ are the index-2 kernels
+  bool full_newton_ = false;                // a new matrix every iteration
+  int32_t verbosity_ = 0;
+  const Kernel* residual_ = nullptr;      // model.residual or model.index2_residual
+  const SparseKernel* matrix_ = nullptr;  // model.newton_matrix or model.index2_matrix
+  double* matrix_values_ = nullptr;       // ws_.newton_values or index2_values_
+  std::vector<double> index2_values_;     // index2_matrix.nnz()
+  std::vector<EquationLevel> row_level_;  // per equation, Position -> Velocity with index 2
   LinearSolver newton_;
   LinearSolver init_solver_;
   std::vector<double> row_scale_;       // per equation: 1, 1 / (beta' h^2) or 1 / (gamma' h)
@@ -70,6 +93,7 @@ class GenAlpha final : public Integrator {
   std::vector<double> x_prev_, x_prev2_;  // the unknowns one and two steps earlier (predictor)
   double h_prev_ = 0.0, h_prev2_ = 0.0;   // the steps that ended at x0_ and at x_prev_
   int32_t n_history_ = 0;                 // how many of x_prev_, x_prev2_ are valid
+  int32_t attempt_iterations_ = 0;        // Newton iterations of the last attempt (verbosity)
   // Parts of q_T, qd_T, y_T that do not depend on the unknowns.
   std::vector<double> q_base_, qd_base_, y_base_;
   // Modified Newton: the factorization is kept across iterations and steps.
@@ -79,5 +103,8 @@ class GenAlpha final : public Integrator {
   bool matrix_fresh_ = false;  // computed during the current attempt
   double theta_ = 0.0;         // last contraction rate seen with this matrix (NaN: none yet)
 };
+
+// The generalized-alpha integrator is the family with options.solver = gen-alpha.
+using GenAlpha = NewmarkFamily;
 
 }  // namespace mbs::rt

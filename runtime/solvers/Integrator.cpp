@@ -102,7 +102,9 @@ std::unique_ptr<Integrator> make_integrator(std::shared_ptr<const CompiledModel>
                                             const SolverOptions& options) {
   switch (options.solver) {
     case SolverKind::GenAlpha:
-      return std::make_unique<GenAlpha>(model, options);
+    case SolverKind::Newmark:
+    case SolverKind::Trapezoidal:
+      return std::make_unique<NewmarkFamily>(model, options);
     default:
       break;
   }

@@ -332,6 +332,63 @@ inline CompiledModel make(double m_ = 1.0, double k = 100.0) {
 }
 }  // namespace chain
 
+// ---- the spring chain of `chain` with N = 10 masses and 11 springs between two walls (below the
+// dense threshold: the matrix is factored by the dense LU). Same kernels, same exact solution
+// in the first normal mode; used by the solver benchmarks (bench/bench_solvers.cpp).
+namespace chain10 {
+constexpr int32_t N = 10;
+constexpr Layout L{N, 0, 0, 2};
+constexpr int32_t M = L.p(0), K = L.p(1);
+inline int32_t residual(const double* v, double* out) {
+  for (int32_t i = 0; i < N; ++i) {
+    const double left = i > 0 ? v[L.q(i - 1)] : 0.0, right = i + 1 < N ? v[L.q(i + 1)] : 0.0;
+    out[i] = v[M] * v[L.qdd(i)] + v[K] * (2.0 * v[L.q(i)] - left - right);
+  }
+  return finite_status(out, N);
+}
+inline int32_t newton(const double* v, double* out) {
+  const double c = v[L.cq()] * v[K];
+  int32_t e = 0;
+  for (int32_t j = 0; j < N; ++j) {  // column j: rows j-1, j, j+1
+    if (j > 0) out[e++] = -c;
+    out[e++] = v[M] + 2.0 * c;
+    if (j + 1 < N) out[e++] = -c;
+  }
+  return finite_status(out, e);
+}
+inline int32_t outputs(const double* v, double* out) {
+  for (int32_t i = 0; i < N; ++i) out[i] = v[L.q(i)];
+  return 0;
+}
+inline double mode_shape(int32_t i) {
+  return std::sin(M_PI * (i + 1) / (N + 1));
+}
+inline double omega1(double m, double k) {
+  return 2.0 * std::sqrt(k / m) * std::sin(M_PI / (2.0 * (N + 1)));
+}
+inline CompiledModel make(double m_ = 1.0, double k = 100.0) {
+  CompiledModel m = make_shell("chain10", L);
+  m.v0[M] = m_, m.v0[K] = k;
+  std::vector<int32_t> row, col;
+  for (int32_t j = 0; j < N; ++j) {
+    for (int32_t i = std::max(0, j - 1); i <= std::min(N - 1, j + 1); ++i) {
+      row.push_back(i);
+      col.push_back(j);
+    }
+  }
+  for (int32_t i = 0; i < N; ++i) {
+    m.v0[L.q(i)] = mode_shape(i);
+    m.q.push_back(Unknown{"m" + std::to_string(i) + ".x", src("chain10.mbs", 2, "Real x")});
+    m.eq_source.push_back(src("chain10.mbs", 5, "m*der(der(x)) = f_left + f_right"));
+    m.output_names.push_back("m" + std::to_string(i) + ".x");
+  }
+  m.residual = Kernel{residual, N};
+  m.newton_matrix = SparseKernel{Kernel{newton, static_cast<int32_t>(row.size())}, N, N, row, col};
+  m.outputs = Kernel{outputs, N};
+  return m;
+}
+}  // namespace chain10
+
 // ---- a block on a table, driven by A sin(w t), with regularized Coulomb friction:
 //   m x'' + F0 (2/pi) atan(x' / eps) = A sin(w t)
 // Newton on atan is the classical divergent case: at the stick-slip transitions the predicted
@@ -391,3 +448,48 @@ inline CompiledModel make() {
 }  // namespace no_solution
 
 }  // namespace mbs::rt::testmodels
+
+// ---- models of the implicit-family tests (tests/unit/test_runtime_implicit.cpp)
+namespace mbs::rt::testmodels::implicit_family {
+
+// The index-3 pendulum (testmodels::pendulum) with its index-2 kernels: the constraint
+// x^2 + y^2 - L^2 = 0 replaced by its time derivative 2 (x xd + y yd) = 0, as the compiler emits
+// index2_residual / index2_matrix (same columns [xdd | ydd | lambda] and coefficients).
+namespace pendulum2 {
+namespace p = testmodels::pendulum;
+inline int32_t index2_residual(const double* v, double* out) {
+  out[0] = v[p::M] * v[p::XDD] + 2.0 * v[p::X] * v[p::LAM];
+  out[1] = v[p::M] * v[p::YDD] + v[p::M] * v[p::G] + 2.0 * v[p::Y] * v[p::LAM];
+  out[2] = 2.0 * (v[p::X] * v[p::XD] + v[p::Y] * v[p::YD]);
+  return finite_status(out, 3);
+}
+// d/dxdd of 2 (x xd + y yd) with x = ... + c_q xdd, xd = ... + c_qd xdd: 2 (c_q xd + c_qd x).
+inline int32_t index2_matrix(const double* v, double* out) {
+  const double cq = v[p::CQ], cqd = v[p::L.cqd()];
+  out[0] = v[p::M] + cq * 2.0 * v[p::LAM];         // (0, 0)
+  out[1] = 2.0 * (cq * v[p::XD] + cqd * v[p::X]);  // (2, 0)
+  out[2] = v[p::M] + cq * 2.0 * v[p::LAM];         // (1, 1)
+  out[3] = 2.0 * (cq * v[p::YD] + cqd * v[p::Y]);  // (2, 1)
+  out[4] = 2.0 * v[p::X];                          // (0, 2)
+  out[5] = 2.0 * v[p::Y];                          // (1, 2)
+  return finite_status(out, 6);
+}
+// Outputs of testmodels::pendulum plus the velocity constraint x xd + y yd.
+inline int32_t outputs(const double* v, double* out) {
+  p::outputs(v, out);
+  out[5] = v[p::X] * v[p::XD] + v[p::Y] * v[p::YD];
+  return 0;
+}
+inline CompiledModel make(double phi0 = 0.5) {
+  CompiledModel m = p::make(phi0);
+  m.name = "pendulum2";
+  m.index2_residual = Kernel{index2_residual, 3};
+  m.index2_matrix =
+      SparseKernel{Kernel{index2_matrix, 6}, 3, 3, m.newton_matrix.row, m.newton_matrix.col};
+  m.outputs = Kernel{outputs, 6};
+  m.output_names.push_back("velocity_constraint");
+  return m;
+}
+}  // namespace pendulum2
+
+}  // namespace mbs::rt::testmodels::implicit_family

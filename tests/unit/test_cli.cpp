@@ -208,4 +208,70 @@ TEST(Cli, LibrarySearchPathFromEnvironmentAndIncludeDirs) {
   EXPECT_EQ(WEXITSTATUS(std::system(cmd.c_str())), 0);
 }
 
+TEST(Cli, StaticEquilibriumOfTheHangingChain) {
+  std::string csv = tmp("static.csv"), stats = tmp("static_stats.csv");
+  Result r = mbsc("examples/hanging_chain.mbs --static --load-steps 4 --output '" + csv +
+                  "' --stats-csv '" + stats + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto rows = read_csv(csv);
+  ASSERT_EQ(rows.size(), 5u);  // header + 4 load steps
+  EXPECT_EQ(rows[0][0], "load");
+  EXPECT_EQ(rows[0][10], "s[10]");
+  EXPECT_EQ(std::stod(rows.back()[0]), 1.0);
+  // spring i carries the weight of the masses below it: s[i] = sum_{j<=i} (n-j+1) m g / c
+  double s = 0;
+  for (int i = 1; i <= 10; ++i) {
+    s += (10 - i + 1) * 9.81 / 1000.0;
+    EXPECT_NEAR(std::stod(rows.back()[i]), s, 1e-9) << i;
+  }
+  // half the load: half the deflection (the chain is linear)
+  EXPECT_NEAR(std::stod(rows[2][10]), 0.5 * s, 1e-9);
+  auto st = read_csv(stats);
+  ASSERT_EQ(st.size(), 2u);
+  EXPECT_EQ(st[0][0], "steps");
+  EXPECT_EQ(st[1][0], "4");
+}
+
+TEST(Cli, EigenvaluesAndLinearisationOfTheHangingChain) {
+  std::string prefix = tmp("chain");
+  Result r =
+      mbsc("examples/hanging_chain.mbs --static --eigen --linearize --output '" + prefix + ".csv'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  // first mode of the fixed-free chain: w1 = 2 sqrt(c/m) sin(pi / (2 (2n+1)))
+  double w1 = 2 * std::sqrt(1000.0) * std::sin(M_PI / 42.0);
+  std::stringstream out(r.out);
+  std::string line;
+  bool found = false;
+  while (std::getline(out, line)) {
+    std::stringstream ls(line);
+    int mode;
+    double re, im, fd, fu, zeta;
+    if (!(ls >> mode >> re >> im >> fd >> fu >> zeta) || mode != 1) continue;
+    found = true;
+    EXPECT_NEAR(fu, w1 / (2 * M_PI), 1e-6);
+    EXPECT_NEAR(zeta, 20.0 * w1 / (2 * 1000.0), 1e-6);  // stiffness-proportional damping
+  }
+  EXPECT_TRUE(found) << r.out;
+  std::ifstream m(prefix + "_M.mtx");
+  EXPECT_TRUE(m.good());
+  std::ifstream k(prefix + "_K.mtx");
+  EXPECT_TRUE(k.good());
+}
+
+TEST(Cli, EverySolverIsReachable) {
+  for (const char* solver : {"gen-alpha", "newmark", "trapezoidal", "euler", "midpoint", "rk33",
+                             "rk44", "rk4", "rk6", "ode23", "dopri5"}) {
+    SCOPED_TRACE(solver);
+    std::string csv = tmp(std::string("solver_") + solver + ".csv");
+    Result r = mbsc("examples/mass_spring_damper.mbs --simulate --t-end 0.5 --set d=0 --solver " +
+                    std::string(solver) + " --output '" + csv + "'");
+    ASSERT_EQ(r.code, 0) << r.err;
+    auto rows = read_csv(csv);
+    ASSERT_GE(rows.size(), 3u);
+    double t = std::stod(rows.back()[0]), x = std::stod(rows.back()[1]);
+    EXPECT_NEAR(t, 0.5, 1e-12);
+    EXPECT_NEAR(x, 0.1 * std::cos(10 * t), std::string(solver) == "euler" ? 1e-2 : 1e-4);
+  }
+}
+
 }  // namespace

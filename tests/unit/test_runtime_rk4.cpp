@@ -74,7 +74,7 @@ TEST(Rk4, RejectsAlgebraicVariables) {
     FAIL() << "no error";
   } catch (const SolverSetupError& e) {
     const std::string msg = e.what();
-    EXPECT_NE(msg.find("rk4 solver cannot integrate model 'pendulum'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("rk44 solver cannot integrate model 'pendulum'"), std::string::npos) << msg;
     EXPECT_NE(msg.find("1 algebraic variable(s) (lambda)"), std::string::npos) << msg;
     EXPECT_NE(msg.find("--solver gen-alpha"), std::string::npos) << msg;
   }

@@ -4,12 +4,16 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "compiler/driver/Compile.h"
+#include "runtime/analysis/Linearize.h"
+#include "runtime/analysis/Modes.h"
+#include "runtime/analysis/Static.h"
 #include "runtime/io/CsvWriter.h"
 #include "runtime/io/Interrupt.h"
 #include "runtime/solvers/Integrator.h"
@@ -66,6 +70,19 @@ int main(int argc, char** argv) {
   app.add_option("--emit", copts.emit,
                  "print the result of a pass and stop: ast, flat, dae, kernels, ir")
       ->check(CLI::IsMember({"ast", "flat", "dae", "kernels", "ir"}));
+  bool do_static = false, do_linearize = false, do_eigen = false;
+  std::string stats_csv;
+  app.add_flag("--static", do_static,
+               "solve for the static equilibrium with load stepping; one CSV row per load step "
+               "(first column: load factor)");
+  app.add_flag("--linearize", do_linearize,
+               "write M, K, D, G (and B) as Matrix Market files <output stem>_M.mtx ... at the "
+               "start state, or at the equilibrium with --static");
+  app.add_flag("--eigen", do_eigen,
+               "print the eigenvalues of the constrained linearised system: frequency [Hz] and "
+               "damping ratio (at the start, or at the equilibrium with --static)");
+  app.add_option("--stats-csv", stats_csv, "write the solver statistics as CSV to this file")
+      ->type_name("FILE.csv");
   app.add_flag("-v,--verbose", copts.verbose, "print each pass's time and the solver statistics");
   mbs::rt::SolverOptions sopts;
   mbs::rt::add_solver_options(app, sopts);
@@ -91,6 +108,11 @@ int main(int argc, char** argv) {
     }
     copts.overrides[name] = x;
   }
+  if (do_static && simulate) {
+    std::cerr
+        << "mbsc: error: --static and --simulate cannot be combined: run them one at a time\n";
+    return kExitUsage;
+  }
   if (auto err = mbs::rt::validate(sopts)) {
     std::cerr << "mbsc: error: " << *err << "\n";
     return kExitUsage;
@@ -107,61 +129,179 @@ int main(int argc, char** argv) {
                              compiled.total_ms, ready_ms);
   if (!copts.emit.empty()) return kExitOk;
   const mbs::rt::CompiledModel& model = *compiled.model;
-  if (!simulate) {
+  const bool analyse = do_linearize || do_eigen;
+  if (!simulate && !do_static && !analyse) {
     std::cerr << fmt::format(
         "mbsc: {}: model '{}' is fine: {} ODE2, {} ODE1, {} algebraic unknowns\n", copts.file,
         model.name, model.n_q, model.n_y, model.n_z);
     return kExitOk;
   }
+  mbs::rt::install_interrupt_handler();
+  std::vector<double> state;  // the state linearised at: the equilibrium, or the start
+  const mbs::rt::Statistics* last_stats = nullptr;
+  mbs::rt::Statistics static_stats;
+
+  // ---- static equilibrium
+  if (do_static) {
+    if (output.empty()) output = model.name + "_static.csv";
+    std::unique_ptr<mbs::rt::CsvWriter> csv;
+    try {
+      csv = std::make_unique<mbs::rt::CsvWriter>(output, model.output_names,
+                                                 std::chrono::milliseconds(100), "load");
+    } catch (const std::exception& e) {
+      std::cerr << "mbsc: error: " << e.what() << "\n";
+      return kExitUsage;
+    }
+    mbs::rt::StaticResult res;
+    try {
+      res = mbs::rt::solve_static(compiled.model, sopts,
+                                  [&](double load, std::span<const double> values) {
+                                    csv->write_row(load, values);
+                                    return 0;
+                                  });
+    } catch (const mbs::rt::SolverSetupError& e) {
+      std::cerr << "mbsc: error: " << e.what() << "\n";
+      return kExitUsage;
+    }
+    try {
+      csv->close();
+    } catch (const std::exception& e) {
+      std::cerr << "mbsc: error: " << e.what() << "\n";
+      return kExitUsage;
+    }
+    static_stats = res.statistics;
+    last_stats = &static_stats;
+    if (res.status == mbs::rt::SolveStatus::Failed) {
+      std::cerr << res.failure->message;
+      if (!res.failure->message.empty() && res.failure->message.back() != '\n') std::cerr << "\n";
+      std::cerr << fmt::format("mbsc: {} load steps are in {}\n", csv->rows(), output);
+      return kExitSolverFailure;
+    }
+    std::cerr << fmt::format(
+        "mbsc: {} static equilibrium in {} load steps ({} rejected), {} Newton iterations; "
+        "{} rows written to {}\n",
+        model.name, res.statistics.steps, res.statistics.rejected_steps,
+        res.statistics.newton_iterations, csv->rows(), output);
+    if (res.status == mbs::rt::SolveStatus::Interrupted) return kExitInterrupted;
+    state = res.v;
+  }
 
   // ---- simulate
   std::unique_ptr<mbs::rt::Integrator> solver;
-  try {
-    solver = mbs::rt::make_integrator(model, sopts);
-  } catch (const mbs::rt::SolverSetupError& e) {
-    // the model is fine, the chosen solver or its options do not fit it
-    std::cerr << "mbsc: error: " << e.what() << "\n";
-    return kExitUsage;
+  if (simulate || (analyse && state.empty())) {
+    try {
+      solver = mbs::rt::make_integrator(compiled.model, sopts);
+    } catch (const mbs::rt::SolverSetupError& e) {
+      // the model is fine, the chosen solver or its options do not fit it
+      std::cerr << "mbsc: error: " << e.what() << "\n";
+      return kExitUsage;
+    }
   }
-  if (output.empty()) output = model.name + ".csv";
-  std::unique_ptr<mbs::rt::CsvWriter> csv;
-  try {
-    csv = std::make_unique<mbs::rt::CsvWriter>(output, model.output_names);
-  } catch (const std::exception& e) {
-    std::cerr << "mbsc: error: " << e.what() << "\n";
-    return kExitUsage;
+  if (analyse && state.empty()) {
+    // linearise at the start: consistent accelerations and multipliers from the initial system
+    if (solver->initialize() == mbs::rt::SolveStatus::Failed) {
+      std::cerr << solver->failure()->message << "\n";
+      return kExitSolverFailure;
+    }
+    state.assign(solver->symbols().begin(), solver->symbols().end());
   }
-  mbs::rt::install_interrupt_handler();
-  auto t_run = std::chrono::steady_clock::now();
-  mbs::rt::SolveStatus status = solver->run([&](double t, std::span<const double> values) {
-    csv->write_row(t, values);
-    return 0;
-  });
-  double run_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_run).count();
-  try {
-    csv->close();
-  } catch (const std::exception& e) {
-    std::cerr << "mbsc: error: " << e.what() << "\n";
-    return kExitUsage;
+  if (simulate) {
+    if (output.empty()) output = model.name + ".csv";
+    std::unique_ptr<mbs::rt::CsvWriter> csv;
+    try {
+      csv = std::make_unique<mbs::rt::CsvWriter>(output, model.output_names);
+    } catch (const std::exception& e) {
+      std::cerr << "mbsc: error: " << e.what() << "\n";
+      return kExitUsage;
+    }
+    auto t_run = std::chrono::steady_clock::now();
+    mbs::rt::SolveStatus status = solver->run([&](double t, std::span<const double> values) {
+      csv->write_row(t, values);
+      return 0;
+    });
+    double run_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_run).count();
+    try {
+      csv->close();
+    } catch (const std::exception& e) {
+      std::cerr << "mbsc: error: " << e.what() << "\n";
+      return kExitUsage;
+    }
+    const auto& st = solver->statistics();
+    last_stats = &st;
+    if (status == mbs::rt::SolveStatus::Failed) {
+      std::cerr << solver->failure()->message;
+      if (!solver->failure()->message.empty() && solver->failure()->message.back() != '\n')
+        std::cerr << "\n";
+      std::cerr << fmt::format("mbsc: {} rows up to t = {} are in {}\n", csv->rows(),
+                               solver->time(), output);
+      return kExitSolverFailure;
+    }
+    std::cerr << fmt::format(
+        "mbsc: {} simulated to t = {} with {}: {} steps, {} Newton iterations, {} "
+        "factorizations\n"
+        "mbsc: compile {:.1f} ms, run {:.1f} ms; {} rows written to {}\n",
+        model.name, solver->time(), solver->name(), st.steps, st.newton_iterations,
+        st.factorizations, compiled.total_ms, run_s * 1e3, csv->rows(), output);
+    if (status == mbs::rt::SolveStatus::Interrupted) {
+      std::cerr << "mbsc: interrupted; the result file is complete up to the last row\n";
+      return kExitInterrupted;
+    }
   }
-  const auto& st = solver->statistics();
-  if (status == mbs::rt::SolveStatus::Failed) {
-    std::cerr << solver->failure()->message;
-    if (!solver->failure()->message.empty() && solver->failure()->message.back() != '\n')
+  if (last_stats) {
+    if (copts.verbose)
+      std::cerr << mbs::rt::format_statistics_table(*last_stats, "solver statistics");
+    if (!stats_csv.empty()) {
+      std::ofstream out(stats_csv);
+      out << mbs::rt::statistics_csv_header() << "\n"
+          << mbs::rt::format_statistics_csv(*last_stats) << "\n";
+      if (!out) {
+        std::cerr << "mbsc: error: cannot write the statistics to '" << stats_csv << "'\n";
+        return kExitUsage;
+      }
+    }
+  }
+
+  // ---- linearisation and eigenvalues
+  if (analyse) {
+    mbs::rt::LinearSystem sys;
+    try {
+      sys = mbs::rt::linearize(model, state);
+    } catch (const std::exception& e) {
+      std::cerr << "mbsc: error: linearisation failed: " << e.what() << "\n";
+      return kExitSolverFailure;
+    }
+    if (do_linearize) {
+      std::string prefix = model.name;
+      if (!output.empty()) {
+        prefix = output;
+        auto dot = prefix.rfind('.');
+        auto slash = prefix.rfind('/');
+        if (dot != std::string::npos && (slash == std::string::npos || dot > slash))
+          prefix.erase(dot);
+      }
+      std::vector<std::string> written;
+      try {
+        mbs::rt::write_linear_system(sys, prefix, &written);
+      } catch (const std::exception& e) {
+        std::cerr << "mbsc: error: " << e.what() << "\n";
+        return kExitUsage;
+      }
+      std::cerr << "mbsc: linearised at " << (do_static ? "the static equilibrium" : "the start")
+                << "; wrote";
+      for (const auto& w : written) std::cerr << " " << w;
       std::cerr << "\n";
-    std::cerr << fmt::format("mbsc: {} rows up to t = {} are in {}\n", csv->rows(), solver->time(),
-                             output);
-    return kExitSolverFailure;
-  }
-  std::cerr << fmt::format(
-      "mbsc: {} simulated to t = {} with {}: {} steps, {} Newton iterations, {} factorizations\n"
-      "mbsc: compile {:.1f} ms, run {:.1f} ms; {} rows written to {}\n",
-      model.name, solver->time(), solver->name(), st.steps, st.newton_iterations, st.factorizations,
-      compiled.total_ms, run_s * 1e3, csv->rows(), output);
-  if (copts.verbose) std::cerr << mbs::rt::format_statistics_table(st, "solver statistics");
-  if (status == mbs::rt::SolveStatus::Interrupted) {
-    std::cerr << "mbsc: interrupted; the result file is complete up to the last row\n";
-    return kExitInterrupted;
+    }
+    if (do_eigen) {
+      std::string error;
+      auto modes = mbs::rt::eigenmodes(sys, &error);
+      if (!error.empty()) {
+        std::cerr << "mbsc: error: eigenvalue analysis: " << error << "\n";
+        return kExitSolverFailure;
+      }
+      std::cout << "eigenvalues of " << model.name << " at "
+                << (do_static ? "the static equilibrium" : "the start") << ":\n"
+                << mbs::rt::format_modes(modes);
+    }
   }
   return kExitOk;
 }

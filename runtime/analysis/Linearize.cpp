@@ -1,0 +1,196 @@
+#include "runtime/analysis/Linearize.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <stdexcept>
+
+#include "runtime/io/MatrixMarket.h"
+#include "runtime/solvers/Failure.h"
+
+namespace mbs::rt {
+
+namespace {
+
+// The kernel's matrix at v as a dense matrix; columns [col_begin, col_begin + n_cols) only.
+Eigen::MatrixXd dense(const CompiledModel& m, const SparseKernel& k, const char* what,
+                      std::span<const double> v, int32_t rows, int32_t col_begin, int32_t n_cols) {
+  Eigen::MatrixXd a = Eigen::MatrixXd::Zero(rows, n_cols);
+  if (k.nnz() == 0) return a;
+  std::vector<double> values(static_cast<size_t>(k.nnz()), 0.0);
+  int32_t status = 0;
+  if (&k == &m.mass_matrix) {
+    if (!k.values.fn) throw std::runtime_error(fmt::format("the model has no {} kernel", what));
+    status = k.values(v.data(), values.data());
+  } else {
+    PartialEvaluator eval;
+    eval.setup(m, k);
+    status = eval(v.data(), values.data());
+  }
+  if (status != 0) {
+    throw std::runtime_error(
+        fmt::format("the {} kernel returned status {}{}", what, status,
+                    status > 0 ? fmt::format(" (entry {} is not finite)", status - 1) : ""));
+  }
+  for (int32_t e = 0; e < k.nnz(); ++e) {
+    const int32_t c = k.col[e] - col_begin;
+    if (c < 0 || c >= n_cols) continue;
+    a(k.row[e], c) = values[e];
+  }
+  return a;
+}
+
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) {
+    for (char c : n) out += c == '\n' || c == '\r' ? ' ' : c;  // one name per line
+    out += '\n';
+  }
+  return out;
+}
+
+}  // namespace
+
+void PartialEvaluator::setup(const CompiledModel& m, const SparseKernel& k) {
+  m_ = &m, k_ = &k;
+  fallback_ = k.nnz() > 0 && !k.values.fn;
+  newton_entry_.clear();
+  if (!fallback_) return;
+  int32_t col_offset = 0;
+  if (&k == &m.jac_q) {
+    coefficient_slot_ = m.slot_c_q;
+  } else if (&k == &m.jac_qd) {
+    coefficient_slot_ = m.slot_c_qd;
+  } else if (&k == &m.jac_y) {
+    coefficient_slot_ = m.slot_c_y, col_offset = m.n_q;
+  } else if (&k == &m.jac_z) {
+    coefficient_slot_ = -1, col_offset = m.n_q + m.n_y;
+  } else {
+    throw std::runtime_error("PartialEvaluator: not a jac_q/jac_qd/jac_y/jac_z kernel");
+  }
+  const SparseKernel& j = m.newton_matrix;
+  if (!j.values.fn || (coefficient_slot_ < 0 && &k != &m.jac_z)) {
+    throw std::runtime_error(
+        "the model has neither the partial-derivative kernels nor a usable "
+        "newton_matrix");
+  }
+  for (int32_t e = 0; e < k.nnz(); ++e) {
+    const int32_t r = k.row[e], c = k.col[e] + col_offset;
+    int32_t lo = 0, hi = j.nnz();  // newton_matrix is sorted by (col, row)
+    while (lo < hi) {
+      const int32_t mid = (lo + hi) / 2;
+      if (j.col[mid] < c || (j.col[mid] == c && j.row[mid] < r)) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    if (lo == j.nnz() || j.col[lo] != c || j.row[lo] != r) {
+      throw std::runtime_error(fmt::format(
+          "entry ({}, {}) of a partial-derivative kernel is not in the Newton matrix", r, c));
+    }
+    newton_entry_.push_back(lo);
+  }
+  v_.assign(m.v0.size(), 0.0);
+  j0_.assign(static_cast<size_t>(j.nnz()), 0.0);
+  j1_.assign(static_cast<size_t>(j.nnz()), 0.0);
+}
+
+int32_t PartialEvaluator::operator()(const double* v, double* values) {
+  if (k_->nnz() == 0) return 0;
+  if (!fallback_) return k_->values(v, values);
+  const CompiledModel& m = *m_;
+  std::copy(v, v + v_.size(), v_.begin());
+  for (int32_t s : {m.slot_c_q, m.slot_c_qd, m.slot_c_y}) {
+    if (s >= 0) v_[s] = 0.0;
+  }
+  auto status = [&](int32_t st) {
+    if (st <= 0) return st;
+    for (size_t e = 0; e < newton_entry_.size(); ++e) {
+      if (newton_entry_[e] == st - 1) return static_cast<int32_t>(e) + 1;
+    }
+    return int32_t{1};
+  };
+  if (int32_t st = m.newton_matrix.values(v_.data(), j0_.data()); st != 0) return status(st);
+  if (coefficient_slot_ < 0) {
+    for (size_t e = 0; e < newton_entry_.size(); ++e) values[e] = j0_[newton_entry_[e]];
+    return 0;
+  }
+  v_[coefficient_slot_] = 1.0;
+  if (int32_t st = m.newton_matrix.values(v_.data(), j1_.data()); st != 0) return status(st);
+  for (size_t e = 0; e < newton_entry_.size(); ++e) {
+    values[e] = j1_[newton_entry_[e]] - j0_[newton_entry_[e]];
+  }
+  return 0;
+}
+
+LinearSystem linearize(const CompiledModel& m, std::span<const double> v) {
+  if (static_cast<int32_t>(v.size()) != m.n_v) {
+    throw std::runtime_error(
+        fmt::format("linearize: symbol vector of size {}, the model has {}", v.size(), m.n_v));
+  }
+  LinearSystem s;
+  s.n_q = m.n_q, s.n_y = m.n_y, s.n_z = m.n_z;
+  const int32_t n = m.n_eq();
+  s.M = dense(m, m.mass_matrix, "mass_matrix", v, n, 0, m.n_q);
+  s.E = dense(m, m.mass_matrix, "mass_matrix", v, n, m.n_q, m.n_y);
+  s.K = dense(m, m.jac_q, "jac_q", v, n, 0, m.n_q);
+  s.D = dense(m, m.jac_qd, "jac_qd", v, n, 0, m.n_q);
+  s.A = dense(m, m.jac_y, "jac_y", v, n, 0, m.n_y);
+  s.B = dense(m, m.jac_z, "jac_z", v, n, 0, m.n_z);
+  s.eq_level = m.eq_level;
+  s.eq_level.resize(static_cast<size_t>(n), EquationLevel::Dynamic);
+  s.z_level = m.z_level;
+  for (int32_t i = 0; i < n; ++i) {
+    const EquationLevel l = s.eq_level[i];
+    if (l == EquationLevel::Position || l == EquationLevel::Velocity)
+      s.constraint_rows.push_back(i);
+  }
+  s.G = Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(s.constraint_rows.size()), m.n_q);
+  for (size_t r = 0; r < s.constraint_rows.size(); ++r) {
+    const int32_t i = s.constraint_rows[r];
+    s.G.row(static_cast<Eigen::Index>(r)) =
+        s.eq_level[i] == EquationLevel::Position ? s.K.row(i) : s.D.row(i);
+  }
+  for (int32_t i = 0; i < n; ++i) s.row_names.push_back(equation_text(m, i));
+  for (int32_t i = 0; i < m.n_q; ++i) s.q_names.push_back(unknown_name(m, i));
+  for (int32_t i = 0; i < m.n_y; ++i) s.y_names.push_back(unknown_name(m, m.n_q + i));
+  for (int32_t i = 0; i < m.n_z; ++i) s.z_names.push_back(unknown_name(m, m.n_q + m.n_y + i));
+  s.v.assign(v.begin(), v.end());
+  return s;
+}
+
+void write_linear_system(const LinearSystem& s, const std::string& prefix,
+                         std::vector<std::string>* written_paths) {
+  auto write = [&](const char* suffix, const Eigen::MatrixXd& a, const std::string& what) {
+    const std::string path = prefix + "_" + suffix + ".mtx";
+    write_matrix_market(path, a, what + "\nrow and column names: " + prefix + "_names.txt");
+    if (written_paths) written_paths->push_back(path);
+  };
+  write("M", s.M, "M = dF/dqdd: rows equations, columns q");
+  write("K", s.K, "K = dF/dq: rows equations, columns q");
+  write("D", s.D, "D = dF/dqd: rows equations, columns q");
+  write("G", s.G, "G: constraint Jacobian, rows constraint equations, columns q");
+  write("B", s.B, "B = dF/dz: rows equations, columns z");
+  if (s.n_y > 0) {
+    write("E", s.E, "E = dF/dyd: rows equations, columns y");
+    write("A", s.A, "A = dF/dy: rows equations, columns y");
+  }
+  std::vector<std::string> constraint_names;
+  for (int32_t i : s.constraint_rows) constraint_names.push_back(s.row_names[i]);
+  const std::string path = prefix + "_names.txt";
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) throw std::runtime_error("cannot open '" + path + "' for writing");
+  f << fmt::format("# equations ({}): rows of M, K, D, B, E, A\n", s.row_names.size())
+    << join(s.row_names) << fmt::format("# constraints ({}): rows of G\n", s.constraint_rows.size())
+    << join(constraint_names) << fmt::format("# q ({}): columns of M, K, D, G\n", s.q_names.size())
+    << join(s.q_names) << fmt::format("# y ({}): columns of E, A\n", s.y_names.size())
+    << join(s.y_names) << fmt::format("# z ({}): columns of B\n", s.z_names.size())
+    << join(s.z_names);
+  f.close();
+  if (!f) throw std::runtime_error("error writing '" + path + "'");
+  if (written_paths) written_paths->push_back(path);
+}
+
+}  // namespace mbs::rt
