@@ -20,14 +20,8 @@ Eigen::MatrixXd dense(const CompiledModel& m, const SparseKernel& k, const char*
   if (k.nnz() == 0) return a;
   std::vector<double> values(static_cast<size_t>(k.nnz()), 0.0);
   int32_t status = 0;
-  if (&k == &m.mass_matrix) {
-    if (!k.values.fn) throw std::runtime_error(fmt::format("the model has no {} kernel", what));
-    status = k.values(v.data(), values.data());
-  } else {
-    PartialEvaluator eval;
-    eval.setup(m, k);
-    status = eval(v.data(), values.data());
-  }
+  if (!k.values.fn) throw std::runtime_error(fmt::format("the model has no {} kernel", what));
+  status = k.values(v.data(), values.data());
   if (status != 0) {
     throw std::runtime_error(
         fmt::format("the {} kernel returned status {}{}", what, status,
@@ -51,79 +45,6 @@ std::string join(const std::vector<std::string>& names) {
 }
 
 }  // namespace
-
-void PartialEvaluator::setup(const CompiledModel& m, const SparseKernel& k) {
-  m_ = &m, k_ = &k;
-  fallback_ = k.nnz() > 0 && !k.values.fn;
-  newton_entry_.clear();
-  if (!fallback_) return;
-  int32_t col_offset = 0;
-  if (&k == &m.jac_q) {
-    coefficient_slot_ = m.slot_c_q;
-  } else if (&k == &m.jac_qd) {
-    coefficient_slot_ = m.slot_c_qd;
-  } else if (&k == &m.jac_y) {
-    coefficient_slot_ = m.slot_c_y, col_offset = m.n_q;
-  } else if (&k == &m.jac_z) {
-    coefficient_slot_ = -1, col_offset = m.n_q + m.n_y;
-  } else {
-    throw std::runtime_error("PartialEvaluator: not a jac_q/jac_qd/jac_y/jac_z kernel");
-  }
-  const SparseKernel& j = m.newton_matrix;
-  if (!j.values.fn || (coefficient_slot_ < 0 && &k != &m.jac_z)) {
-    throw std::runtime_error(
-        "the model has neither the partial-derivative kernels nor a usable "
-        "newton_matrix");
-  }
-  for (int32_t e = 0; e < k.nnz(); ++e) {
-    const int32_t r = k.row[e], c = k.col[e] + col_offset;
-    int32_t lo = 0, hi = j.nnz();  // newton_matrix is sorted by (col, row)
-    while (lo < hi) {
-      const int32_t mid = (lo + hi) / 2;
-      if (j.col[mid] < c || (j.col[mid] == c && j.row[mid] < r)) {
-        lo = mid + 1;
-      } else {
-        hi = mid;
-      }
-    }
-    if (lo == j.nnz() || j.col[lo] != c || j.row[lo] != r) {
-      throw std::runtime_error(fmt::format(
-          "entry ({}, {}) of a partial-derivative kernel is not in the Newton matrix", r, c));
-    }
-    newton_entry_.push_back(lo);
-  }
-  v_.assign(m.v0.size(), 0.0);
-  j0_.assign(static_cast<size_t>(j.nnz()), 0.0);
-  j1_.assign(static_cast<size_t>(j.nnz()), 0.0);
-}
-
-int32_t PartialEvaluator::operator()(const double* v, double* values) {
-  if (k_->nnz() == 0) return 0;
-  if (!fallback_) return k_->values(v, values);
-  const CompiledModel& m = *m_;
-  std::copy(v, v + v_.size(), v_.begin());
-  for (int32_t s : {m.slot_c_q, m.slot_c_qd, m.slot_c_y}) {
-    if (s >= 0) v_[s] = 0.0;
-  }
-  auto status = [&](int32_t st) {
-    if (st <= 0) return st;
-    for (size_t e = 0; e < newton_entry_.size(); ++e) {
-      if (newton_entry_[e] == st - 1) return static_cast<int32_t>(e) + 1;
-    }
-    return int32_t{1};
-  };
-  if (int32_t st = m.newton_matrix.values(v_.data(), j0_.data()); st != 0) return status(st);
-  if (coefficient_slot_ < 0) {
-    for (size_t e = 0; e < newton_entry_.size(); ++e) values[e] = j0_[newton_entry_[e]];
-    return 0;
-  }
-  v_[coefficient_slot_] = 1.0;
-  if (int32_t st = m.newton_matrix.values(v_.data(), j1_.data()); st != 0) return status(st);
-  for (size_t e = 0; e < newton_entry_.size(); ++e) {
-    values[e] = j1_[newton_entry_[e]] - j0_[newton_entry_[e]];
-  }
-  return 0;
-}
 
 LinearSystem linearize(const CompiledModel& m, std::span<const double> v) {
   if (static_cast<int32_t>(v.size()) != m.n_v) {

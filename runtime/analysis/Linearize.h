@@ -22,32 +22,6 @@
 
 namespace mbs::rt {
 
-// Evaluates one of the partial-derivative kernels jac_q, jac_qd, jac_y, jac_z of a model, in
-// the kernel's pattern order. When the model carries the pattern but no code for the kernel (the
-// compiler does not JIT-compile these kernels yet), the values are derived from newton_matrix,
-// which is affine in its coefficients: with J(c_q, c_qd, c_y) its values,
-//   dF/dq = J(1,0,0) - J(0,0,0),  dF/dqd = J(0,1,0) - J(0,0,0),  dF/dy = J(0,0,1) - J(0,0,0),
-//   dF/dz = the z columns of J(0,0,0),
-// exact for dF/dz and for entries without a mass-matrix term, otherwise up to a rounding of
-// eps |dF/dqdd + dF/dq| (a few units in the last place). No allocation after setup().
-class PartialEvaluator {
- public:
-  // Throws std::runtime_error if k is not one of the model's jac_* kernels or an entry of its
-  // pattern is missing from newton_matrix (fallback only).
-  void setup(const CompiledModel& m, const SparseKernel& k);
-  // 0 on success, else the kernel status (k > 0: entry k - 1 of the kernel is not finite).
-  int32_t operator()(const double* v, double* values);
-  bool uses_fallback() const { return fallback_; }
-
- private:
-  const CompiledModel* m_ = nullptr;
-  const SparseKernel* k_ = nullptr;
-  bool fallback_ = false;
-  int32_t coefficient_slot_ = -1;      // slot set to 1 (-1: dF/dz, no difference)
-  std::vector<int32_t> newton_entry_;  // per entry of k: its index in newton_matrix
-  std::vector<double> v_, j0_, j1_;
-};
-
 struct LinearSystem {
   int32_t n_q = 0, n_y = 0, n_z = 0;
   Eigen::MatrixXd M, D, K, B, E, A, G;

@@ -40,13 +40,9 @@ class StaticSolver {
       }
     }
     values_.assign(row_.size(), 0.0);
-    try {
-      eval_q_.setup(m, m.jac_q);
-      eval_y_.setup(m, m.jac_y);
-      eval_z_.setup(m, m.jac_z);
-    } catch (const std::runtime_error& e) {
-      throw SolverSetupError(std::string("static solver: ") + e.what());
-    }
+    for (const SparseKernel* k : {&m.jac_q, &m.jac_y, &m.jac_z})
+      if (k->nnz() > 0 && !k->values.fn)
+        throw SolverSetupError("static solver: the model has no code for a jac_* kernel");
     v_ = m.v0;
     for (int32_t i = 0; i < m.n_q; ++i) v_[m.qd_slot[i]] = v_[m.qdd_slot[i]] = 0.0;
     for (int32_t i = 0; i < m.n_y; ++i) v_[m.yd_slot[i]] = 0.0;
@@ -102,12 +98,11 @@ class StaticSolver {
     ++stats_.jacobian_evaluations;
     size_t offset = 0;
     int32_t col_offset = 0;
-    PartialEvaluator* evals[] = {&eval_q_, &eval_y_, &eval_z_};
     const SparseKernel* kernels[] = {&m_.jac_q, &m_.jac_y, &m_.jac_z};
     for (int b = 0; b < 3; ++b) {
       const SparseKernel* k = kernels[b];
       if (k->nnz() > 0) {
-        const int32_t st = (*evals[b])(v_.data(), values_.data() + offset);
+        const int32_t st = k->values(v_.data(), values_.data() + offset);
         if (st != 0) {
           attempt_.kernel_status = st;
           attempt_.kind = st > 0 ? FailureKind::NonFiniteJacobian : FailureKind::KernelFatal;
@@ -329,7 +324,6 @@ class StaticSolver {
   std::vector<int32_t> row_, col_;
   std::vector<double> values_, v_, saved_, f0_, r_, dx_, outputs_;
   LinearSolver ls_;
-  PartialEvaluator eval_q_, eval_y_, eval_z_;
   Statistics stats_;
   Attempt attempt_;
   std::optional<FailureRecord> failure_;

@@ -61,7 +61,8 @@ const std::array<OptionSpec, 20> kOptions = {{
      .flag = "--rtol",
      .type = OptionType::Real,
      .unit = "",
-     .help = "Newton: relative tolerance on the update of q, y and z",
+     .help = "implicit and static solvers: Newton's relative tolerance on the update of q, y "
+             "and z; ode23, dopri5: relative tolerance of the step error",
      .field = &SolverOptions::rtol,
      .min = 0.0,
      .max = 1.0},
@@ -69,7 +70,8 @@ const std::array<OptionSpec, 20> kOptions = {{
      .flag = "--atol",
      .type = OptionType::Real,
      .unit = "",
-     .help = "Newton: absolute tolerance on the update of q, y and z",
+     .help = "implicit and static solvers: Newton's absolute tolerance on the update of q, y "
+             "and z; ode23, dopri5: absolute tolerance of the step error",
      .field = &SolverOptions::atol,
      .min = 0.0,
      .max = kInf,
