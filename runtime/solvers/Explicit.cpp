@@ -511,10 +511,8 @@ SolveStatus ExplicitRk::advance_adaptive(int64_t target) {
 
 void ExplicitRk::fail_error_test(double h, double h_next) {
   const auto& m = model_;
-  // FailureKind has no entry for the error test yet; the record carries the closest kind and
-  // the message below says what happened.
   FailureRecord f;
-  f.kind = FailureKind::NewtonMaxIterations;
+  f.kind = FailureKind::ErrorTestFailed;
   f.phase = FailurePhase::Step;
   f.solver = name();
   f.t = t_;

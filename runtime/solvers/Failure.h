@@ -28,6 +28,9 @@ namespace mbs::rt {
     "from a solution (check that the initial positions satisfy the constraints)")                \
   X(NewtonMaxIterations, "the Newton iteration did not converge within --newton-max-iter steps", \
     "try a smaller --step, looser --rtol/--atol or a larger --newton-max-iter")                  \
+  X(ErrorTestFailed, "the local error estimate stays above the tolerance at the smallest step",  \
+    "the solution changes faster than --h-min allows at this tolerance: loosen --rtol/--atol, "  \
+    "lower --h-min, or use an implicit solver if the model is stiff")                            \
   X(KernelFatal, "a model function reported a fatal error",                                      \
     "this is not recoverable by a smaller step; the message of the model function explains it")
 

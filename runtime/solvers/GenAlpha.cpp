@@ -134,11 +134,11 @@ NewmarkFamily::NewmarkFamily(std::shared_ptr<const CompiledModel> model,
   // Undamped Newmark (gamma = 1/2, the trapezoidal rule) does not damp the multiplier error of
   // index-3 constraints: it grows over the run (docs/solvers.md, "Implicit family").
   if (has_position && !index2_ && p_.alpha_m == 0.0 && p_.alpha_f == 0.0 && p_.gamma <= 0.5) {
-    fmt::print(stderr,
-               "warning: {} with gamma = 1/2 on the position-level constraints of model '{}': the "
-               "error of their multipliers is not damped and grows over the run; use --index2, "
-               "--newmark-gamma > 0.5 or --solver gen-alpha\n",
-               name(), m.name);
+    warnings_.push_back(fmt::format(
+        "warning: {} with gamma = 1/2 on the position-level constraints of model '{}': the "
+        "error of their multipliers is not damped and grows over the run; use --index2, "
+        "--newmark-gamma > 0.5 or --solver gen-alpha",
+        name(), m.name));
   }
   newton_.setup(n, matrix_->row, matrix_->col);
   if (m.init_residual.fn) {

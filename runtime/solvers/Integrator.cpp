@@ -5,7 +5,6 @@
 #include "runtime/solvers/Explicit.h"
 #include "runtime/solvers/GenAlpha.h"
 #include "runtime/solvers/ModelCheck.h"
-#include "runtime/solvers/Rk4.h"
 
 namespace mbs::rt {
 

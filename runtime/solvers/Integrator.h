@@ -23,7 +23,9 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "runtime/io/Interrupt.h"
 #include "runtime/model/CompiledModel.h"
@@ -74,6 +76,9 @@ class Integrator {
   // model.outputs at the current point (empty if the model has no outputs).
   std::span<const double> evaluate_outputs();
   const Statistics& statistics() const { return stats_; }
+  // Warnings about the choice of method for this model, found at creation (the front end shows
+  // them; the library prints nothing).
+  const std::vector<std::string>& warnings() const { return warnings_; }
   // Set when a call returned Failed; message() is the rendered text.
   const FailureRecord* failure() const { return failure_ ? &*failure_ : nullptr; }
 
@@ -112,6 +117,7 @@ class Integrator {
   Workspace ws_;
   Statistics stats_;
   std::optional<FailureRecord> failure_;
+  std::vector<std::string> warnings_;
   AttemptFailure attempt_failure_;
   double t0_ = 0.0, t_end_ = 0.0, t_ = 0.0;
   double h_try_ = 0.0;  // step size of the next attempt (h, or less after failures)

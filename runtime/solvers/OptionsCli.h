@@ -11,8 +11,8 @@
 namespace mbs::rt {
 
 // Adds every solver option to `app`, writing into `options` (which must outlive parsing).
-// Boolean options also get a negated form: --initial-accelerations=false or
-// --no-initial-accelerations.
+// Boolean options are flags (`--index2` sets true) that also take a value
+// (--initial-accelerations=false) and have a negated form (--no-initial-accelerations).
 inline void add_solver_options(CLI::App& app, SolverOptions& options,
                                const std::string& group = "Solver options") {
   for (const OptionSpec& spec : option_table()) {
@@ -21,12 +21,16 @@ inline void add_solver_options(CLI::App& app, SolverOptions& options,
     if (!spec.unit.empty()) help += " [" + std::string(spec.unit) + "]";
     help += " (default " + default_text(spec) + ")";
     const std::string key(spec.key);
-    CLI::Option* opt = app.add_option_function<std::string>(
-        flag,
-        [&options, key](const std::string& value) {
-          if (auto err = set_option(options, key, value)) throw CLI::ValidationError(*err);
-        },
-        help);
+    auto apply = [&options, key](const std::string& value) {
+      if (auto err = set_option(options, key, value)) throw CLI::ValidationError(*err);
+    };
+    CLI::Option* opt = nullptr;
+    if (spec.type == OptionType::Boolean) {
+      // a flag: `--index2` means true, `--index2=false` sets the value explicitly
+      opt = app.add_flag(flag + "{true}")->description(help)->each(apply);
+    } else {
+      opt = app.add_option_function<std::string>(flag, apply, help);
+    }
     opt->group(group);
     if (spec.type == OptionType::Choice) {
       std::string names;

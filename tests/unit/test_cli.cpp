@@ -274,4 +274,20 @@ TEST(Cli, EverySolverIsReachable) {
   }
 }
 
+TEST(Cli, WarnsAboutUndampedNewmarkOnIndex3Constraints) {
+  std::string csv = tmp("trap.csv");
+  Result r = mbsc("examples/pendulum.mbs --simulate --t-end 0.1 --solver trapezoidal --output '" +
+                  csv + "'");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("warning: trapezoidal with gamma = 1/2"), std::string::npos) << r.err;
+  Result ok = mbsc(
+      "examples/pendulum.mbs --simulate --t-end 0.1 --solver trapezoidal --index2 "
+      "--output '" +
+      csv + "'");
+  EXPECT_EQ(ok.code, 0) << ok.err;
+  EXPECT_EQ(ok.err.find("warning"), std::string::npos) << ok.err;
+  Result ga = mbsc("examples/pendulum.mbs --simulate --index2 --output '" + csv + "'");
+  EXPECT_EQ(ga.code, 2) << ga.err;  // index-2 constraints are for newmark and trapezoidal
+}
+
 }  // namespace

@@ -7,9 +7,9 @@
 #include <cstdio>
 #include <vector>
 
+#include "runtime/solvers/Explicit.h"
 #include "runtime/solvers/GenAlpha.h"
 #include "runtime/solvers/Integrator.h"
-#include "runtime/solvers/Rk4.h"
 #include "tests/unit/runtime_models.h"
 
 namespace mbs::rt {

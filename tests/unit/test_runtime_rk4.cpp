@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <vector>
 
+#include "runtime/solvers/Explicit.h"
 #include "runtime/solvers/Integrator.h"
-#include "runtime/solvers/Rk4.h"
 #include "tests/unit/runtime_models.h"
 
 namespace mbs::rt {

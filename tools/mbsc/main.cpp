@@ -197,6 +197,8 @@ int main(int argc, char** argv) {
       return kExitUsage;
     }
   }
+  if (solver)
+    for (const auto& w : solver->warnings()) std::cerr << w << "\n";
   if (analyse && state.empty()) {
     // linearise at the start: consistent accelerations and multipliers from the initial system
     if (solver->initialize() == mbs::rt::SolveStatus::Failed) {
