@@ -129,9 +129,9 @@ class Integrator {
 };
 
 // Creates the integrator chosen by options.solver. Throws SolverSetupError when the options are
-// invalid, the model is inconsistent (check_model) or the solver cannot handle the model (rk4
-// with algebraic variables). The integrator shares the model (it is immutable); the overload
-// taking a reference copies it.
+// invalid, the model is inconsistent (check_model) or the solver cannot handle the model (an
+// explicit method with algebraic variables). The integrator shares the model (it is immutable); the
+// overload taking a reference copies it.
 std::unique_ptr<Integrator> make_integrator(std::shared_ptr<const CompiledModel> model,
                                             const SolverOptions& options);
 std::unique_ptr<Integrator> make_integrator(const CompiledModel& model,

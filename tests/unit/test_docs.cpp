@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "compiler/driver/Compile.h"
+#include "runtime/solvers/Options.h"
 
 namespace {
 
@@ -57,6 +58,18 @@ TEST(Docs, EveryCompleteModelInTheLanguageReferenceCompiles) {
     ++compiled;
   }
   EXPECT_GE(compiled, 8);
+}
+
+TEST(Docs, EverySolverOptionIsDocumentedWithItsDefault) {
+  std::ifstream in(std::string(MBS_SOURCE_DIR) + "/docs/solvers.md");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string doc = ss.str();
+  for (const auto& spec : mbs::rt::option_table()) {
+    std::string row = "| `" + std::string(spec.flag) + "` | `" + std::string(spec.key) + "` | " +
+                      mbs::rt::default_text(spec) + " |";
+    EXPECT_NE(doc.find(row), std::string::npos) << "docs/solvers.md lacks the row " << row;
+  }
 }
 
 }  // namespace
