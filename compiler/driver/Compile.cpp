@@ -295,6 +295,18 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
     m->parameter_slot.push_back(static_cast<int32_t>(v.symbol));
   }
   m->n_v = static_cast<int32_t>(cx.symbol_count());
+  {
+    // does the leading matrix (newton_matrix at zero coefficients) depend on parameters only?
+    std::unordered_map<uint32_t, sym::Expr> zero = {
+        {kernels.c_q, cx.zero()}, {kernels.c_qd, cx.zero()}, {kernels.c_y, cx.zero()}};
+    bool constant = true;
+    for (sym::Expr e : kernels.newton_matrix.spec.outputs) {
+      for (uint32_t s : sym::free_symbols(sym::substitute(cx, e, zero)))
+        if (!param_value.count(s)) constant = false;
+      if (!constant) break;
+    }
+    m->constant_leading_matrix = constant;
+  }
 
   // initial symbol vector: parameters, then start values from the initial_values kernel
   m->v0.assign(m->n_v, 0.0);

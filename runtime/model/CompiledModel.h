@@ -102,6 +102,11 @@ struct CompiledModel {
   Kernel init_residual;
   SparseKernel init_matrix;
 
+  // True when newton_matrix with c_q = c_qd = c_y = 0 (the matrix of the highest derivatives and
+  // z) depends on parameters only, not on time or any unknown: explicit methods then factor it
+  // once per run instead of at every stage.
+  bool constant_leading_matrix = false;
+
   // Values written to result files: one per column, in column order (after "time").
   Kernel outputs;
   std::vector<std::string> output_names;

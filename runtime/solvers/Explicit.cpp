@@ -325,6 +325,16 @@ bool ExplicitRk::derivative(double t, const double* xi, double* d) {
     if (st > 0) f.equation = st - 1, f.residual = ws_.residual[st - 1];
     return false;
   }
+  double* x = ws_.x.data();
+  if (factored_ && m.constant_leading_matrix) {
+    // A depends on parameters only: its factorization from the first evaluation still holds
+    if (!reduced_) {
+      for (int32_t i = 0; i < n_x_; ++i) x[i] = -ws_.residual[i];
+    } else {
+      for (int32_t r = 0; r < n_x_; ++r) x[r] = -ws_.residual[sub_row_[r]];
+    }
+    return finish_derivative(xi, d);
+  }
   const SparseKernel& A = m.newton_matrix;
   st = A.values(v, ws_.newton_values.data());
   ++stats_.jacobian_evaluations;
@@ -335,7 +345,6 @@ bool ExplicitRk::derivative(double t, const double* xi, double* d) {
     if (st > 0) f.equation = A.row[st - 1], f.unknown = A.col[st - 1];
     return false;
   }
-  double* x = ws_.x.data();
   if (!reduced_) {
     st = solver_.factor(ws_.newton_values.data());
     for (int32_t i = 0; i < n_x_; ++i) x[i] = -ws_.residual[i];
@@ -352,6 +361,15 @@ bool ExplicitRk::derivative(double t, const double* xi, double* d) {
     f.unknown = st - 1;
     return false;
   }
+  factored_ = true;
+  return finish_derivative(xi, d);
+}
+
+bool ExplicitRk::finish_derivative(const double* xi, double* d) {
+  const auto& m = model_;
+  double* v = ws_.v.data();
+  const int32_t nq = m.n_q, ny = m.n_y;
+  double* x = ws_.x.data();
   solver_.solve(x);
   ++stats_.linear_solves;
   for (int32_t i = 0; i < nq; ++i) {

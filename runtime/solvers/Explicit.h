@@ -73,6 +73,9 @@ class ExplicitRk final : public Integrator {
   SolveStatus advance_adaptive(int64_t target);
   // d := f(t, xi); leaves v at (t, xi, qdd, yd). False with attempt_failure_ set on failure.
   bool derivative(double t, const double* xi, double* d);
+  // Solves the factored leading matrix for the right-hand side in ws_.x and writes d.
+  bool finish_derivative(const double* xi, double* d);
+  bool factored_ = false;  // the leading matrix has been factored at least once
   void restore_accepted_state();
   void fail_error_test(double h, double h_next);
 

@@ -27,7 +27,7 @@ inline void add_solver_options(CLI::App& app, SolverOptions& options,
     CLI::Option* opt = nullptr;
     if (spec.type == OptionType::Boolean) {
       // a flag: `--index2` means true, `--index2=false` sets the value explicitly
-      opt = app.add_flag(flag + "{true}")->description(help)->each(apply);
+      opt = app.add_flag(flag)->description(help)->each(apply);
     } else {
       opt = app.add_option_function<std::string>(flag, apply, help);
     }
@@ -38,7 +38,7 @@ inline void add_solver_options(CLI::App& app, SolverOptions& options,
       opt->type_name(names);
     } else {
       opt->type_name(spec.type == OptionType::Integer   ? "INT"
-                     : spec.type == OptionType::Boolean ? "BOOL"
+                     : spec.type == OptionType::Boolean ? "[=true|false]"
                                                         : "REAL");
     }
     if (spec.type == OptionType::Boolean) {

@@ -335,4 +335,18 @@ end RCCircuit;
   EXPECT_NEAR(run.rows.back()[column(*r.model, "c.u")], std::exp(-2.0), 1e-6);
 }
 
+TEST(EndToEnd, ExplicitMethodsFactorAConstantMassMatrixOnce) {
+  auto r = compile_file(example("mass_spring_damper.mbs"));
+  ASSERT_TRUE(r.model);
+  EXPECT_TRUE(r.model->constant_leading_matrix);
+  SimRun run = simulate(*r.model, 1.0, 1e-3, 0.9, mbs::rt::SolverKind::Rk44);
+  ASSERT_EQ(run.status, mbs::rt::SolveStatus::Finished);
+  EXPECT_EQ(run.stats.factorizations, 1);
+  EXPECT_NEAR(run.rows.back()[column(*r.model, "x")], msd_exact(1.0, 1, 0.4, 100, 0.1), 1e-9);
+  // the pendulum's leading matrix depends on x and y (the multiplier column)
+  auto p = compile_file(example("pendulum.mbs"));
+  ASSERT_TRUE(p.model);
+  EXPECT_FALSE(p.model->constant_leading_matrix);
+}
+
 }  // namespace
