@@ -161,47 +161,10 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
     return finish(true);
   }
 
-  // ---- parameter values (bindings may refer to other parameters)
+  // ---- parameter values (resolved by the flattener)
   std::unordered_map<uint32_t, double> param_value;
-  {
-    std::unordered_map<uint32_t, int> state_of;
-    std::vector<double> scratch(cx.symbol_count(), 0.0);
-    bool ok = true;
-    std::function<bool(size_t)> value_of = [&](size_t vi) -> bool {
-      const FlatVar& v = flat->vars[vi];
-      int& st = state_of[v.symbol];
-      if (st == 2) return true;
-      if (st == 1) {
-        diags.report(DiagKind::parameter_cycle, v.span, {v.name});
-        return false;
-      }
-      st = 1;
-      if (!v.binding) {
-        diags.report(DiagKind::parameter_no_value, v.span, {v.name});
-        diags.help("give it a value in the declaration, a modifier, or --set " + v.name + "=VALUE");
-        return false;
-      }
-      for (uint32_t s : sym::free_symbols(v.binding)) {
-        auto it = flat->var_of_symbol.find(s);
-        if (it == flat->var_of_symbol.end() || flat->vars[it->second].role == VarRole::Variable) {
-          diags.report(DiagKind::not_structural, v.span,
-                       {"the value of parameter '" + v.name + "' (it depends on '" +
-                        cx.symbol_name(s) + "')"});
-          return false;
-        }
-        if (!value_of(it->second)) return false;
-      }
-      scratch.resize(cx.symbol_count(), 0.0);
-      double x = sym::evaluate(v.binding, scratch);
-      scratch[v.symbol] = x;
-      param_value[v.symbol] = x;
-      st = 2;
-      return true;
-    };
-    for (size_t i = 0; i < flat->vars.size() && ok; ++i)
-      if (flat->vars[i].role != VarRole::Variable) ok = value_of(i);
-    if (!ok) return finish(false);
-  }
+  for (const FlatVar& v : flat->vars)
+    if (v.role != VarRole::Variable) param_value[v.symbol] = v.value;
 
   // ---- kernels
   ModelKernels kernels = build_kernels(*dae, cx);

@@ -27,8 +27,9 @@ struct FlatVar {
   bool input = false;
   bool output = false;
   sym::Expr binding = nullptr;  // Parameter/Constant: its value expression (may be null)
-  sym::Expr start = nullptr;    // `start` attribute (may be null)
-  bool fixed = false;           // `fixed` attribute
+  double value = 0.0;         // Parameter/Constant: the binding's value, other parameters resolved
+  sym::Expr start = nullptr;  // `start` attribute (may be null)
+  bool fixed = false;         // `fixed` attribute
   std::string unit;
   std::string description;
   Span span;  // the declaration

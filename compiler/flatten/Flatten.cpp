@@ -220,7 +220,7 @@ class Flattener {
 
   // ---- instantiation
   void instantiate_members(Instance& inst, const ClassEntry* cls, const ModEntry& mod, int depth);
-  void collect_elements(const ClassEntry* cls, const ModEntry& mod, Instance& inst,
+  void collect_elements(const ClassEntry* cls, Instance& inst,
                         std::vector<std::pair<const ast::Component*, const ClassEntry*>>& comps,
                         ModEntry& effective, int depth);
   std::unique_ptr<Instance> make_component(Instance& parent, const ast::Component& c,
@@ -499,7 +499,7 @@ std::vector<int> Flattener::eval_dims(const std::vector<ast::ExprPtr>& dims, Sco
 }
 
 void Flattener::collect_elements(
-    const ClassEntry* cls, const ModEntry& mod, Instance& inst,
+    const ClassEntry* cls, Instance& inst,
     std::vector<std::pair<const ast::Component*, const ClassEntry*>>& comps, ModEntry& effective,
     int depth) {
   if (depth > kMaxDepth) fail(DiagKind::recursive_class, cls->def->span, {cls->full_name});
@@ -510,11 +510,10 @@ void Flattener::collect_elements(
     if (base == cls) fail(DiagKind::recursive_class, ext.span, {cls->full_name});
     ModEntry ext_mod = mod_from_ast(ext.mod.get(), &inst);
     effective = merge(effective, ext_mod);
-    collect_elements(base, ModEntry{}, inst, comps, effective, depth + 1);
+    collect_elements(base, inst, comps, effective, depth + 1);
   }
   for (const auto& c : cls->def->components) comps.emplace_back(&c, cls);
   inst.equation_classes.push_back(cls);
-  (void)mod;
 }
 
 void Flattener::instantiate_members(Instance& inst, const ClassEntry* cls, const ModEntry& mod,
@@ -522,7 +521,7 @@ void Flattener::instantiate_members(Instance& inst, const ClassEntry* cls, const
   if (depth > kMaxDepth) fail(DiagKind::recursive_class, cls->def->span, {cls->full_name});
   std::vector<std::pair<const ast::Component*, const ClassEntry*>> comps;
   ModEntry inherited;  // modifications from extends clauses
-  collect_elements(cls, mod, inst, comps, inherited, depth);
+  collect_elements(cls, inst, comps, inherited, depth);
   ModEntry effective = merge(mod, inherited);
   std::set<std::string> names;
   for (const auto& [c, owner] : comps) {
@@ -748,7 +747,11 @@ Expr Flattener::resolved_binding(size_t var, Span use) {
   if (resolved_state_[var] == 1) fail(DiagKind::parameter_cycle, fv.span, {fv.name});
   resolved_state_[var] = 1;
   Expr b = binding_of(var, use);
-  if (!b) fail(DiagKind::parameter_no_value, use.valid() ? use : fv.span, {fv.name});
+  if (!b) {
+    diags_.report(DiagKind::parameter_no_value, use.valid() ? use : fv.span, {fv.name});
+    diags_.help("give it a value in the declaration, a modifier, or --set " + fv.name + "=VALUE");
+    throw BuildError{};
+  }
   std::unordered_map<uint32_t, Expr> repl;
   for (uint32_t s : sym::free_symbols(b)) {
     auto it = flat_.var_of_symbol.find(s);
@@ -1809,6 +1812,24 @@ std::optional<FlatModel> Flattener::run(const ast::ClassDef& model) {
     instantiate_members(root, cls, ModEntry{}, 0);
     elaborate(root);
     generate_connection_equations(root);
+    // every parameter's value, with the parameters it refers to resolved (cycles reported)
+    for (size_t i = 0; i < flat_.vars.size(); ++i) {
+      FlatVar& v = flat_.vars[i];
+      if (v.role == VarRole::Variable) continue;
+      try {
+        Expr r = resolved_binding(i, Span{});
+        for (uint32_t s : sym::free_symbols(r))
+          fail(DiagKind::not_structural, v.span,
+               {"the value of parameter '" + v.name + "' (it depends on '" + cx_.symbol_name(s) +
+                "')"});
+        flat_.vars[i].value = r->value;
+      } catch (const BuildError&) {
+        if (diags_.error_limit_reached()) throw;
+        // parameters left half-resolved by this error are not reported a second time
+        for (size_t j = 0; j < resolved_state_.size(); ++j)
+          if (resolved_state_[j] == 1) resolved_state_[j] = 2, resolved_[j] = cx_.zero();
+      }
+    }
   } catch (const BuildError&) {
   }
   for (const auto& [name, value] : options_.overrides) {

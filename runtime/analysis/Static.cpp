@@ -223,26 +223,7 @@ class StaticSolver {
           "below the minimum {:.6g} = (1/load_steps) / 2^{}\n",
           halvings, inc, inc_min, kMaxLoadHalvings);
     }
-    if (f.kernel_status < 0) {
-      out += fmt::format("note: the model function returned status {}\n", f.kernel_status);
-    }
-    if (f.equation >= 0) {
-      out += fmt::format("note: equation {} has the largest residual ({:.6g}): {}\n", f.equation,
-                         f.residual, equation_text(m_, f.equation));
-    }
-    if (f.unknown >= 0) {
-      const std::string src = unknown_source(m_, f.unknown);
-      std::string what;
-      if (f.kind == FailureKind::SingularMatrix) {
-        what = " has no pivot: its column depends linearly on the others";
-      } else if (f.kind == FailureKind::NonFiniteJacobian) {
-        what = " is the column of that entry";
-      } else if (!std::isnan(f.update)) {
-        what = fmt::format(" has the largest Newton update ({:.3g} x its tolerance)", f.update);
-      }
-      out += fmt::format("note: unknown '{}'{}{}\n", unknown_name(m_, f.unknown),
-                         src.empty() ? "" : " (declared at " + src + ")", what);
-    }
+    out += render_failure_notes(f, m_);
     if (f.kind == FailureKind::SingularMatrix) {
       out +=
           "help: a static solution needs every coordinate held in place by a spring, a "

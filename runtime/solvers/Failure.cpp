@@ -82,21 +82,8 @@ std::string equation_text(const CompiledModel& m, int32_t i) {
   return fmt::format("{}: {}", loc, s.text);
 }
 
-std::string render_failure(const FailureRecord& f, const CompiledModel& m) {
+std::string render_failure_notes(const FailureRecord& f, const CompiledModel& m) {
   std::string out;
-  if (f.phase == FailurePhase::InitialValues) {
-    out += fmt::format("error: {}: {} while computing consistent initial values at t = {}\n",
-                       f.solver, failure_summary(f.kind), f.t);
-  } else {
-    out += fmt::format("error: {}: {} in the step from t = {} with h = {:.6g}\n", f.solver,
-                       failure_summary(f.kind), f.t, f.h);
-    if (f.kind != FailureKind::KernelFatal) {
-      out += fmt::format(
-          "note: the step was halved {} times; a further halving would go below "
-          "h_min = {:.6g}\n",
-          f.halvings, f.h_min);
-    }
-  }
   if (f.kernel_status < 0) {
     out += fmt::format("note: the model function returned status {}\n", f.kernel_status);
   }
@@ -117,6 +104,25 @@ std::string render_failure(const FailureRecord& f, const CompiledModel& m) {
     out += fmt::format("note: unknown '{}'{}{}\n", unknown_name(m, f.unknown),
                        src.empty() ? "" : " (declared at " + src + ")", what);
   }
+  return out;
+}
+
+std::string render_failure(const FailureRecord& f, const CompiledModel& m) {
+  std::string out;
+  if (f.phase == FailurePhase::InitialValues) {
+    out += fmt::format("error: {}: {} while computing consistent initial values at t = {}\n",
+                       f.solver, failure_summary(f.kind), f.t);
+  } else {
+    out += fmt::format("error: {}: {} in the step from t = {} with h = {:.6g}\n", f.solver,
+                       failure_summary(f.kind), f.t, f.h);
+    if (f.kind != FailureKind::KernelFatal) {
+      out += fmt::format(
+          "note: the step was halved {} times; a further halving would go below "
+          "h_min = {:.6g}\n",
+          f.halvings, f.h_min);
+    }
+  }
+  out += render_failure_notes(f, m);
   out += fmt::format("help: {}\n", failure_hint(f.kind));
   return out;
 }

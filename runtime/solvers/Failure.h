@@ -67,6 +67,9 @@ struct FailureRecord {
 
 // "error: ..." with notes naming the equation and the unknown and their sources, and a help line.
 std::string render_failure(const FailureRecord& f, const CompiledModel& model);
+// The `note:` lines every solver's message shares: a fatal kernel status, the equation with the
+// largest residual and the unknown with the largest update, with their source lines.
+std::string render_failure_notes(const FailureRecord& f, const CompiledModel& model);
 
 // Name and source of unknown i in [qdd | yd | z] order: the coordinate q, y or z it belongs to.
 std::string unknown_name(const CompiledModel& model, int32_t i);
