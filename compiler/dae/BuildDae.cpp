@@ -132,6 +132,8 @@ struct Builder {
     return c;
   }
 
+  bool kept(uint32_t s) const { return flat.vars[unknown_var.at(s)].keep; }
+
   bool try_eliminate(Eq& eq) {
     auto syms = sym::free_symbols(eq.r);
     std::vector<uint32_t> unknown0, derivs;
@@ -140,6 +142,9 @@ struct Builder {
       if (!is_unknown(b)) continue;
       (k == 0 ? unknown0 : derivs).push_back(s);
     }
+    // variables marked `keep` (recursive multibody quantities) are never substituted away
+    if (std::any_of(unknown0.begin(), unknown0.end(), [&](uint32_t s) { return kept(s); }))
+      return false;
     // a = c*b  (two unknowns, linear, numeric coefficients, nothing else)
     if (unknown0.size() == 2 && derivs.empty()) {
       uint32_t a = unknown0[0], b = unknown0[1];

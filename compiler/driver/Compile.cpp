@@ -17,6 +17,7 @@
 #include "compiler/diag/Diagnostics.h"
 #include "compiler/driver/Kernels.h"
 #include "compiler/flatten/Flatten.h"
+#include "compiler/mech/Mechanics.h"
 #include "compiler/symbolic/Expr.h"
 #include "compiler/syntax/Parser.h"
 
@@ -148,6 +149,18 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
   mark("flatten");
   if (!flat) return finish(false);
   if (options.emit == "flat") {
+    print_flat_model(emit_out, cx, *flat);
+    return finish(true);
+  }
+
+  // ---- mech: bodies, joints and loops become equations
+  MechOptions mopts;
+  mopts.recursive_depth = options.recursive_depth;
+  bool mech_ok =
+      lower_mechanics(*flat, cx, ders, mopts, diags, options.emit == "mech" ? &emit_out : nullptr);
+  mark("mech");
+  if (!mech_ok) return finish(false);
+  if (options.emit == "mech") {
     print_flat_model(emit_out, cx, *flat);
     return finish(true);
   }

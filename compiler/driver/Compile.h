@@ -18,9 +18,11 @@ struct CompileOptions {
   std::string model;                        // model to compile; empty: the last model in the file
   std::vector<std::string> include_dirs;    // -I, searched before $MBS_PATH and stdlib/
   std::map<std::string, double> overrides;  // --set NAME=VALUE
-  std::string emit;                         // "", "ast", "flat", "dae", "kernels", "ir"
+  std::string emit;                         // "", "ast", "flat", "mech", "dae", "kernels", "ir"
   bool verbose = false;                     // print each pass's time to the diagnostic stream
   int opt_level = 2;                        // LLVM optimisation level
+  int recursive_depth = -1;                 // multibody recursive form above this tree depth
+                                            // (-1: automatic, see MechOptions)
 };
 
 struct PassTiming {

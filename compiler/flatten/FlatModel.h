@@ -30,6 +30,7 @@ struct FlatVar {
   double value = 0.0;         // Parameter/Constant: the binding's value, other parameters resolved
   sym::Expr start = nullptr;  // `start` attribute (may be null)
   bool fixed = false;         // `fixed` attribute
+  bool keep = false;          // never eliminated by the DAE pass (recursive multibody form)
   std::string unit;
   std::string description;
   Span span;  // the declaration
@@ -68,6 +69,23 @@ class DerivativeTable {
   int64_t time_ = -1;
 };
 
+// An instance of a built-in multibody element (a class of stdlib/Mechanics.mbs marked with
+// `annotation(__mbs_element = "...")`). Its parameters and variables are ordinary FlatVars named
+// `<path>.<member>`; compiler/mech turns the elements into equations of motion.
+struct MechElement {
+  std::string kind;  // "World", "Body", "Revolute", ..., "Frame" (a frame connector)
+  std::string path;  // instance path, e.g. "crank" or "link[3]"
+  std::string type_name;
+  Span span;  // the component declaration
+};
+
+// connect(a, b) of two frames: the frames coincide.
+struct FrameConnection {
+  std::string a, b;  // frame instance paths, e.g. "pivot.frame_b"
+  Span span;
+  std::string text;
+};
+
 struct FlatModel {
   std::string name;
   std::string description;
@@ -75,6 +93,8 @@ struct FlatModel {
   uint32_t time_symbol = 0;
   std::vector<FlatVar> vars;
   std::vector<FlatEquation> equations;
+  std::vector<MechElement> mech_elements;  // in declaration order
+  std::vector<FrameConnection> frame_connections;
   // symbol -> index into vars (only variable/parameter symbols)
   std::unordered_map<uint32_t, size_t> var_of_symbol;
 };

@@ -164,6 +164,7 @@ struct Instance {
   std::vector<std::pair<std::string, Instance*>> members;  // Composite
   Instance* parent = nullptr;
   bool is_connector = false;
+  std::string mbs_element;  // Composite: the multibody element kind of its class (or a base)
   VarRole role = VarRole::Variable;
   bool flow = false;
   Span span;
@@ -655,6 +656,13 @@ std::unique_ptr<Instance> Flattener::make_typed(Instance* parent, const std::str
   inst->kind = Instance::Kind::Composite;
   inst->cls = type;
   instantiate_members(*inst, type, mod, depth);
+  for (const ClassEntry* e : inst->equation_classes)
+    if (!e->def->mbs_element.empty()) {
+      inst->mbs_element = e->def->mbs_element;
+      break;
+    }
+  if (!inst->mbs_element.empty())
+    flat_.mech_elements.push_back(MechElement{inst->mbs_element, path, c.type_name, c.span});
   if (mod.value) {
     // a record-valued binding `R r = R(...)` is not supported; a value for a model is an error
     fail(DiagKind::unsupported, mod.span.valid() ? mod.span : c.span,
@@ -1740,6 +1748,17 @@ void Flattener::add_connect(const ast::Equation& eq, Scope s) {
   Instance* a = resolve_connector(*eq.lhs, s, a_out);
   Instance* b = resolve_connector(*eq.rhs, s, b_out);
   if (a == b) fail(DiagKind::bad_connect, eq.span, {"a connector cannot be connected to itself"});
+  bool a_frame = a->mbs_element == "Frame", b_frame = b->mbs_element == "Frame";
+  if (a_frame != b_frame)
+    fail(DiagKind::bad_connect, eq.span,
+         {"cannot connect '" + a->path + "' and '" + b->path + "': only a mechanical frame (" +
+          "Mechanics.Frame) connects to a frame"});
+  if (a_frame) {
+    // frames are joined in the multibody graph by the mechanics lowering (compiler/mech)
+    flat_.frame_connections.push_back(
+        FrameConnection{a->path, b->path, eq.span, source_text(eq.span)});
+    return;
+  }
   connect_pair(a, a_out, b, b_out, eq);
 }
 

@@ -142,6 +142,9 @@ struct ClassDef {
   // `type Length = Real(unit = "m");`  -> short_base "Real", short_mod its modification
   std::string short_base;
   std::unique_ptr<Modification> short_mod;
+  // `annotation(__mbs_element = "Revolute")`: a built-in multibody element or the frame
+  // connector ("Frame"); empty for every other class.
+  std::string mbs_element;
 };
 
 struct File {

@@ -768,9 +768,25 @@ class Builder {
         element(*def, e, is_protected);
       } else if (auto* eq = dynamic_cast<P::EquationContext*>(child)) {
         equation(def->equations, eq);  // equations only follow `equation`
+      } else if (auto* an = dynamic_cast<P::AnnotationContext*>(child)) {
+        def->mbs_element = mbs_element(an);
       }
     }
     return def;
+  }
+
+  // The one class annotation mbs reads: `annotation(__mbs_element = "Revolute")` marks a class of
+  // the mechanics library as a built-in multibody element (docs/mechanics.md). Everything else in
+  // an annotation is ignored.
+  static std::string mbs_element(P::AnnotationContext* an) {
+    for (auto* a : an->classModification()->argument()) {
+      if (a->name()->getText() != "__mbs_element" || a->modification() == nullptr) continue;
+      auto* e = a->modification()->expression();
+      if (e == nullptr) continue;
+      std::string t = e->getText();
+      if (t.size() >= 2 && t.front() == '"' && t.back() == '"') return t.substr(1, t.size() - 2);
+    }
+    return {};
   }
 
   void check_end_name(const ast::ClassDef& def, P::ClassDefinitionContext* ctx, Token* end_name) {

@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
       ->type_name("FILE.csv");
   app.add_option("--emit", copts.emit,
                  "print the result of a pass and stop: ast, flat, dae, kernels, ir")
-      ->check(CLI::IsMember({"ast", "flat", "dae", "kernels", "ir"}));
+      ->check(CLI::IsMember({"ast", "flat", "mech", "dae", "kernels", "ir"}));
   bool do_static = false, do_linearize = false, do_eigen = false;
   std::string stats_csv;
   app.add_flag("--static", do_static,

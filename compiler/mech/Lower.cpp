@@ -1,0 +1,1102 @@
+// The multibody lowering (see Mechanics.h for the steps). Vectors are resolved in the frame named
+// by their suffix: `_w` world, otherwise the frame of the node they belong to.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <ostream>
+#include <set>
+#include <unordered_map>
+
+#include "compiler/mech/Assembly.h"
+#include "compiler/mech/Mechanics.h"
+#include "compiler/mech/Vec.h"
+
+namespace mbs {
+namespace {
+
+using sym::Expr;
+using namespace mech;
+
+enum class Role { World, Body, Edge, Load, Sensor };
+
+struct KindInfo {
+  const char* kind;
+  Role role;
+  std::vector<const char*> frames;
+};
+
+const std::vector<KindInfo>& kinds() {
+  static const std::vector<KindInfo> k = {
+      {"World", Role::World, {"frame"}},
+      {"Body", Role::Body, {"frame_a"}},
+      {"FixedTranslation", Role::Edge, {"frame_a", "frame_b"}},
+      {"FixedRotation", Role::Edge, {"frame_a", "frame_b"}},
+      {"Revolute", Role::Edge, {"frame_a", "frame_b"}},
+      {"Prismatic", Role::Edge, {"frame_a", "frame_b"}},
+      {"Cylindrical", Role::Edge, {"frame_a", "frame_b"}},
+      {"Universal", Role::Edge, {"frame_a", "frame_b"}},
+      {"Planar", Role::Edge, {"frame_a", "frame_b"}},
+      {"Spherical", Role::Edge, {"frame_a", "frame_b"}},
+      {"FreeMotion", Role::Edge, {"frame_a", "frame_b"}},
+      {"Weld", Role::Edge, {"frame_a", "frame_b"}},
+      {"CutForceTorque", Role::Edge, {"frame_a", "frame_b"}},
+      {"LineForce", Role::Load, {"frame_a", "frame_b"}},
+      {"WorldForce", Role::Load, {"frame_b"}},
+      {"FrameForce", Role::Load, {"frame_b"}},
+      {"FrameSensor", Role::Sensor, {"frame"}},
+      {"DistanceSensor", Role::Sensor, {"frame_a", "frame_b"}},
+  };
+  return k;
+}
+
+const KindInfo* kind_info(const std::string& kind) {
+  for (const auto& k : kinds())
+    if (kind == k.kind) return &k;
+  return nullptr;
+}
+
+bool is_rigid(const std::string& kind) {
+  return kind == "FixedTranslation" || kind == "FixedRotation" || kind == "Weld" ||
+         kind == "CutForceTorque";
+}
+
+// One joint coordinate (a tree coordinate becomes an ODE2 unknown of the DAE).
+struct Coord {
+  size_t elem = 0;
+  std::string name;            // member name, e.g. "phi", "Q[2]"
+  uint32_t q = 0, dq = 0;      // symbols of the coordinate and of der(coordinate)
+  int var = -1, vel_var = -1;  // flat vars of the coordinate and of its velocity variable
+  Expr effort = nullptr;       // generalized force along it (applied + spring + damper), or null
+  bool quaternion = false;
+};
+
+// One step of a path: the transform of a child frame C in its parent P, x_P = R x_C + r, and the
+// relative angular velocity w and velocity v of C's origin, resolved in P.
+struct Step {
+  M3 R;
+  V3 r, w, v;
+  std::vector<int> coords;  // indices into Lowering::coords
+};
+
+struct Node {
+  std::string name;  // a frame path of the node, or "<joint>#k" for an intermediate frame
+  int parent = -1;
+  Step step;      // from the parent (meaningless at the root)
+  int edge = -1;  // element index of the edge it was reached by
+  bool edge_forward = true;
+  std::vector<int> children;
+  int depth = 0;
+  // kinematics
+  M3 R_w;          // orientation: columns are the node's axes in the world
+  V3 p_w;          // origin, world
+  V3 w, v, al, a;  // angular velocity, velocity, angular acceleration, acceleration (- gravity)
+  // required wrench (inertia minus applied loads) of the node's subtree, about its origin
+  std::vector<Expr> f[3], m[3];
+  V3 F, M;  // totals after the backward pass
+};
+
+struct Elem {
+  const MechElement* el = nullptr;
+  const KindInfo* info = nullptr;
+  std::vector<int> nodes;  // per frame of info->frames
+  bool cut = false;
+  bool in_tree = false;
+  int child_node = -1;  // tree edge: the node it leads to (the last step's child)
+  std::vector<int> coords;
+};
+
+class Lowering {
+ public:
+  Lowering(FlatModel& flat, sym::Context& cx, DerivativeTable& ders, const MechOptions& opt,
+           DiagnosticEngine& diags, std::ostream* emit)
+      : flat_(flat), cx_(cx), ders_(ders), opt_(opt), diags_(diags), emit_(emit), al_(cx) {}
+
+  bool run();
+
+ private:
+  // ---- flat model access
+  int var(const std::string& name) const {
+    auto it = var_index_.find(name);
+    return it == var_index_.end() ? -1 : static_cast<int>(it->second);
+  }
+  const FlatVar& fv(const Elem& e, const std::string& member) {
+    int i = var(e.el->path + "." + member);
+    if (i < 0) fail(e, "has no member '" + member + "'");
+    return flat_.vars[i];
+  }
+  // A parameter as an expression: zero-valued parameters are structural zeros.
+  Expr param(const Elem& e, const std::string& member) {
+    const FlatVar& v = fv(e, member);
+    if (v.role == VarRole::Variable) return cx_.symbol(v.symbol);
+    if (v.value == 0.0) return cx_.zero();
+    return cx_.symbol(v.symbol);
+  }
+  double value(const Elem& e, const std::string& member) { return fv(e, member).value; }
+  V3 pvec(const Elem& e, const std::string& member) {
+    return {param(e, member + "[1]"), param(e, member + "[2]"), param(e, member + "[3]")};
+  }
+  M3 pmat(const Elem& e, const std::string& member) {
+    M3 m;
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 3; ++j)
+        m[3 * i + j] = param(e, fmt::format("{}[{},{}]", member, i + 1, j + 1));
+    return m;
+  }
+  // A unit axis from a parameter vector, evaluated at compile time (structural).
+  V3 axis(const Elem& e, const std::string& member, std::array<double, 3>* out = nullptr) {
+    std::array<double, 3> n = {value(e, member + "[1]"), value(e, member + "[2]"),
+                               value(e, member + "[3]")};
+    double len = std::sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
+    if (!(len > 0)) fail(e, "axis '" + member + "' is the zero vector");
+    for (double& x : n) x /= len;
+    if (out) *out = n;
+    return {cx_.num(n[0]), cx_.num(n[1]), cx_.num(n[2])};
+  }
+  Expr sym_of(const Elem& e, const std::string& member) { return cx_.symbol(fv(e, member).symbol); }
+  V3 svec(const Elem& e, const std::string& member) {
+    return {sym_of(e, member + "[1]"), sym_of(e, member + "[2]"), sym_of(e, member + "[3]")};
+  }
+
+  [[noreturn]] void fail(const Elem& e, const std::string& what) {
+    diags_.report(DiagKind::mech_invalid, e.el->span, {"'" + e.el->path + "' " + what});
+    throw Failed{};
+  }
+  struct Failed {};
+
+  void add_equation(Expr lhs_minus_rhs, Span span, std::string text) {
+    FlatEquation eq;
+    eq.residual = lhs_minus_rhs;
+    eq.span = span;
+    eq.text = std::move(text);
+    eq.origin = "mechanics";
+    new_equations_.push_back(std::move(eq));
+  }
+  void define(const Elem& e, const std::string& member, Expr value) {
+    const FlatVar& v = fv(e, member);
+    add_equation(cx_.sub(cx_.symbol(v.symbol), value), e.el->span,
+                 v.name + " = (" + e.el->kind + " " + member + ")");
+  }
+  void define3(const Elem& e, const std::string& member, const V3& value) {
+    for (int i = 0; i < 3; ++i) define(e, fmt::format("{}[{}]", member, i + 1), value[i]);
+  }
+  // A new unknown of the model (Lagrange multipliers, kept recursive quantities).
+  uint32_t new_var(const std::string& name, const std::string& description, Span span) {
+    FlatVar v;
+    v.name = name;
+    v.symbol = cx_.new_symbol(name);
+    v.description = description;
+    v.span = span;
+    flat_.var_of_symbol[v.symbol] = flat_.vars.size();
+    var_index_[name] = flat_.vars.size();
+    flat_.vars.push_back(std::move(v));
+    return flat_.vars.back().symbol;
+  }
+
+  // ---- steps
+  int coordinate(size_t elem, const std::string& member, const std::string& vel, bool quat) {
+    Elem& e = elems_[elem];
+    Coord c;
+    c.elem = elem;
+    c.name = member;
+    c.var = var(e.el->path + "." + member);
+    c.vel_var = var(e.el->path + "." + vel);
+    if (c.var < 0 || c.vel_var < 0) fail(e, "lacks coordinate '" + member + "'");
+    c.q = flat_.vars[c.var].symbol;
+    c.dq = ders_.der(c.q);
+    c.quaternion = quat;
+    coords_.push_back(c);
+    e.coords.push_back(static_cast<int>(coords_.size() - 1));
+    return static_cast<int>(coords_.size() - 1);
+  }
+  Step rot(const V3& n, int c) {
+    Step s;
+    s.R = al_.rodrigues(n, cx_.symbol(coords_[c].q));
+    s.r = al_.zero3();
+    s.w = al_.scale(cx_.symbol(coords_[c].dq), n);
+    s.v = al_.zero3();
+    s.coords = {c};
+    return s;
+  }
+  Step trans(const V3& n, int c) {
+    Step s;
+    s.R = al_.identity();
+    s.r = al_.scale(cx_.symbol(coords_[c].q), n);
+    s.w = al_.zero3();
+    s.v = al_.scale(cx_.symbol(coords_[c].dq), n);
+    s.coords = {c};
+    return s;
+  }
+  Step quat(const std::array<int, 4>& c) {
+    std::array<Expr, 4> q, dq;
+    for (int i = 0; i < 4; ++i) {
+      q[i] = cx_.symbol(coords_[c[i]].q);
+      dq[i] = cx_.symbol(coords_[c[i]].dq);
+    }
+    Step s;
+    s.R = al_.quaternion(q);
+    s.r = al_.zero3();
+    s.w = al_.quaternion_rate(q, dq);
+    s.v = al_.zero3();
+    s.coords = {c[0], c[1], c[2], c[3]};
+    return s;
+  }
+  Step fixed(const M3& R, const V3& r) {
+    Step s;
+    s.R = R;
+    s.r = r;
+    s.w = al_.zero3();
+    s.v = al_.zero3();
+    return s;
+  }
+  Step inverse(const Step& s) {
+    Step t;
+    t.R = al_.transpose(s.R);
+    t.r = al_.neg(al_.mul(t.R, s.r));
+    t.w = al_.neg(al_.mul(t.R, s.w));
+    t.v = al_.mul(t.R, al_.sub(al_.cross(s.w, s.r), s.v));
+    t.coords = s.coords;
+    return t;
+  }
+  std::vector<Step> steps_of(size_t elem);
+
+  // ---- passes
+  void build_graph();
+  void build_tree();
+  void kinematics();
+  void loads();
+  void cut_joints();
+  void quaternion_rows();
+  void multipliers();
+  void equations_of_motion();
+  void cut_force_torque();
+  void sensors();
+  void defaults();
+  bool assemble();
+  void print(std::ostream& os) const;
+
+  // loads on nodes (in node coordinates, about the node origin)
+  void apply(int node, const V3& f, const V3& m) {
+    for (int i = 0; i < 3; ++i) {
+      nodes_[node].f[i].push_back(cx_.neg(f[i]));
+      nodes_[node].m[i].push_back(cx_.neg(m[i]));
+    }
+  }
+  // A wrench (F, T) resolved in the frame of node a, acting on node b at b's origin, and the
+  // opposite wrench on node a at the same point.
+  void apply_pair(int a, int b, const V3& F, const V3& T) {
+    M3 R_ab = al_.mul(al_.transpose(nodes_[a].R_w), nodes_[b].R_w);
+    M3 R_ba = al_.transpose(R_ab);
+    apply(b, al_.mul(R_ba, F), al_.mul(R_ba, T));
+    V3 r_ab = rel_position(a, b);
+    apply(a, al_.neg(F), al_.neg(al_.add(T, al_.cross(r_ab, F))));
+  }
+  V3 rel_position(int a, int b) {
+    return al_.mul(al_.transpose(nodes_[a].R_w), al_.sub(nodes_[b].p_w, nodes_[a].p_w));
+  }
+  M3 rel_rotation(int a, int b) { return al_.mul(al_.transpose(nodes_[a].R_w), nodes_[b].R_w); }
+  V3 world_velocity(int n) { return al_.mul(nodes_[n].R_w, nodes_[n].v); }
+  V3 world_angular_velocity(int n) { return al_.mul(nodes_[n].R_w, nodes_[n].w); }
+  V3 keep(const V3& x, int node, const char* what);
+  bool mentioned(uint32_t symbol) const { return mentioned_.count(symbol) != 0; }
+
+  FlatModel& flat_;
+  sym::Context& cx_;
+  DerivativeTable& ders_;
+  const MechOptions& opt_;
+  DiagnosticEngine& diags_;
+  std::ostream* emit_;
+  Algebra al_;
+
+  std::unordered_map<std::string, size_t> var_index_;
+  std::set<uint32_t> mentioned_;  // symbols used by the model's own equations
+  std::vector<Elem> elems_;
+  std::vector<Coord> coords_;
+  std::vector<Node> nodes_;
+  std::map<std::string, int> node_of_frame_;
+  int world_ = -1;          // element index
+  int root_ = -1;           // node index
+  std::vector<int> order_;  // nodes, parents before children
+  bool recursive_ = false;
+  V3 g_;
+  std::vector<FlatEquation> new_equations_;
+  std::vector<ClosureRow> closure_;           // constraint rows (cut joints, quaternion norms)
+  std::vector<bool> keep_;                    // per closure row: independent at the assembled start
+  std::vector<std::vector<Expr>> row_terms_;  // per coordinate: EOM terms
+};
+
+// ------------------------------------------------------------------------------------------------
+
+std::vector<Step> Lowering::steps_of(size_t i) {
+  Elem& e = elems_[i];
+  const std::string& k = e.el->kind;
+  if (k == "FixedTranslation") return {fixed(al_.identity(), pvec(e, "r"))};
+  if (k == "FixedRotation")
+    return {fixed(al_.rodrigues(axis(e, "n"), param(e, "angle")), pvec(e, "r"))};
+  if (k == "Weld" || k == "CutForceTorque") return {fixed(al_.identity(), al_.zero3())};
+  if (k == "Revolute") return {rot(axis(e, "n"), coordinate(i, "phi", "w", false))};
+  if (k == "Prismatic") return {trans(axis(e, "n"), coordinate(i, "s", "v", false))};
+  if (k == "Cylindrical") {
+    V3 n = axis(e, "n");
+    return {trans(n, coordinate(i, "s", "v", false)), rot(n, coordinate(i, "phi", "w", false))};
+  }
+  if (k == "Universal") {
+    std::array<double, 3> a, b;
+    V3 na = axis(e, "n_a", &a), nb = axis(e, "n_b", &b);
+    if (std::fabs(a[0] * b[0] + a[1] * b[1] + a[2] * b[2]) > 1e-9)
+      fail(e, "needs perpendicular axes n_a and n_b");
+    return {rot(na, coordinate(i, "phi_a", "w_a", false)),
+            rot(nb, coordinate(i, "phi_b", "w_b", false))};
+  }
+  if (k == "Planar") {
+    std::array<double, 3> a, b;
+    V3 n = axis(e, "n", &a), nx = axis(e, "n_x", &b);
+    if (std::fabs(a[0] * b[0] + a[1] * b[1] + a[2] * b[2]) > 1e-9)
+      fail(e, "needs n_x perpendicular to the plane normal n");
+    V3 ny = al_.cross(n, nx);
+    return {trans(nx, coordinate(i, "x", "vx", false)), trans(ny, coordinate(i, "y", "vy", false)),
+            rot(n, coordinate(i, "phi", "w", false))};
+  }
+  if (k == "Spherical" || k == "FreeMotion") {
+    std::vector<Step> s;
+    if (k == "FreeMotion") {
+      V3 ex = {cx_.one(), cx_.zero(), cx_.zero()}, ey = {cx_.zero(), cx_.one(), cx_.zero()},
+         ez = {cx_.zero(), cx_.zero(), cx_.one()};
+      s.push_back(trans(ex, coordinate(i, "r[1]", "v[1]", false)));
+      s.push_back(trans(ey, coordinate(i, "r[2]", "v[2]", false)));
+      s.push_back(trans(ez, coordinate(i, "r[3]", "v[3]", false)));
+    }
+    std::array<int, 4> c;
+    for (int j = 0; j < 4; ++j)
+      c[j] = coordinate(i, fmt::format("Q[{}]", j + 1), fmt::format("dQ[{}]", j + 1), true);
+    s.push_back(quat(c));
+    return s;
+  }
+  fail(e, "is not a joint");
+}
+
+void Lowering::build_graph() {
+  for (const auto& el : flat_.mech_elements) {
+    if (el.kind == "Frame") continue;
+    Elem e;
+    e.el = &el;
+    e.info = kind_info(el.kind);
+    if (!e.info) {
+      diags_.report(
+          DiagKind::mech_invalid, el.span,
+          {"'" + el.path + "' is of the unknown multibody element kind '" + el.kind + "'"});
+      throw Failed{};
+    }
+    elems_.push_back(e);
+  }
+  // union-find over frame paths
+  std::map<std::string, std::string> parent;
+  std::function<std::string(const std::string&)> find = [&](const std::string& x) {
+    auto it = parent.find(x);
+    if (it == parent.end()) {
+      parent[x] = x;
+      return x;
+    }
+    if (it->second == x) return x;
+    std::string r = find(it->second);
+    parent[x] = r;
+    return r;
+  };
+  for (const auto& e : elems_)
+    for (const char* f : e.info->frames) find(e.el->path + "." + f);
+  for (const auto& c : flat_.frame_connections) {
+    std::string a = find(c.a), b = find(c.b);
+    if (a != b) parent[a] = b;
+  }
+  std::map<std::string, int> node_of_root;
+  for (auto& e : elems_) {
+    for (const char* f : e.info->frames) {
+      std::string path = e.el->path + "." + f;
+      std::string r = find(path);
+      auto [it, inserted] = node_of_root.emplace(r, static_cast<int>(nodes_.size()));
+      if (inserted) {
+        Node n;
+        n.name = path;
+        nodes_.push_back(std::move(n));
+      }
+      e.nodes.push_back(it->second);
+      node_of_frame_[path] = it->second;
+    }
+  }
+  for (size_t i = 0; i < elems_.size(); ++i) {
+    if (elems_[i].info->role != Role::World) continue;
+    if (world_ >= 0) {
+      diags_.report(DiagKind::mech_invalid, elems_[i].el->span,
+                    {"the model has a second World '" + elems_[i].el->path + "'"});
+      diags_.note(elems_[world_].el->span, "the first World is declared here");
+      throw Failed{};
+    }
+    world_ = static_cast<int>(i);
+  }
+  if (world_ < 0) {
+    diags_.report(DiagKind::mech_no_world, elems_[0].el->span, {elems_[0].el->path});
+    diags_.help("declare 'Mechanics.World world;' and connect the mechanism to world.frame");
+    throw Failed{};
+  }
+  root_ = elems_[world_].nodes[0];
+  for (auto& e : elems_) {
+    if (e.info->role != Role::Edge) continue;
+    int c = var(e.el->path + ".cut");
+    e.cut = c >= 0 && flat_.vars[c].value != 0.0;
+    if (e.cut && e.el->kind == "FreeMotion") fail(e, "cannot be cut");
+  }
+}
+
+void Lowering::build_tree() {
+  // Kruskal on the undirected graph: rigid edges first, then joints in declaration order
+  std::vector<int> uf(nodes_.size());
+  for (size_t i = 0; i < uf.size(); ++i) uf[i] = static_cast<int>(i);
+  std::function<int(int)> find = [&](int x) { return uf[x] == x ? x : uf[x] = find(uf[x]); };
+  std::vector<size_t> order;
+  for (int pass = 0; pass < 2; ++pass)
+    for (size_t i = 0; i < elems_.size(); ++i)
+      if (elems_[i].info->role == Role::Edge && is_rigid(elems_[i].el->kind) == (pass == 0))
+        order.push_back(i);
+  for (size_t i : order) {
+    Elem& e = elems_[i];
+    if (e.cut) continue;
+    int a = find(e.nodes[0]), b = find(e.nodes[1]);
+    if (a == b) {
+      if (e.el->kind == "FreeMotion")
+        fail(e, "closes a kinematic loop; a FreeMotion cannot be cut");
+      e.cut = true;
+      continue;
+    }
+    uf[a] = b;
+    e.in_tree = true;
+  }
+  // orient from the world: breadth first
+  std::vector<std::vector<size_t>> incident(nodes_.size());
+  for (size_t i = 0; i < elems_.size(); ++i)
+    if (elems_[i].in_tree)
+      for (int n : elems_[i].nodes) incident[n].push_back(i);
+  std::vector<bool> seen(nodes_.size(), false);
+  seen[root_] = true;
+  order_ = {root_};
+  for (size_t k = 0; k < order_.size(); ++k) {
+    int from = order_[k];
+    for (size_t i : incident[from]) {
+      Elem& e = elems_[i];
+      bool forward = e.nodes[0] == from;
+      int to = forward ? e.nodes[1] : e.nodes[0];
+      if (seen[to]) continue;
+      seen[to] = true;
+      std::vector<Step> steps = steps_of(i);
+      if (!forward) {
+        std::reverse(steps.begin(), steps.end());
+        for (auto& s : steps) s = inverse(s);
+      }
+      int parent = from;
+      for (size_t j = 0; j < steps.size(); ++j) {
+        int child = to;
+        if (j + 1 < steps.size()) {
+          Node n;
+          n.name = e.el->path + "#" + std::to_string(j + 1);
+          nodes_.push_back(std::move(n));
+          child = static_cast<int>(nodes_.size() - 1);
+          seen.push_back(true);
+          incident.emplace_back();
+        }
+        Node& c = nodes_[child];
+        c.parent = parent;
+        c.step = std::move(steps[j]);
+        c.edge = static_cast<int>(i);
+        c.edge_forward = forward;
+        c.depth = nodes_[parent].depth + 1;
+        nodes_[parent].children.push_back(child);
+        if (child != to) order_.push_back(child);
+        parent = child;
+      }
+      e.child_node = to;
+      order_.push_back(to);
+    }
+  }
+  for (auto& e : elems_) {
+    for (size_t j = 0; j < e.nodes.size(); ++j) {
+      if (seen[e.nodes[j]]) continue;
+      diags_.report(DiagKind::mech_unconnected, e.el->span, {e.el->path + "." + e.info->frames[j]});
+      diags_.help(
+          "connect it to the world through joints (a free body needs a FreeMotion joint to the "
+          "world)");
+      throw Failed{};
+    }
+  }
+  // cut joints' coordinates are functions of the tree coordinates (defined in cut_joints)
+  for (auto& e : elems_)
+    if (e.cut && e.info->role == Role::Edge && !is_rigid(e.el->kind)) {
+      // coordinates are created for bookkeeping only; they are not tree coordinates
+    }
+  int depth = 0;
+  for (const auto& n : nodes_) depth = std::max(depth, n.depth);
+  recursive_ = opt_.recursive_depth >= 0 ? depth > opt_.recursive_depth : depth > 12;
+}
+
+V3 Lowering::keep(const V3& x, int node, const char* what) {
+  if (!recursive_) return x;
+  V3 out;
+  for (int i = 0; i < 3; ++i) {
+    if (x[i]->is_const()) {
+      out[i] = x[i];
+      continue;
+    }
+    std::string name = fmt::format("{}.{}[{}]", nodes_[node].name, what, i + 1);
+    uint32_t s = new_var(name, "recursive multibody quantity", flat_.span);
+    flat_.vars.back().keep = true;
+    add_equation(cx_.sub(cx_.symbol(s), x[i]), flat_.span, name + " (recursive kinematics)");
+    out[i] = cx_.symbol(s);
+  }
+  return out;
+}
+
+void Lowering::kinematics() {
+  Elem& w = elems_[world_];
+  g_ = pvec(w, "g");
+  Node& r = nodes_[root_];
+  r.R_w = al_.identity();
+  r.p_w = al_.zero3();
+  r.w = r.v = r.al = al_.zero3();
+  r.a = al_.neg(g_);
+  for (int id : order_) {
+    if (id == root_) continue;
+    Node& c = nodes_[id];
+    const Node& p = nodes_[c.parent];
+    const Step& s = c.step;
+    M3 Rt = al_.transpose(s.R);
+    V3 al_rel = al_.total_derivative(ders_, s.w);
+    V3 a_rel = al_.total_derivative(ders_, s.v);
+    c.R_w = al_.mul(p.R_w, s.R);
+    c.p_w = al_.add(p.p_w, al_.mul(p.R_w, s.r));
+    c.w = keep(al_.mul(Rt, al_.add(p.w, s.w)), id, "w");
+    c.v = keep(al_.mul(Rt, al_.add(al_.add(p.v, al_.cross(p.w, s.r)), s.v)), id, "v");
+    c.al = keep(al_.mul(Rt, al_.add(al_.add(p.al, al_.cross(p.w, s.w)), al_rel)), id, "al");
+    V3 acc = al_.add(p.a, al_.cross(p.al, s.r));
+    acc = al_.add(acc, al_.cross(p.w, al_.cross(p.w, s.r)));
+    acc = al_.add(acc, al_.scale(cx_.num(2.0), al_.cross(p.w, s.v)));
+    acc = al_.add(acc, a_rel);
+    c.a = keep(al_.mul(Rt, acc), id, "a");
+  }
+}
+
+void Lowering::loads() {
+  for (auto& e : elems_) {
+    const std::string& k = e.el->kind;
+    if (k == "Body") {
+      int n = e.nodes[0];
+      Node& nd = nodes_[n];
+      Expr m = param(e, "m");
+      V3 c = pvec(e, "r_cm");
+      M3 I = pmat(e, "I");
+      V3 a_cm = al_.add(al_.add(nd.a, al_.cross(nd.al, c)), al_.cross(nd.w, al_.cross(nd.w, c)));
+      V3 F = al_.scale(m, a_cm);
+      V3 M =
+          al_.add(al_.add(al_.mul(I, nd.al), al_.cross(nd.w, al_.mul(I, nd.w))), al_.cross(c, F));
+      for (int i = 0; i < 3; ++i) {
+        nd.f[i].push_back(F[i]);
+        nd.m[i].push_back(M[i]);
+      }
+    } else if (k == "WorldForce") {
+      int n = e.nodes[0];
+      M3 Rt = al_.transpose(nodes_[n].R_w);
+      apply(n, al_.mul(Rt, svec(e, "f")), al_.mul(Rt, svec(e, "t")));
+    } else if (k == "FrameForce") {
+      apply(e.nodes[0], svec(e, "f"), svec(e, "t"));
+    } else if (k == "LineForce") {
+      int a = e.nodes[0], b = e.nodes[1];
+      V3 d = al_.sub(nodes_[b].p_w, nodes_[a].p_w);
+      Expr L = cx_.unary(sym::Op::Sqrt, al_.dot(d, d));
+      V3 u = al_.scale(cx_.div(cx_.one(), L), d);
+      Expr L_dot = al_.dot(u, al_.sub(world_velocity(b), world_velocity(a)));
+      define(e, "L", L);
+      define(e, "L_dot", L_dot);
+      V3 F_w = al_.scale(sym_of(e, "f"), u);  // on a, toward b
+      apply(b, al_.mul(al_.transpose(nodes_[b].R_w), al_.neg(F_w)), al_.zero3());
+      apply(a, al_.mul(al_.transpose(nodes_[a].R_w), F_w), al_.zero3());
+    } else if (k == "Spherical" || k == "FreeMotion") {
+      if (e.cut) continue;  // cut_joints applies them
+      V3 f = k == "FreeMotion" ? svec(e, "f") : al_.zero3();
+      apply_pair(e.nodes[0], e.nodes[1], f, svec(e, "t"));
+    }
+  }
+}
+
+// The generalized force along a coordinate: applied effort, spring and damper.
+Expr joint_effort(Lowering*, Expr effort, Expr c, Expr d, Expr rest, Expr q, Expr dq,
+                  sym::Context& cx) {
+  Expr e = effort;
+  if (!c->is_const(0.0)) e = cx.sub(e, cx.mul(c, cx.sub(q, rest)));
+  if (!d->is_const(0.0)) e = cx.sub(e, cx.mul(d, dq));
+  return e;
+}
+
+struct CoordNames {
+  const char* coord;
+  const char* effort;
+};
+std::vector<CoordNames> coordinate_names(const std::string& k) {
+  if (k == "Revolute") return {{"phi", "tau"}};
+  if (k == "Prismatic") return {{"s", "f"}};
+  if (k == "Cylindrical") return {{"s", "f"}, {"phi", "tau"}};
+  if (k == "Universal") return {{"phi_a", "tau_a"}, {"phi_b", "tau_b"}};
+  if (k == "Planar") return {{"x", "f_x"}, {"y", "f_y"}, {"phi", "tau"}};
+  return {};
+}
+
+void Lowering::cut_joints() {
+  int loop = 0;
+  for (auto& e : elems_) {
+    if (!e.cut) continue;
+    ++loop;
+    const std::string& k = e.el->kind;
+    int A = e.nodes[0], B = e.nodes[1];
+    V3 r_ab = rel_position(A, B);
+    M3 R_ab = rel_rotation(A, B);
+    std::vector<std::pair<V3, V3>> dirs;  // per row: force and torque direction (frame a)
+    std::vector<std::string> what;
+    std::vector<Expr> rows;
+    V3 ex = {cx_.one(), cx_.zero(), cx_.zero()}, ey = {cx_.zero(), cx_.one(), cx_.zero()},
+       ez = {cx_.zero(), cx_.zero(), cx_.one()};
+    auto position_row = [&](const V3& dir, const std::string& name) {
+      rows.push_back(al_.dot(dir, r_ab));
+      dirs.push_back({dir, al_.zero3()});
+      what.push_back("position along " + name);
+    };
+    std::array<double, 3> nn{};
+    V3 n, e1, e2;
+    auto basis = [&](const char* member) {
+      n = axis(e, member, &nn);
+      auto [b1, b2] = perpendicular_basis(nn);
+      e1 = {cx_.num(b1[0]), cx_.num(b1[1]), cx_.num(b1[2])};
+      e2 = {cx_.num(b2[0]), cx_.num(b2[1]), cx_.num(b2[2])};
+    };
+    auto axis_rows = [&]() {
+      V3 u = al_.mul(R_ab, n);
+      rows.push_back(al_.dot(e1, u));
+      dirs.push_back({al_.zero3(), al_.cross(u, e1)});
+      what.push_back("tilt of the axis toward e1");
+      rows.push_back(al_.dot(e2, u));
+      dirs.push_back({al_.zero3(), al_.cross(u, e2)});
+      what.push_back("tilt of the axis toward e2");
+    };
+    auto full_rotation = [&]() {
+      // vee((R - R^T)/2): the rotation vector to first order, zero at closure
+      rows.push_back(cx_.mul(cx_.num(0.5), cx_.sub(R_ab[7], R_ab[5])));
+      rows.push_back(cx_.mul(cx_.num(0.5), cx_.sub(R_ab[2], R_ab[6])));
+      rows.push_back(cx_.mul(cx_.num(0.5), cx_.sub(R_ab[3], R_ab[1])));
+      dirs.push_back({al_.zero3(), ex});
+      dirs.push_back({al_.zero3(), ey});
+      dirs.push_back({al_.zero3(), ez});
+      what.insert(what.end(), {"rotation about x", "rotation about y", "rotation about z"});
+    };
+    auto angle_about = [&](const V3& axis_a, const V3& axis_b, const M3& R) {
+      // angle of R about axis_b x axis_a... : atan2(e.(R a), a.(R a)) with e = n x a
+      V3 ra = al_.mul(R, axis_a);
+      return cx_.binary(sym::Op::Atan2, al_.dot(axis_b, ra), al_.dot(axis_a, ra));
+    };
+    if (k == "Revolute" || k == "Cylindrical") {
+      basis("n");
+      if (k == "Revolute") {
+        position_row(ex, "x");
+        position_row(ey, "y");
+        position_row(ez, "z");
+      } else {
+        position_row(e1, "e1");
+        position_row(e2, "e2");
+      }
+      axis_rows();
+      define(e, "phi", angle_about(e1, e2, R_ab));
+      if (k == "Cylindrical") define(e, "s", al_.dot(n, r_ab));
+    } else if (k == "Prismatic") {
+      basis("n");
+      position_row(e1, "e1");
+      position_row(e2, "e2");
+      full_rotation();
+      define(e, "s", al_.dot(n, r_ab));
+    } else if (k == "Planar") {
+      basis("n");
+      std::array<double, 3> bx;
+      V3 nx = axis(e, "n_x", &bx);
+      V3 ny = al_.cross(n, nx);
+      position_row(n, "the plane normal");
+      axis_rows();
+      define(e, "x", al_.dot(nx, r_ab));
+      define(e, "y", al_.dot(ny, r_ab));
+      define(e, "phi", angle_about(nx, ny, R_ab));
+    } else if (k == "Universal") {
+      V3 na = axis(e, "n_a"), nb = axis(e, "n_b");
+      position_row(ex, "x");
+      position_row(ey, "y");
+      position_row(ez, "z");
+      V3 u = al_.mul(R_ab, nb);
+      rows.push_back(al_.dot(na, u));
+      dirs.push_back({al_.zero3(), al_.cross(u, na)});
+      what.push_back("angle between the axes");
+      V3 c = al_.cross(na, nb);
+      define(e, "phi_a", angle_about(nb, c, R_ab));
+      define(e, "phi_b", angle_about(na, c, al_.transpose(R_ab)));
+    } else if (k == "Spherical") {
+      position_row(ex, "x");
+      position_row(ey, "y");
+      position_row(ez, "z");
+      // the quaternion of R_ab (valid while the relative rotation stays below 180 degrees)
+      Expr tr = cx_.add({R_ab[0], R_ab[4], R_ab[8]});
+      Expr q0 = cx_.mul(cx_.num(0.5), cx_.unary(sym::Op::Sqrt, cx_.add(cx_.one(), tr)));
+      Expr k4 = cx_.div(cx_.num(0.25), q0);
+      define(e, "Q[1]", q0);
+      define(e, "Q[2]", cx_.mul(k4, cx_.sub(R_ab[7], R_ab[5])));
+      define(e, "Q[3]", cx_.mul(k4, cx_.sub(R_ab[2], R_ab[6])));
+      define(e, "Q[4]", cx_.mul(k4, cx_.sub(R_ab[3], R_ab[1])));
+      apply_pair(A, B, al_.zero3(), svec(e, "t"));
+    } else if (k == "Weld" || k == "CutForceTorque") {
+      position_row(ex, "x");
+      position_row(ey, "y");
+      position_row(ez, "z");
+      full_rotation();
+    } else {
+      fail(e, "cannot be cut");
+    }
+    // efforts, springs and dampers of the cut joint act as a wrench pair
+    V3 F = al_.zero3(), T = al_.zero3();
+    auto coord_effort = [&](const char* coord, const char* effort) {
+      std::string c = coord;
+      Expr q = sym_of(e, c);
+      Expr dq = ders_.total_derivative(q);
+      std::string rest = c + "_rest";
+      Expr E =
+          joint_effort(this, sym_of(e, effort), param(e, "c_" + c), param(e, "d_" + c),
+                       var(e.el->path + "." + rest) >= 0 ? param(e, rest) : cx_.zero(), q, dq, cx_);
+      return E;
+    };
+    if (k == "Revolute" || k == "Cylindrical") T = al_.scale(coord_effort("phi", "tau"), n);
+    if (k == "Prismatic" || k == "Cylindrical") F = al_.scale(coord_effort("s", "f"), n);
+    if (k == "Planar") {
+      V3 nx = axis(e, "n_x");
+      V3 ny = al_.cross(n, nx);
+      F = al_.add(al_.scale(coord_effort("x", "f_x"), nx), al_.scale(coord_effort("y", "f_y"), ny));
+      T = al_.scale(coord_effort("phi", "tau"), n);
+    }
+    if (k == "Universal") {
+      for (const char* c : {"tau_a", "tau_b"})
+        if (mentioned(fv(e, c).symbol))
+          fail(e, "is cut: its efforts cannot be given; cut another joint of the loop");
+      for (const char* c : {"c_phi_a", "d_phi_a", "c_phi_b", "d_phi_b"})
+        if (value(e, c) != 0.0)
+          fail(e,
+               "is cut: its springs and dampers are not supported; cut another joint of the loop");
+    }
+    apply_pair(A, B, F, T);
+    // the closure rows; their multipliers are the reaction components
+    for (size_t j = 0; j < rows.size(); ++j) {
+      ClosureRow row;
+      row.residual = rows[j];
+      row.joint = e.el->path;
+      row.what = what[j];
+      row.span = e.el->span;
+      row.force = dirs[j].first;
+      row.torque = dirs[j].second;
+      row.node_a = A;
+      row.node_b = B;
+      row.loop = loop;
+      closure_.push_back(row);
+    }
+  }
+}
+
+void Lowering::equations_of_motion() {
+  // backward pass: required wrench of each subtree about its node's origin
+  for (auto it = order_.rbegin(); it != order_.rend(); ++it) {
+    Node& n = nodes_[*it];
+    for (int c : n.children) {
+      const Node& ch = nodes_[c];
+      V3 fc = al_.mul(ch.step.R, ch.F), mc = al_.mul(ch.step.R, ch.M);
+      V3 mt = al_.add(mc, al_.cross(ch.step.r, fc));
+      for (int i = 0; i < 3; ++i) {
+        n.f[i].push_back(fc[i]);
+        n.m[i].push_back(mt[i]);
+      }
+    }
+    V3 F, M;
+    for (int i = 0; i < 3; ++i) {
+      F[i] = cx_.add(std::span<const Expr>(n.f[i]));
+      M[i] = cx_.add(std::span<const Expr>(n.m[i]));
+    }
+    n.F = keep(F, *it, "F");
+    n.M = keep(M, *it, "M");
+  }
+  for (int id : order_) {
+    if (id == root_) continue;
+    const Node& c = nodes_[id];
+    if (c.step.coords.empty()) continue;
+    V3 fs = al_.mul(c.step.R, c.F), ms = al_.mul(c.step.R, c.M);
+    for (int k : c.step.coords) {
+      uint32_t dq = coords_[k].dq;
+      sym::Differentiator d(cx_, dq);
+      for (int i = 0; i < 3; ++i) {
+        Expr pw = d(c.step.w[i]), pv = d(c.step.v[i]);
+        if (!pw->is_const(0.0)) row_terms_[k].push_back(cx_.mul(pw, ms[i]));
+        if (!pv->is_const(0.0)) row_terms_[k].push_back(cx_.mul(pv, fs[i]));
+      }
+    }
+  }
+  // generalized applied forces of tree coordinates
+  for (auto& e : elems_) {
+    if (!e.in_tree) continue;
+    auto names = coordinate_names(e.el->kind);
+    for (size_t j = 0; j < names.size(); ++j) {
+      int k = e.coords[j];
+      std::string c = names[j].coord;
+      std::string rest = c + "_rest";
+      Expr E =
+          joint_effort(this, sym_of(e, names[j].effort), param(e, "c_" + c), param(e, "d_" + c),
+                       param(e, rest), cx_.symbol(coords_[k].q), cx_.symbol(coords_[k].dq), cx_);
+      row_terms_[k].push_back(cx_.neg(E));
+    }
+  }
+  // the equations of motion of the tree coordinates
+  for (size_t k = 0; k < coords_.size(); ++k) {
+    const Coord& c = coords_[k];
+    if (!elems_[c.elem].in_tree) continue;
+    const Elem& e = elems_[c.elem];
+    add_equation(cx_.add(std::span<const Expr>(row_terms_[k])), e.el->span,
+                 "equation of motion along " + e.el->path + "." + c.name);
+  }
+}
+
+void Lowering::quaternion_rows() {
+  for (auto& e : elems_) {
+    if (!e.in_tree) continue;
+    if (e.el->kind == "Spherical" || e.el->kind == "FreeMotion") {
+      // unit quaternion: Q.Q - 1 = 0 with its multiplier
+      size_t off = e.el->kind == "FreeMotion" ? 3 : 0;
+      std::vector<Expr> sq;
+      for (int j = 0; j < 4; ++j) {
+        Expr q = cx_.symbol(coords_[e.coords[off + j]].q);
+        sq.push_back(cx_.mul(q, q));
+      }
+      ClosureRow row;
+      row.residual = cx_.sub(cx_.add(std::span<const Expr>(sq)), cx_.one());
+      row.joint = e.el->path;
+      row.what = "unit length of the quaternion Q";
+      row.span = e.el->span;
+      row.quaternion_of = static_cast<int>(&e - elems_.data());
+      row.quaternion_offset = static_cast<int>(off);
+      closure_.push_back(row);
+    }
+  }
+}
+
+void Lowering::sensors() {
+  for (auto& e : elems_) {
+    const std::string& k = e.el->kind;
+    if (k == "FrameSensor") {
+      int n = e.nodes[0];
+      const Node& nd = nodes_[n];
+      define3(e, "r", nd.p_w);
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j)
+          define(e, fmt::format("R[{},{}]", i + 1, j + 1), nd.R_w[3 * i + j]);
+      define3(e, "v", al_.mul(nd.R_w, nd.v));
+      define3(e, "w", al_.mul(nd.R_w, nd.w));
+      define3(e, "a", al_.add(al_.mul(nd.R_w, nd.a), g_));
+      define3(e, "z", al_.mul(nd.R_w, nd.al));
+    } else if (k == "DistanceSensor") {
+      V3 d = al_.sub(nodes_[e.nodes[1]].p_w, nodes_[e.nodes[0]].p_w);
+      define(e, "d", cx_.unary(sym::Op::Sqrt, al_.dot(d, d)));
+    }
+  }
+}
+
+void Lowering::defaults() {
+  // efforts and applied loads that no equation of the model mentions are zero
+  auto zero_unless_given = [&](Elem& e, const std::string& member) {
+    const FlatVar& v = fv(e, member);
+    if (mentioned(v.symbol)) return;
+    add_equation(cx_.symbol(v.symbol), e.el->span, v.name + " = 0  (not given)");
+  };
+  for (auto& e : elems_) {
+    const std::string& k = e.el->kind;
+    bool prescribed = var(e.el->path + ".prescribed") >= 0 && value(e, "prescribed") != 0.0;
+    if (!prescribed)
+      for (const auto& c : coordinate_names(k)) zero_unless_given(e, c.effort);
+    if (k == "Spherical" || k == "FreeMotion" || k == "WorldForce" || k == "FrameForce")
+      for (int i = 1; i <= 3; ++i) {
+        zero_unless_given(e, fmt::format("t[{}]", i));
+        if (k != "Spherical") zero_unless_given(e, fmt::format("f[{}]", i));
+      }
+  }
+}
+
+bool Lowering::run() {
+  for (size_t i = 0; i < flat_.vars.size(); ++i) var_index_[flat_.vars[i].name] = i;
+  for (const auto& eq : flat_.equations)
+    for (uint32_t s : sym::free_symbols(eq.residual)) mentioned_.insert(s);
+  try {
+    build_graph();
+    build_tree();
+    row_terms_.assign(coords_.size(), {});
+    kinematics();
+    loads();
+    cut_joints();
+    quaternion_rows();
+    defaults();
+    if (!assemble()) return false;
+    multipliers();
+    equations_of_motion();
+    cut_force_torque();
+    sensors();
+  } catch (const Failed&) {
+    return false;
+  }
+  if (emit_) print(*emit_);
+  for (auto& eq : new_equations_) flat_.equations.push_back(std::move(eq));
+  return !diags_.has_errors();
+}
+
+bool Lowering::assemble() {
+  // tree coordinates and what assembly may move
+  std::vector<AssemblyCoord> ac;
+  for (auto& e : elems_)
+    if (e.in_tree)
+      for (int k : e.coords) {
+        AssemblyCoord a;
+        a.q = coords_[k].q;
+        a.dq = coords_[k].dq;
+        a.var = coords_[k].var;
+        a.vel_var = coords_[k].vel_var;
+        ac.push_back(a);
+      }
+  // plain equations of the model that only involve tree coordinates, parameters and time are
+  // part of the position problem (prescribed motion)
+  std::set<uint32_t> qsyms;
+  for (const auto& a : ac) qsyms.insert(a.q);
+  std::vector<ClosureRow> extra;
+  for (const auto& eq : flat_.equations) {
+    bool only = true, any = false;
+    for (uint32_t s : sym::free_symbols(eq.residual)) {
+      if (qsyms.count(s)) {
+        any = true;
+        continue;
+      }
+      if (s == flat_.time_symbol) continue;
+      auto it = flat_.var_of_symbol.find(s);
+      if (it != flat_.var_of_symbol.end() && flat_.vars[it->second].role != VarRole::Variable)
+        continue;
+      only = false;
+    }
+    if (!only || !any) continue;
+    ClosureRow r;
+    r.residual = eq.residual;
+    r.joint = "";
+    r.what = eq.text;
+    r.span = eq.span;
+    r.user = true;
+    extra.push_back(r);
+  }
+  return assemble_mechanism(flat_, cx_, ders_, ac, closure_, extra, diags_, keep_);
+}
+
+void Lowering::multipliers() {
+  // multipliers and their reaction wrenches for the rows that stay
+  std::map<std::string, int> count;
+  for (size_t j = 0; j < closure_.size(); ++j) {
+    ClosureRow& row = closure_[j];
+    if (!keep_[j]) continue;
+    std::string name = row.joint + ".lambda[" + std::to_string(++count[row.joint]) + "]";
+    uint32_t l = new_var(name, "constraint multiplier: " + row.what, row.span);
+    flat_.vars.back().keep = true;  // an index-3 multiplier, never substituted
+    row.multiplier = l;
+    add_equation(row.residual, row.span, "closure at '" + row.joint + "': " + row.what);
+    Expr lam = cx_.symbol(l);
+    if (row.quaternion_of >= 0) {
+      Elem& e = elems_[row.quaternion_of];
+      for (int i = 0; i < 4; ++i) {
+        int k = e.coords[row.quaternion_offset + i];
+        row_terms_[k].push_back(cx_.mul(cx_.mul(cx_.num(2.0), cx_.symbol(coords_[k].q)), lam));
+      }
+      continue;
+    }
+    // the reaction wrench on node b (frame a coordinates), opposite on node a
+    apply_pair(row.node_a, row.node_b, al_.scale(lam, row.force), al_.scale(lam, row.torque));
+  }
+}
+
+void Lowering::cut_force_torque() {
+  // cut joints: the multipliers of their rows are their reaction components; CutForceTorque
+  // reports the wrench on frame_b
+  for (auto& e : elems_) {
+    if (e.el->kind != "CutForceTorque") continue;
+    int A = e.nodes[0], B = e.nodes[1];
+    V3 F, T;
+    if (e.in_tree) {
+      const Node& child = nodes_[e.child_node];
+      // the wrench the parent side exerts on the child's subtree, at the common origin
+      F = child.F;
+      T = child.M;
+      if (!child.step.coords.empty()) {
+      }
+      if (e.child_node == A) {  // the tree runs from b to a: frame_a's side is the subtree
+        F = al_.neg(F);
+        T = al_.neg(T);
+      }
+    } else {
+      F = T = al_.zero3();
+      for (const auto& row : closure_) {
+        if (row.joint != e.el->path || row.multiplier == 0) continue;
+        F = al_.add(F, al_.scale(cx_.symbol(row.multiplier), row.force));
+        T = al_.add(T, al_.scale(cx_.symbol(row.multiplier), row.torque));
+      }
+    }
+    // F, T are resolved in the frame of the common origin (frames a and b coincide)
+    int resolve = static_cast<int>(value(e, "resolve"));
+    if (resolve == 3) {
+      F = al_.mul(nodes_[A].R_w, F);
+      T = al_.mul(nodes_[A].R_w, T);
+    } else if (resolve != 1 && resolve != 2) {
+      fail(e, "has resolve = " + std::to_string(resolve) +
+                  "; use 1 (frame_a), 2 (frame_b) or 3 (world)");
+    }
+    (void)B;
+    define3(e, "f", F);
+    define3(e, "t", T);
+  }
+}
+
+void Lowering::print(std::ostream& os) const {
+  os << "mechanism " << flat_.name << ": " << nodes_.size() << " frames, " << coords_.size()
+     << " joint coordinates, " << (recursive_ ? "recursive" : "condensed") << " form\n";
+  os << "tree (from the world):\n";
+  std::function<void(int, int)> walk = [&](int n, int indent) {
+    const Node& nd = nodes_[n];
+    os << std::string(2 * indent + 2, ' ') << nd.name;
+    if (nd.edge >= 0)
+      os << "  via " << elems_[nd.edge].el->path << (nd.edge_forward ? "" : " (reversed)");
+    os << "\n";
+    for (int c : nd.children) walk(c, indent + 1);
+  };
+  walk(root_, 0);
+  for (const auto& e : elems_)
+    if (e.cut) os << "loop closed by " << e.el->path << " (" << e.el->kind << ")\n";
+  for (const auto& r : closure_)
+    os << "  constraint " << (r.joint.empty() ? "" : r.joint + ": ") << r.what
+       << (r.multiplier ? "" : "  [removed: redundant]") << "\n";
+}
+
+}  // namespace
+
+bool lower_mechanics(FlatModel& flat, sym::Context& cx, DerivativeTable& ders,
+                     const MechOptions& options, DiagnosticEngine& diags, std::ostream* emit) {
+  if (flat.mech_elements.empty() && flat.frame_connections.empty()) return true;
+  bool any = false;
+  for (const auto& e : flat.mech_elements) any |= e.kind != "Frame";
+  if (!any) return true;
+  Lowering l(flat, cx, ders, options, diags, emit);
+  return l.run();
+}
+
+}  // namespace mbs
