@@ -1014,10 +1014,23 @@ void Lowering::multipliers() {
     add_equation(row.residual, row.span, "closure at '" + row.joint + "': " + row.what);
     Expr lam = cx_.symbol(l);
     if (row.quaternion_of >= 0) {
+      // Q.Q = 1 with multiplier; the mass matrix 4 E^T I E is singular along Q, so each row also
+      // gets Q_i (Q.Q'' + Q'.Q'), the second derivative of the norm (zero on the solution): the
+      // leading matrix becomes regular and the multiplier stays zero instead of oscillating
       Elem& e = elems_[row.quaternion_of];
+      std::vector<Expr> qq, dd;
+      for (int i = 0; i < 4; ++i) {
+        const Coord& c = coords_[e.coords[row.quaternion_offset + i]];
+        Expr dq = cx_.symbol(c.dq);
+        qq.push_back(cx_.mul(cx_.symbol(c.q), cx_.symbol(ders_.der(c.dq))));
+        dd.push_back(cx_.mul(dq, dq));
+      }
+      Expr norm2 = cx_.add(cx_.add(std::span<const Expr>(qq)), cx_.add(std::span<const Expr>(dd)));
       for (int i = 0; i < 4; ++i) {
         int k = e.coords[row.quaternion_offset + i];
-        row_terms_[k].push_back(cx_.mul(cx_.mul(cx_.num(2.0), cx_.symbol(coords_[k].q)), lam));
+        Expr q = cx_.symbol(coords_[k].q);
+        row_terms_[k].push_back(cx_.mul(cx_.mul(cx_.num(2.0), q), lam));
+        row_terms_[k].push_back(cx_.mul(q, norm2));
       }
       continue;
     }

@@ -28,8 +28,15 @@ CsvWriter::CsvWriter(const std::string& path, std::span<const std::string> names
   if (fd_ < 0) throw io_error("cannot open result file", path, errno);
   max_row_ = (n_columns_ + 1) * (kMaxNumber + 1) + 1;
   buffer_.resize(std::max(kMinBuffer, 4 * max_row_));
-  std::string header = first_column;
-  for (const std::string& n : names) header += "," + n;
+  // RFC 4180: a name with a comma or a quote (`R[1,2]`) is quoted, quotes doubled
+  auto field = [](const std::string& n) {
+    if (n.find_first_of(",\"\n") == std::string::npos) return n;
+    std::string q = "\"";
+    for (char c : n) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return q + "\"";
+  };
+  std::string header = field(first_column);
+  for (const std::string& n : names) header += "," + field(n);
   header += "\n";
   write_all(header.data(), header.size());
   last_write_ = std::chrono::steady_clock::now();

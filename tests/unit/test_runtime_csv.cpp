@@ -73,6 +73,20 @@ std::vector<std::vector<double>> parse_complete_rows(const std::string& text, si
   return rows;
 }
 
+TEST(CsvWriter, NamesWithCommasOrQuotesAreQuoted) {
+  const std::string path = temp_path("quoted.csv");
+  const std::vector<std::string> names = {"s.R[1,2]", "plain", "a\"b"};
+  {
+    CsvWriter w(path, names);
+    std::vector<double> v = {1, 2, 3};
+    w.write_row(0.0, v);
+    w.close();
+  }
+  std::string header;
+  parse_complete_rows(read_file(path), 4, &header);
+  EXPECT_EQ(header, "time,\"s.R[1,2]\",plain,\"a\"\"b\"");
+}
+
 TEST(CsvWriter, NumbersReadBackBitExactly) {
   std::vector<double> values = {0.1,
                                 1.0 / 3.0,
