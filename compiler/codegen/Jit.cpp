@@ -229,9 +229,17 @@ std::unique_ptr<JitModule> JitModule::compile(const sym::Context& cx,
   timer.step("partition");
   std::vector<KernelSpec> normal;
   std::vector<KernelSpec> huge;
+  size_t optimised_nodes = 0;
   for (const KernelSpec& k : kernels) {
-    bool is_huge = options.opt_level > 0 &&
-                   sym::topological_order(k.outputs).size() > options.max_optimised_kernel_nodes;
+    // size: computed nodes plus stores (a kernel of a few nodes can have thousands of outputs)
+    size_t nodes = sym::topological_order(k.outputs).size() + k.outputs.size();
+    bool is_huge =
+        options.opt_level > 0 && (nodes > options.max_optimised_kernel_nodes ||
+                                  optimised_nodes + nodes > options.max_optimised_total_nodes);
+    if (!is_huge) optimised_nodes += nodes;
+    if (debug_enabled())
+      std::fprintf(stderr, "[mbs jit] kernel %-18s %7zu nodes, %6zu outputs, O%d\n", k.name.c_str(),
+                   nodes, k.outputs.size(), is_huge ? 0 : options.opt_level);
     (is_huge ? huge : normal).push_back(k);
   }
   std::vector<std::unique_ptr<llvm::MemoryBuffer>> objects;

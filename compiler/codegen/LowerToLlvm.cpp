@@ -1,10 +1,10 @@
 // Kernel -> LLVM IR. Each kernel becomes one straight-line function:
 //
-//   define i32 @name(ptr nocapture readonly %v, ptr nocapture writeonly %out)
+//   define i32 @name(ptr nocapture readonly %v, ptr nocapture %out)
 //     ; every inner DAG node reachable from the outputs, once, in topological order; each
 //     ; symbol loaded from v once, where first used; constants as immediates
-//     ; store of every output
-//     ; status: 0, or 1 + index of the first output that is NaN or +-inf
+//     ; each output stored as soon as it is computed
+//     ; status: 0, or 1 + index of the first output that is NaN or +-inf (a loop over out)
 //
 // The IR implements exactly the semantics of the interpreter (sym::evaluate): sums and products
 // combine their operands left to right in stored order, no fast-math flags are set (so LLVM
@@ -24,6 +24,7 @@
 #include <cmath>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "compiler/symbolic/ExprInternal.h"
@@ -124,30 +125,54 @@ class KernelLowering {
 
   void lower(const KernelSpec& k) {
     std::vector<Expr> order = sym::topological_order(k.outputs);
-    std::vector<Expr> inner;  // the nodes that compute something; leaves are made where used
+    // each output is stored as soon as its node is computed, so no value stays live to the end
+    // of the function (register pressure, and with it code generation time, stays bounded)
+    std::unordered_map<Expr, std::vector<size_t>> outputs_of;
+    for (size_t i = 0; i < k.outputs.size(); ++i) outputs_of[k.outputs[i]].push_back(i);
+    llvm::Function* fn = declare_kernel(k.name);
+    begin_body(fn);
+    auto store = [&](Expr n) {
+      auto it = outputs_of.find(n);
+      if (it == outputs_of.end()) return;
+      llvm::Value* x = value(n);
+      for (size_t i : it->second) b_.CreateStore(x, b_.CreateConstInBoundsGEP1_64(f64_, out_, i));
+    };
     for (Expr n : order) {
-      if (n->nargs > 0) inner.push_back(n);
+      if (n->nargs > 0) emit(n);
+      store(n);
     }
-    begin_body(declare_kernel(k.name));
-    for (Expr n : inner) emit(n);
-    std::vector<llvm::Value*> results;
-    for (Expr o : k.outputs) results.push_back(value(o));
-    for (size_t i = 0; i < results.size(); ++i) {
-      b_.CreateStore(results[i], b_.CreateConstInBoundsGEP1_64(f64_, out_, i));
+    // Status: the first output that is NaN or +-inf, found by a loop over what was stored.
+    const uint64_t count = k.outputs.size();
+    if (count == 0) {
+      b_.CreateRet(b_.getInt32(0));
+      return;
     }
-    // Status: select chain from the last output to the first, so the first non-finite wins.
-    llvm::Value* status = b_.getInt32(0);
+    llvm::LLVMContext& c = m_.getContext();
+    llvm::BasicBlock* entry = b_.GetInsertBlock();
+    auto* loop = llvm::BasicBlock::Create(c, "check", fn);
+    auto* next = llvm::BasicBlock::Create(c, "next", fn);
+    auto* bad = llvm::BasicBlock::Create(c, "nonfinite", fn);
+    auto* done = llvm::BasicBlock::Create(c, "finite", fn);
+    b_.CreateBr(loop);
+    b_.SetInsertPoint(loop);
+    llvm::PHINode* i = b_.CreatePHI(b_.getInt64Ty(), 2, "i");
+    i->addIncoming(b_.getInt64(0), entry);
+    llvm::Value* x = b_.CreateLoad(f64_, b_.CreateInBoundsGEP(f64_, out_, i));
+    llvm::Value* mag = b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
     auto* inf = llvm::ConstantFP::getInfinity(f64_);
-    for (size_t i = results.size(); i-- > 0;) {
-      llvm::Value* mag = b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, results[i]);
-      llvm::Value* bad = b_.CreateFCmpUEQ(mag, inf, "nonfinite");  // NaN or +-inf
-      status = b_.CreateSelect(bad, b_.getInt32(static_cast<uint32_t>(i + 1)), status);
-    }
-    b_.CreateRet(status);
+    b_.CreateCondBr(b_.CreateFCmpUEQ(mag, inf, "is_nonfinite"), bad, next);
+    b_.SetInsertPoint(next);
+    llvm::Value* i1 = b_.CreateAdd(i, b_.getInt64(1));
+    i->addIncoming(i1, next);
+    b_.CreateCondBr(b_.CreateICmpULT(i1, b_.getInt64(count)), loop, done);
+    b_.SetInsertPoint(bad);
+    b_.CreateRet(b_.CreateTrunc(b_.CreateAdd(i, b_.getInt64(1)), b_.getInt32Ty()));
+    b_.SetInsertPoint(done);
+    b_.CreateRet(b_.getInt32(0));
   }
 
  private:
-  // i32 name(ptr nocapture readonly v, ptr nocapture writeonly out), external.
+  // i32 name(ptr nocapture readonly v, ptr nocapture out), external.
   llvm::Function* declare_kernel(const std::string& name) {
     auto* ptr = llvm::PointerType::getUnqual(m_.getContext());
     auto* type = llvm::FunctionType::get(b_.getInt32Ty(), {ptr, ptr}, false);
@@ -160,8 +185,7 @@ class KernelLowering {
       fn->addParamAttr(i, llvm::Attribute::NoCapture);
       fn->addParamAttr(i, llvm::Attribute::NoUndef);
     }
-    fn->addParamAttr(0, llvm::Attribute::ReadOnly);
-    fn->addParamAttr(1, llvm::Attribute::WriteOnly);
+    fn->addParamAttr(0, llvm::Attribute::ReadOnly);  // out is written, then read by the check
     return fn;
   }
 

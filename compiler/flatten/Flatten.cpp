@@ -232,7 +232,7 @@ class Flattener {
                                        std::vector<int> dims, size_t dim_pos, VarRole role,
                                        bool flow, bool connector, int depth);
   ModEntry mod_from_ast(const ast::Modification* m, Instance* scope);
-  ModEntry pick_element(const ModEntry& m, int index);
+  ModEntry pick_element(const ModEntry& m, int index, bool last_dim);
   std::vector<int> eval_dims(const std::vector<ast::ExprPtr>& dims, Scope s);
 
   // ---- evaluation
@@ -477,10 +477,14 @@ ModEntry Flattener::mod_from_ast(const ast::Modification* m, Instance* scope) {
   return r;
 }
 
-ModEntry Flattener::pick_element(const ModEntry& m, int index) {
+// The modification of element `index` of an array component. `each` values go to every element
+// whole; once the component's last dimension is taken they are ordinary values again, so the
+// element's own array members (`each n = {0, 0, 1}` for a member n[3]) are split as usual.
+ModEntry Flattener::pick_element(const ModEntry& m, int index, bool last_dim) {
   ModEntry r = m;
   if (r.value && !r.each) r.pick.push_back(index);
-  for (auto& [k, v] : r.sub) v = pick_element(v, index);
+  if (r.each && last_dim) r.each = false;
+  for (auto& [k, v] : r.sub) v = pick_element(v, index, last_dim);
   return r;
 }
 
@@ -611,7 +615,8 @@ std::unique_ptr<Instance> Flattener::make_typed(Instance* parent, const std::str
       } else {
         p += "[" + std::to_string(i) + "]";
       }
-      auto el = make_typed(parent, p, c, type, builtin, pick_element(mod, i - 1), dims, dim_pos + 1,
+      auto el = make_typed(parent, p, c, type, builtin,
+                           pick_element(mod, i - 1, dim_pos + 1 == dims.size()), dims, dim_pos + 1,
                            role, flow, connector, depth);
       inst->elems.push_back(std::move(el));
     }

@@ -103,6 +103,9 @@ bool assemble_mechanism(FlatModel& flat, sym::Context& cx, DerivativeTable& ders
     for (size_t k = 0; k < free_q.size(); ++k) Jf.col(k) = J.col(free_q[k]);
     if (free_q.empty()) break;
     Eigen::VectorXd dx = Jf.completeOrthogonalDecomposition().solve(-r);
+    // a trust region of 0.5 (rad or m) per iteration: far from a solution the linearisation says
+    // little, and an unreachable loop must not send the coordinates to thousands of radians
+    if (double big = dx.lpNorm<Eigen::Infinity>(); big > 0.5) dx *= 0.5 / big;
     // damped: accept the first step length that reduces the residual
     std::vector<double> saved(free_q.size());
     for (size_t k = 0; k < free_q.size(); ++k) saved[k] = vals[coords[free_q[k]].q];
