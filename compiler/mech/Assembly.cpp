@@ -73,8 +73,10 @@ bool assemble_mechanism(FlatModel& flat, sym::Context& cx, DerivativeTable& ders
     Eigen::Index worst = 0;
     r.cwiseAbs().maxCoeff(&worst);
     const ClosureRow& row = *all[worst];
-    std::string where =
-        row.user ? "the equation '" + row.what + "'" : "'" + row.joint + "' (" + row.what + ")";
+    std::string where = row.user ? "the equation '" + row.what + "'"
+                        : row.quaternion_of >= 0
+                            ? "the " + row.what + " of '" + row.joint + "'"
+                            : "the loop closed by '" + row.joint + "' (" + row.what + ")";
     diags.report(DiagKind::mech_assembly_failed, row.span,
                  {level, where, fmt::format("{:.6g}", r[worst])});
     std::string involved;
