@@ -1,0 +1,51 @@
+#include "runtime/model/Constraints.h"
+
+#include <algorithm>
+
+namespace mbs::rt {
+
+ConstraintKinematics::ConstraintKinematics(const CompiledModel& model) : m_(model) {
+  row_of_eq_.assign(static_cast<size_t>(model.n_eq()), -1);
+  for (int32_t i = 0; i < model.n_eq(); ++i)
+    if (model.eq_level[static_cast<size_t>(i)] == EquationLevel::Position) {
+      row_of_eq_[static_cast<size_t>(i)] = static_cast<int32_t>(rows_.size());
+      rows_.push_back(i);
+    }
+  f_.resize(static_cast<size_t>(model.n_eq()));
+  jac_.resize(static_cast<size_t>(model.jac_q.nnz()));
+  v_.resize(static_cast<size_t>(model.n_v));
+}
+
+int32_t ConstraintKinematics::position(const double* v, std::span<double> g) {
+  int32_t st = m_.residual(v, f_.data());
+  for (size_t k = 0; k < rows_.size(); ++k) g[k] = f_[static_cast<size_t>(rows_[k])];
+  return st;
+}
+
+int32_t ConstraintKinematics::jacobian(const double* v, std::span<double> G) {
+  std::fill(G.begin(), G.begin() + static_cast<std::ptrdiff_t>(rows_.size() * m_.n_q), 0.0);
+  int32_t st = m_.jac_q.values(v, jac_.data());
+  for (int32_t k = 0; k < m_.jac_q.nnz(); ++k) {
+    int32_t r = row_of_eq_[static_cast<size_t>(m_.jac_q.row[static_cast<size_t>(k)])];
+    if (r < 0) continue;
+    G[static_cast<size_t>(r) * static_cast<size_t>(m_.n_q) +
+      static_cast<size_t>(m_.jac_q.col[static_cast<size_t>(k)])] = jac_[static_cast<size_t>(k)];
+  }
+  return st;
+}
+
+int32_t ConstraintKinematics::velocity(const double* v, std::span<double> gd) {
+  int32_t st = m_.index2_residual(v, f_.data());
+  for (size_t k = 0; k < rows_.size(); ++k) gd[k] = f_[static_cast<size_t>(rows_[k])];
+  return st;
+}
+
+int32_t ConstraintKinematics::bias(const double* v, std::span<double> gamma) {
+  std::copy(v, v + m_.n_v, v_.begin());
+  for (int32_t s : m_.qdd_slot) v_[static_cast<size_t>(s)] = 0.0;
+  int32_t st = m_.init_residual(v_.data(), f_.data());
+  for (size_t k = 0; k < rows_.size(); ++k) gamma[k] = f_[static_cast<size_t>(rows_[k])];
+  return st;
+}
+
+}  // namespace mbs::rt

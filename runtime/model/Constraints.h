@@ -1,0 +1,43 @@
+// The position-level constraints of a compiled model (the closure rows of a mechanism's loops,
+// unit-quaternion rows, prescribed motions) and their symbolic derivatives, as the runtime sees
+// them: for the rows i with eq_level[i] == Position,
+//   g(q, t)            the residual                         (residual kernel)
+//   G = dg/dq          the closure Jacobian, n_rows x n_q   (jac_q kernel)
+//   dg/dt = G qd + g_t the velocity form                    (index2_residual kernel)
+//   gamma              the acceleration bias: d2g/dt2 = G qdd + gamma   (init_residual, qdd = 0)
+// All four are JIT-compiled from the exact expressions; nothing here differentiates numerically.
+// Inverse dynamics splits G's columns into active and passive coordinates.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "runtime/model/CompiledModel.h"
+
+namespace mbs::rt {
+
+class ConstraintKinematics {
+ public:
+  explicit ConstraintKinematics(const CompiledModel& model);
+
+  // Equation indices of the position-level rows, in equation order.
+  const std::vector<int32_t>& rows() const { return rows_; }
+  int32_t n_rows() const { return static_cast<int32_t>(rows_.size()); }
+
+  // Each reads the symbol vector v (q, qd, qdd, t and parameters in their slots) and writes
+  // n_rows values (jacobian: n_rows x n_q, row-major). Return: 0, or the kernel's status.
+  int32_t position(const double* v, std::span<double> g);
+  int32_t jacobian(const double* v, std::span<double> G);
+  int32_t velocity(const double* v, std::span<double> gd);
+  // gamma: evaluated with v's qdd slots treated as zero (v itself is not changed).
+  int32_t bias(const double* v, std::span<double> gamma);
+
+ private:
+  const CompiledModel& m_;
+  std::vector<int32_t> rows_;
+  std::vector<int32_t> row_of_eq_;  // equation -> position in rows_, or -1
+  std::vector<double> f_, jac_, v_;
+};
+
+}  // namespace mbs::rt
