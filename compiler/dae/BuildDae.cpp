@@ -142,11 +142,12 @@ struct Builder {
       if (!is_unknown(b)) continue;
       (k == 0 ? unknown0 : derivs).push_back(s);
     }
-    // variables marked `keep` (recursive multibody quantities) are never substituted away
-    if (std::any_of(unknown0.begin(), unknown0.end(), [&](uint32_t s) { return kept(s); }))
-      return false;
+    // variables marked `keep` (recursive multibody quantities, multipliers) are never
+    // substituted away; other variables of the same equation may be
+    const bool any_kept =
+        std::any_of(unknown0.begin(), unknown0.end(), [&](uint32_t s) { return kept(s); });
     // a = c*b  (two unknowns, linear, numeric coefficients, nothing else)
-    if (unknown0.size() == 2 && derivs.empty()) {
+    if (unknown0.size() == 2 && derivs.empty() && !any_kept) {
       uint32_t a = unknown0[0], b = unknown0[1];
       Expr ca = linear_coefficient(eq.r, a), cb = linear_coefficient(eq.r, b);
       if (ca && cb) {
@@ -179,7 +180,7 @@ struct Builder {
     if (unknown0.size() == 1 && derivs.size() == 1) {
       uint32_t v = unknown0[0], d = derivs[0];
       Expr cv = linear_coefficient(eq.r, v), cd = linear_coefficient(eq.r, d);
-      if (cv && cd && base_of(d).first != v) {
+      if (cv && cd && base_of(d).first != v && !kept(v)) {
         Expr rest = cx.sub(eq.r, cx.add(cx.mul(cv, cx.symbol(v)), cx.mul(cd, cx.symbol(d))));
         if (rest->is_const(0.0)) {
           Expr ratio = cx.neg(cx.div(cd, cv));  // v = ratio * d
@@ -194,6 +195,7 @@ struct Builder {
     uint32_t best = 0;
     int best_score = -1;
     for (uint32_t v : unknown0) {
+      if (kept(v)) continue;
       Expr c = linear_coefficient(eq.r, v);
       if (!c) continue;
       const FlatVar& fv = flat.vars[unknown_var.at(v)];
@@ -358,6 +360,12 @@ std::optional<SymbolicDae> Builder::run() {
         if (auto it = order.find(b); it != order.end()) it->second = std::max(it->second, k);
       }
     }
+    // joint coordinates are second order even when no inertia depends on their acceleration
+    // (a massless link in a loop): the index-reduced closure then determines it
+    for (auto& [s, o] : order)
+      if (auto it = unknown_var.find(s);
+          it != unknown_var.end() && flat.vars[it->second].second_order)
+        o = std::max(o, 2);
   };
   scan_orders();
 

@@ -20,6 +20,7 @@
 #include "compiler/mech/Mechanics.h"
 #include "compiler/symbolic/Expr.h"
 #include "compiler/syntax/Parser.h"
+#include "runtime/solvers/GenAlpha.h"
 
 namespace mbs {
 
@@ -156,6 +157,7 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
   // ---- mech: bodies, joints and loops become equations
   MechOptions mopts;
   mopts.recursive_depth = options.recursive_depth;
+  mopts.reactions = options.reactions;
   bool mech_ok =
       lower_mechanics(*flat, cx, ders, mopts, diags, options.emit == "mech" ? &emit_out : nullptr);
   mark("mech");
@@ -301,6 +303,20 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
   for (int32_t i = 0; i < m->n_y; ++i) put(m->y_slot[i], m->y[i].name, dae->y[i].span);
   for (int32_t i = 0; i < m->n_z; ++i) put(m->z_slot[i], m->z[i].name, dae->z[i].span);
   if (diags.has_errors()) return finish(false);
+
+  // multipliers of the mechanics' position constraints are known as such (the solver accepts
+  // their update once it stagnates, see CompiledModel::z_level); the others are inferred
+  {
+    bool any = false;
+    std::vector<rt::EquationLevel> level = rt::multiplier_levels(*m);
+    for (size_t i = 0; i < dae->z.size(); ++i) {
+      auto it = flat->var_of_symbol.find(dae->z[i].symbol);
+      if (it == flat->var_of_symbol.end() || !flat->vars[it->second].multiplier) continue;
+      level[i] = rt::EquationLevel::Position;
+      any = true;
+    }
+    if (any) m->z_level = std::move(level);
+  }
 
   // constraints must hold at the start (position and velocity level)
   {

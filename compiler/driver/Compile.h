@@ -21,6 +21,7 @@ struct CompileOptions {
   std::string emit;                         // "", "ast", "flat", "mech", "dae", "kernels", "ir"
   bool verbose = false;                     // print each pass's time to the diagnostic stream
   int opt_level = 2;                        // LLVM optimisation level
+  bool reactions = false;                   // multibody: every joint's wrench as outputs
   int recursive_depth = -1;                 // multibody recursive form above this tree depth
                                             // (-1: automatic, see MechOptions)
 };

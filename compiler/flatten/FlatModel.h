@@ -31,6 +31,8 @@ struct FlatVar {
   sym::Expr start = nullptr;  // `start` attribute (may be null)
   bool fixed = false;         // `fixed` attribute
   bool keep = false;          // never eliminated by the DAE pass (recursive multibody form)
+  bool multiplier = false;    // the Lagrange multiplier of a position-level constraint
+  bool second_order = false;  // an ODE2 coordinate even if no equation has its 2nd derivative
   std::string unit;
   std::string description;
   Span span;  // the declaration

@@ -399,7 +399,8 @@ const ClassEntry* Flattener::lookup_first(const std::string& name, const ClassEn
     if (auto* n = find_nested(c, name)) return n;
     // bases' nested classes
     for (const auto& ext : c->def->extends) {
-      if (ext.base == name) continue;
+      // a base named through `name` itself (extends name or name.X) cannot hold name's class
+      if (ext.base == name || ext.base.rfind(name + ".", 0) == 0) continue;
       if (auto* b = lookup_class(ext.base, c->parent ? c->parent : c, ext.span))
         if (auto* n = find_nested(b, name)) return n;
     }

@@ -43,6 +43,7 @@ const std::vector<KindInfo>& kinds() {
       {"FreeMotion", Role::Edge, {"frame_a", "frame_b"}},
       {"Weld", Role::Edge, {"frame_a", "frame_b"}},
       {"CutForceTorque", Role::Edge, {"frame_a", "frame_b"}},
+      {"LoopClosure", Role::Edge, {"frame_a", "frame_b"}},
       {"LineForce", Role::Load, {"frame_a", "frame_b"}},
       {"WorldForce", Role::Load, {"frame_b"}},
       {"FrameForce", Role::Load, {"frame_b"}},
@@ -106,6 +107,7 @@ struct Elem {
   bool in_tree = false;
   int child_node = -1;  // tree edge: the node it leads to (the last step's child)
   std::vector<int> coords;
+  mech::V3 effort_F{}, effort_T{};  // cut joint: its efforts and springs as a wrench on frame_b
 };
 
 class Lowering {
@@ -176,6 +178,7 @@ class Lowering {
   }
   void define(const Elem& e, const std::string& member, Expr value) {
     const FlatVar& v = fv(e, member);
+    if (e.cut) cut_def_[v.symbol] = value;  // a cut joint's coordinate as a function of the tree's
     add_equation(cx_.sub(cx_.symbol(v.symbol), value), e.el->span,
                  v.name + " = (" + e.el->kind + " " + member + ")");
   }
@@ -205,6 +208,7 @@ class Lowering {
     c.vel_var = var(e.el->path + "." + vel);
     if (c.var < 0 || c.vel_var < 0) fail(e, "lacks coordinate '" + member + "'");
     c.q = flat_.vars[c.var].symbol;
+    flat_.vars[c.var].second_order = true;
     c.dq = ders_.der(c.q);
     c.quaternion = quat;
     coords_.push_back(c);
@@ -272,6 +276,7 @@ class Lowering {
   void multipliers();
   void equations_of_motion();
   void cut_force_torque();
+  std::pair<V3, V3> transmitted(const Elem& e);
   void sensors();
   void defaults();
   bool assemble();
@@ -322,7 +327,8 @@ class Lowering {
   bool recursive_ = false;
   V3 g_;
   std::vector<FlatEquation> new_equations_;
-  std::vector<ClosureRow> closure_;           // constraint rows (cut joints, quaternion norms)
+  std::unordered_map<uint32_t, Expr> cut_def_;  // cut joint coordinate -> its expression
+  std::vector<ClosureRow> closure_;             // constraint rows (cut joints, quaternion norms)
   std::vector<bool> keep_;                    // per closure row: independent at the assembled start
   std::vector<std::vector<Expr>> row_terms_;  // per coordinate: EOM terms
 };
@@ -444,7 +450,7 @@ void Lowering::build_graph() {
   for (auto& e : elems_) {
     if (e.info->role != Role::Edge) continue;
     int c = var(e.el->path + ".cut");
-    e.cut = c >= 0 && flat_.vars[c].value != 0.0;
+    e.cut = (c >= 0 && flat_.vars[c].value != 0.0) || e.el->kind == "LoopClosure";
     if (e.cut && e.el->kind == "FreeMotion") fail(e, "cannot be cut");
   }
 }
@@ -753,7 +759,7 @@ void Lowering::cut_joints() {
       define(e, "Q[3]", cx_.mul(k4, cx_.sub(R_ab[2], R_ab[6])));
       define(e, "Q[4]", cx_.mul(k4, cx_.sub(R_ab[3], R_ab[1])));
       apply_pair(A, B, al_.zero3(), svec(e, "t"));
-    } else if (k == "Weld" || k == "CutForceTorque") {
+    } else if (k == "Weld" || k == "CutForceTorque" || k == "LoopClosure") {
       position_row(ex, "x");
       position_row(ey, "y");
       position_row(ez, "z");
@@ -791,6 +797,8 @@ void Lowering::cut_joints() {
                "is cut: its springs and dampers are not supported; cut another joint of the loop");
     }
     apply_pair(A, B, F, T);
+    e.effort_F = F;
+    e.effort_T = T;
     // the closure rows; their multipliers are the reaction components
     for (size_t j = 0; j < rows.size(); ++j) {
       ClosureRow row;
@@ -978,7 +986,9 @@ bool Lowering::assemble() {
   std::vector<ClosureRow> extra;
   for (const auto& eq : flat_.equations) {
     bool only = true, any = false;
-    for (uint32_t s : sym::free_symbols(eq.residual)) {
+    // a prescribed cut joint: its coordinate is a function of the tree coordinates
+    Expr residual = sym::substitute(cx_, eq.residual, cut_def_);
+    for (uint32_t s : sym::free_symbols(residual)) {
       if (qsyms.count(s)) {
         any = true;
         continue;
@@ -991,7 +1001,7 @@ bool Lowering::assemble() {
     }
     if (!only || !any) continue;
     ClosureRow r;
-    r.residual = eq.residual;
+    r.residual = residual;
     r.joint = "";
     r.what = eq.text;
     r.span = eq.span;
@@ -1010,6 +1020,7 @@ void Lowering::multipliers() {
     std::string name = row.joint + ".lambda[" + std::to_string(++count[row.joint]) + "]";
     uint32_t l = new_var(name, "constraint multiplier: " + row.what, row.span);
     flat_.vars.back().keep = true;  // an index-3 multiplier, never substituted
+    flat_.vars.back().multiplier = true;
     row.multiplier = l;
     add_equation(row.residual, row.span, "closure at '" + row.joint + "': " + row.what);
     Expr lam = cx_.symbol(l);
@@ -1039,44 +1050,59 @@ void Lowering::multipliers() {
   }
 }
 
+std::pair<V3, V3> Lowering::transmitted(const Elem& e) {
+  int A = e.nodes[0], B = e.nodes[1];
+  if (e.in_tree) {
+    const Node& child = nodes_[e.child_node];
+    if (e.child_node == B) {  // the subtree behind frame_b gets child.F, child.M (frame b)
+      M3 R_ab = rel_rotation(A, B);
+      return {al_.mul(R_ab, child.F), al_.mul(R_ab, child.M)};
+    }
+    // the tree runs from b to a: frame_a's side is the subtree, and gets child.F, child.M (at a's
+    // origin, frame a); frame_b's side gets the opposite, moved to b's origin
+    V3 r_ab = rel_position(A, B);
+    return {al_.neg(child.F), al_.sub(al_.cross(r_ab, child.F), child.M)};
+  }
+  V3 F = e.effort_F[0] ? e.effort_F : al_.zero3(), T = e.effort_T[0] ? e.effort_T : al_.zero3();
+  for (const auto& row : closure_) {
+    if (row.joint != e.el->path || row.multiplier == 0) continue;
+    F = al_.add(F, al_.scale(cx_.symbol(row.multiplier), row.force));
+    T = al_.add(T, al_.scale(cx_.symbol(row.multiplier), row.torque));
+  }
+  return {F, T};
+}
+
 void Lowering::cut_force_torque() {
-  // cut joints: the multipliers of their rows are their reaction components; CutForceTorque
-  // reports the wrench on frame_b
   for (auto& e : elems_) {
     if (e.el->kind != "CutForceTorque") continue;
-    int A = e.nodes[0], B = e.nodes[1];
-    V3 F, T;
-    if (e.in_tree) {
-      const Node& child = nodes_[e.child_node];
-      // the wrench the parent side exerts on the child's subtree, at the common origin
-      F = child.F;
-      T = child.M;
-      if (!child.step.coords.empty()) {
-      }
-      if (e.child_node == A) {  // the tree runs from b to a: frame_a's side is the subtree
-        F = al_.neg(F);
-        T = al_.neg(T);
-      }
-    } else {
-      F = T = al_.zero3();
-      for (const auto& row : closure_) {
-        if (row.joint != e.el->path || row.multiplier == 0) continue;
-        F = al_.add(F, al_.scale(cx_.symbol(row.multiplier), row.force));
-        T = al_.add(T, al_.scale(cx_.symbol(row.multiplier), row.torque));
-      }
-    }
-    // F, T are resolved in the frame of the common origin (frames a and b coincide)
+    // frames a and b coincide, so "resolved in frame_a" and "in frame_b" are the same
+    auto [F, T] = transmitted(e);
     int resolve = static_cast<int>(value(e, "resolve"));
     if (resolve == 3) {
-      F = al_.mul(nodes_[A].R_w, F);
-      T = al_.mul(nodes_[A].R_w, T);
+      F = al_.mul(nodes_[e.nodes[0]].R_w, F);
+      T = al_.mul(nodes_[e.nodes[0]].R_w, T);
     } else if (resolve != 1 && resolve != 2) {
       fail(e, "has resolve = " + std::to_string(resolve) +
                   "; use 1 (frame_a), 2 (frame_b) or 3 (world)");
     }
-    (void)B;
     define3(e, "f", F);
     define3(e, "t", T);
+  }
+  if (!opt_.reactions) return;
+  // --reactions: the wrench every joint transmits, as outputs
+  for (auto& e : elems_) {
+    if (e.info->role != Role::Edge || is_rigid(e.el->kind)) continue;
+    auto [F, T] = transmitted(e);
+    for (int k = 0; k < 2; ++k)
+      for (int i = 0; i < 3; ++i) {
+        std::string name = fmt::format("{}.reaction_{}[{}]", e.el->path, k == 0 ? "f" : "t", i + 1);
+        uint32_t sy = new_var(name,
+                              k == 0 ? "force frame_a's side exerts on frame_b's side, frame_a"
+                                     : "torque about frame_b's origin, frame_a",
+                              e.el->span);
+        add_equation(cx_.sub(cx_.symbol(sy), (k == 0 ? F : T)[i]), e.el->span,
+                     name + " (reaction wrench)");
+      }
   }
 }
 

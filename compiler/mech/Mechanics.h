@@ -31,6 +31,9 @@ struct MechOptions {
   // DAE (recursive form, kernels linear in the number of bodies); shallower ones are condensed
   // by the DAE pass's elimination into M(q) q'' + h = Q. -1: choose automatically.
   int recursive_depth = -1;
+  // Add outputs <joint>.reaction_f[3] and .reaction_t[3] for every joint: the wrench frame_a's
+  // side exerts on frame_b's side (reaction plus effort), about frame_b's origin, frame_a axes.
+  bool reactions = false;
 };
 
 // Lowers the elements of flat.mech_elements. Returns false when errors were reported. When

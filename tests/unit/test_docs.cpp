@@ -1,6 +1,8 @@
-// Every complete model in docs/language.md (a ```modelica block starting with `model` or
-// `package`) compiles without diagnostics, so the language reference cannot drift from the
-// compiler.
+// Every complete model in docs/language.md and docs/mechanics.md (a ```modelica or ```mbs block
+// starting with `model`, `package`, `connector` or a comment) compiles without diagnostics, so
+// the references cannot drift from the compiler. A block of docs/mechanics.md may announce a
+// warning with a line `// expect warning: TEXT`: it must then compile with warnings only, and
+// each announced TEXT must appear in them.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -16,11 +18,12 @@ namespace {
 
 std::vector<std::string> modelica_blocks(const std::string& path) {
   std::ifstream in(path);
+  EXPECT_TRUE(in.good()) << "cannot read " << path;
   std::vector<std::string> blocks;
   std::string line, cur;
   bool inside = false;
   while (std::getline(in, line)) {
-    if (!inside && line.rfind("```modelica", 0) == 0) {
+    if (!inside && (line.rfind("```modelica", 0) == 0 || line.rfind("```mbs", 0) == 0)) {
       inside = true;
       cur.clear();
       continue;
@@ -35,8 +38,25 @@ std::vector<std::string> modelica_blocks(const std::string& path) {
   return blocks;
 }
 
-TEST(Docs, EveryCompleteModelInTheLanguageReferenceCompiles) {
-  auto blocks = modelica_blocks(std::string(MBS_SOURCE_DIR) + "/docs/language.md");
+// The texts of the `// expect warning: TEXT` lines of a block.
+std::vector<std::string> expected_warnings(const std::string& block) {
+  const std::string marker = "// expect warning:";
+  std::vector<std::string> out;
+  std::istringstream in(block);
+  std::string line;
+  while (std::getline(in, line)) {
+    size_t at = line.find(marker);
+    if (at == std::string::npos) continue;
+    std::string text = line.substr(at + marker.size());
+    size_t first = text.find_first_not_of(' ');
+    out.push_back(first == std::string::npos ? "" : text.substr(first));
+  }
+  return out;
+}
+
+// Compiles every complete model of the document; returns how many were compiled.
+int compile_complete_models(const std::string& doc, bool allow_expected_warnings) {
+  auto blocks = modelica_blocks(std::string(MBS_SOURCE_DIR) + "/docs/" + doc);
   int compiled = 0;
   for (size_t i = 0; i < blocks.size(); ++i) {
     const std::string& b = blocks[i];
@@ -46,18 +66,37 @@ TEST(Docs, EveryCompleteModelInTheLanguageReferenceCompiles) {
     if (head.rfind("model", 0) != 0 && head.rfind("package", 0) != 0 &&
         head.rfind("connector", 0) != 0 && head.rfind("//", 0) != 0)
       continue;
-    std::string path =
-        testing::TempDir() + std::to_string(getpid()) + "_doc_block_" + std::to_string(i) + ".mbs";
+    std::string stem = doc.substr(0, doc.find('.'));
+    std::string path = testing::TempDir() + std::to_string(getpid()) + "_" + stem + "_block_" +
+                       std::to_string(i) + ".mbs";
     std::ofstream(path) << b;
     mbs::CompileOptions o;
     o.file = path;
     std::ostringstream emit, diag;
     auto r = mbs::compile(o, emit, diag);
-    EXPECT_TRUE(r.ok) << "block " << i << ":\n" << b << "\n" << diag.str();
-    EXPECT_EQ(diag.str(), "") << "block " << i;
+    EXPECT_TRUE(r.ok) << doc << " block " << i << ":\n" << b << "\n" << diag.str();
+    auto warnings = allow_expected_warnings ? expected_warnings(b) : std::vector<std::string>{};
+    if (warnings.empty()) {
+      EXPECT_EQ(diag.str(), "") << doc << " block " << i;
+    } else {
+      EXPECT_EQ(diag.str().find("error:"), std::string::npos) << doc << " block " << i;
+      EXPECT_NE(diag.str().find("warning:"), std::string::npos) << doc << " block " << i;
+      for (const auto& w : warnings)
+        EXPECT_NE(diag.str().find(w), std::string::npos)
+            << doc << " block " << i << " should warn '" << w << "', got:\n"
+            << diag.str();
+    }
     ++compiled;
   }
-  EXPECT_GE(compiled, 8);
+  return compiled;
+}
+
+TEST(Docs, EveryCompleteModelInTheLanguageReferenceCompiles) {
+  EXPECT_GE(compile_complete_models("language.md", false), 8);
+}
+
+TEST(Docs, EveryCompleteModelInTheMechanicsReferenceCompiles) {
+  EXPECT_GE(compile_complete_models("mechanics.md", true), 8);
 }
 
 TEST(Docs, EverySolverOptionIsDocumentedWithItsDefault) {

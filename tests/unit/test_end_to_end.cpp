@@ -350,3 +350,28 @@ TEST(EndToEnd, ExplicitMethodsFactorAConstantMassMatrixOnce) {
 }
 
 }  // namespace
+
+namespace {
+
+// Regression: `extends Lib.Class` in a top-level class recursed without end while looking up
+// `Lib` through the class's own bases.
+TEST(EndToEnd, ExtendsADottedLibraryClass) {
+  std::string path = write_temp("extends_dotted.mbs", R"(
+model S2
+  extends Translational.Mass(m = 2);
+end S2;
+model T
+  S2 a;
+  Translational.Fixed f;
+  Translational.Spring s(c = 10);
+equation
+  connect(f.flange, s.flange_a);
+  connect(s.flange_b, a.flange_a);
+end T;
+)");
+  auto r = compile_file(path);
+  ASSERT_TRUE(r.model);
+  EXPECT_EQ(r.model->n_q, 1);
+}
+
+}  // namespace

@@ -67,8 +67,15 @@ int main(int argc, char** argv) {
   app.add_option("--output", output,
                  "result CSV file (default: <model>.csv in the current directory)")
       ->type_name("FILE.csv");
+  app.add_flag("--reactions", copts.reactions,
+               "multibody: write every joint's transmitted wrench (<joint>.reaction_f[1..3], "
+               "reaction_t[1..3], frame_a axes, about frame_b's origin) to the result file");
+  app.add_option("--recursive-depth", copts.recursive_depth,
+                 "multibody: keep twists, accelerations and wrenches as unknowns when the tree "
+                 "is deeper than this (-1: automatic, deeper than 12)")
+      ->type_name("INT");
   app.add_option("--emit", copts.emit,
-                 "print the result of a pass and stop: ast, flat, dae, kernels, ir")
+                 "print the result of a pass and stop: ast, flat, mech, dae, kernels, ir")
       ->check(CLI::IsMember({"ast", "flat", "mech", "dae", "kernels", "ir"}));
   bool do_static = false, do_linearize = false, do_eigen = false;
   std::string stats_csv;
