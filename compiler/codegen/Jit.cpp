@@ -16,11 +16,13 @@
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/TargetParser/Host.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 
 #include "compiler/codegen/LowerToLlvm.h"
@@ -149,9 +151,12 @@ std::string print(const llvm::Module& m) {
 
 // Lowers, verifies, optimises (IR pipeline at ir_level) and compiles (code generator at
 // cg_level) kernels into one object file. Returns an error message, or "" on success.
+// With own_machine, a TargetMachine of its own is made (for a job on another thread); otherwise
+// the process's cached one is used under host.mutex.
 std::string compile_to_object(const sym::Context& cx, std::span<const KernelSpec> kernels,
                               int ir_level, int cg_level, HostTarget& host, StepTimer& timer,
-                              std::string* ir_text, std::unique_ptr<llvm::MemoryBuffer>& object) {
+                              std::string* ir_text, std::unique_ptr<llvm::MemoryBuffer>& object,
+                              bool own_machine = false) {
   timer.step("lower");
   llvm::LLVMContext ctx;
   ctx.setDiscardValueNames(ir_text == nullptr);  // names only cost time unless someone reads them
@@ -168,10 +173,18 @@ std::string compile_to_object(const sym::Context& cx, std::span<const KernelSpec
     }
   }
 
-  std::lock_guard<std::mutex> lock(host.mutex);
+  std::unique_lock<std::mutex> lock(host.mutex, std::defer_lock);
+  std::unique_ptr<llvm::TargetMachine> own;
+  if (!own_machine) lock.lock();
   timer.step("target");
-  std::unique_ptr<llvm::TargetMachine>& tm = host.machine[cg_level];
-  if (tm == nullptr) {
+  std::unique_ptr<llvm::TargetMachine>& tm = own_machine ? own : host.machine[cg_level];
+  if (own_machine) {
+    llvm::orc::JITTargetMachineBuilder jtmb = *host.builder;
+    jtmb.setCodeGenOptLevel(codegen_level(cg_level));
+    auto made = jtmb.createTargetMachine();
+    if (!made) return message(made.takeError());
+    tm = std::move(*made);
+  } else if (tm == nullptr) {
     llvm::orc::JITTargetMachineBuilder jtmb = *host.builder;
     jtmb.setCodeGenOptLevel(codegen_level(cg_level));
     auto made = jtmb.createTargetMachine();
@@ -225,39 +238,96 @@ std::unique_ptr<JitModule> JitModule::compile(const sym::Context& cx,
 
   if (std::string e = check_kernel_names(kernels); !e.empty()) return fail(e);
 
-  // Huge kernels go into a module of their own, compiled at O0 (see the top of this file).
+  // Identical kernels (without constraints, the index-2 and initial systems are the residual
+  // and its Newton matrix) are compiled once; the others' names are aliases.
+  std::vector<KernelSpec> unique;
+  std::vector<std::pair<std::string, std::string>> aliases;  // (name, the kernel it equals)
+  for (const KernelSpec& k : kernels) {
+    auto same = std::find_if(unique.begin(), unique.end(),
+                             [&](const KernelSpec& u) { return u.outputs == k.outputs; });
+    if (same != unique.end() && !k.outputs.empty()) {
+      aliases.emplace_back(k.name, same->name);
+    } else {
+      unique.push_back(k);
+    }
+  }
+
+  // Huge kernels go into modules of their own, compiled at O0 (see the top of this file).
   timer.step("partition");
   std::vector<KernelSpec> normal;
   std::vector<KernelSpec> huge;
-  size_t optimised_nodes = 0;
-  for (const KernelSpec& k : kernels) {
+  size_t optimised_nodes = 0, huge_nodes = 0;
+  std::vector<size_t> huge_size;
+  for (const KernelSpec& k : unique) {
     // size: computed nodes plus stores (a kernel of a few nodes can have thousands of outputs)
     size_t nodes = sym::topological_order(k.outputs).size() + k.outputs.size();
     bool is_huge =
         options.opt_level > 0 && (nodes > options.max_optimised_kernel_nodes ||
                                   optimised_nodes + nodes > options.max_optimised_total_nodes);
+    if (options.opt_level == 0) is_huge = true;
     if (!is_huge) optimised_nodes += nodes;
     if (debug_enabled())
       std::fprintf(stderr, "[mbs jit] kernel %-18s %7zu nodes, %6zu outputs, O%d\n", k.name.c_str(),
                    nodes, k.outputs.size(), is_huge ? 0 : options.opt_level);
-    (is_huge ? huge : normal).push_back(k);
+    if (is_huge) {
+      huge.push_back(k);
+      huge_size.push_back(nodes);
+      huge_nodes += nodes;
+    } else {
+      normal.push_back(k);
+    }
+  }
+  // Jobs: the optimised module, and the O0 kernels in up to `threads` modules of similar size;
+  // the first job runs on this thread, the others on threads of their own.
+  struct Job {
+    std::vector<KernelSpec> kernels;
+    int level = 0;
+    std::string ir, error;
+    std::unique_ptr<llvm::MemoryBuffer> object;
+  };
+  std::vector<Job> jobs;
+  if (!normal.empty()) jobs.push_back(Job{std::move(normal), options.opt_level, {}, {}, {}});
+  {
+    unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+    size_t parts = std::min<size_t>(
+        {options.threads > 0 ? options.threads : hw, huge.size(), 1 + huge_nodes / 4000});
+    parts = std::max<size_t>(parts, huge.empty() ? 0 : 1);
+    size_t first = jobs.size();
+    for (size_t p = 0; p < parts; ++p) jobs.push_back(Job{{}, 0, {}, {}, {}});
+    // largest first into the lightest part
+    std::vector<size_t> order(huge.size()), load(parts, 0);
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(),
+              [&](size_t a, size_t b) { return huge_size[a] > huge_size[b]; });
+    for (size_t i : order) {
+      size_t p = std::min_element(load.begin(), load.end()) - load.begin();
+      load[p] += huge_size[i];
+      jobs[first + p].kernels.push_back(huge[i]);
+    }
   }
   std::vector<std::unique_ptr<llvm::MemoryBuffer>> objects;
   if (ir_text != nullptr) ir_text->clear();
-  for (int group = 0; group < 2; ++group) {
-    const std::vector<KernelSpec>& ks = group == 0 ? normal : huge;
-    if (ks.empty()) continue;
-    int ir_level = group == 0 ? options.opt_level : 0;
-    int cg_level = group == 0 ? options.opt_level : 0;
-    std::unique_ptr<llvm::MemoryBuffer> object;
-    std::string e;
+  auto run_job = [&](Job& job, bool own_machine, StepTimer& t) {
     try {
-      e = compile_to_object(cx, ks, ir_level, cg_level, host, timer, ir_text, object);
+      job.error =
+          compile_to_object(cx, job.kernels, job.level, job.level, host, t,
+                            ir_text != nullptr ? &job.ir : nullptr, job.object, own_machine);
     } catch (const std::exception& ex) {  // an internal error of the lowering: report, don't die
-      e = ex.what();
+      job.error = ex.what();
     }
-    if (!e.empty()) return fail(e);
-    objects.push_back(std::move(object));
+  };
+  {
+    std::vector<std::thread> threads;
+    std::vector<StepTimer> timers(jobs.size());
+    for (size_t i = 1; i < jobs.size(); ++i)
+      threads.emplace_back([&, i] { run_job(jobs[i], true, timers[i]); });
+    if (!jobs.empty()) run_job(jobs[0], false, timer);
+    for (auto& th : threads) th.join();
+  }
+  for (Job& job : jobs) {
+    if (!job.error.empty()) return fail(job.error);
+    if (ir_text != nullptr) *ir_text += job.ir;
+    objects.push_back(std::move(job.object));
   }
 
   // The IR is gone: the JIT links the object files and owns the code from now on.
@@ -282,11 +352,12 @@ std::unique_ptr<JitModule> JitModule::compile(const sym::Context& cx,
   for (auto& object : objects) {
     if (auto e = im.jit->addObjectFile(std::move(object))) return fail(message(std::move(e)));
   }
-  for (const KernelSpec& k : kernels) {
+  for (const KernelSpec& k : unique) {
     auto address = im.jit->lookup(k.name);
     if (!address) return fail(message(address.takeError()));
     im.kernels.emplace(k.name, address->toPtr<KernelFn>());
   }
+  for (const auto& [name, target] : aliases) im.kernels.emplace(name, im.kernels.at(target));
   return result;
 }
 

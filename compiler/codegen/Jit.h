@@ -37,6 +37,9 @@ struct JitOptions {
   // run time, because its solver time is not in the kernels), so large models are compiled fast
   // and small ones well. SIZE_MAX disables the budget.
   size_t max_optimised_total_nodes = 2000;
+  // Threads for the O0 modules (0: one per hardware thread). The optimised module is compiled on
+  // the calling thread meanwhile.
+  unsigned threads = 0;
 };
 
 // Owns the LLJIT instance (and with it the code of every kernel). Kernels stay valid as long as

@@ -567,6 +567,7 @@ TEST_F(Codegen, BigKernelCompileTime) {
       JitOptions options;
       options.opt_level = level;
       options.max_optimised_kernel_nodes = SIZE_MAX;  // measure the levels themselves
+      options.max_optimised_total_nodes = SIZE_MAX;
       std::string error;
       auto t0 = Clock::now();
       auto jit = JitModule::compile(cx, {k, 1}, options, &error);
