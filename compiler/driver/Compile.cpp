@@ -202,6 +202,9 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
   // ---- codegen
   std::string error, ir;
   auto specs = kernels.all();
+  for (const auto& k : specs)
+    result.kernel_sizes.push_back(
+        {k.name, sym::topological_order(k.outputs).size(), k.outputs.size()});
   codegen::JitOptions jopts;
   jopts.opt_level = options.opt_level;
   state->jit =

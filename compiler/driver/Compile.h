@@ -36,6 +36,14 @@ struct CompileResult {
   bool ok = false;                                 // false: model errors were reported
   std::vector<PassTiming> timings;
   std::vector<std::string> diagnostic_kinds;  // names of the diagnostic kinds reported
+  // size of each kernel: expression nodes reachable from its outputs (a node shared by several
+  // outputs counts once), and its number of outputs
+  struct KernelSize {
+    std::string name;
+    size_t nodes = 0;
+    size_t outputs = 0;
+  };
+  std::vector<KernelSize> kernel_sizes;
   double total_ms = 0;
 };
 

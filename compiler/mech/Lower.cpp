@@ -541,7 +541,7 @@ void Lowering::build_tree() {
     }
   int depth = 0;
   for (const auto& n : nodes_) depth = std::max(depth, n.depth);
-  recursive_ = opt_.recursive_depth >= 0 ? depth > opt_.recursive_depth : depth > 12;
+  recursive_ = opt_.recursive_depth >= 0 ? depth > opt_.recursive_depth : depth > 24;
 }
 
 V3 Lowering::keep(const V3& x, int node, const char* what) {

@@ -133,12 +133,15 @@ NewmarkFamily::NewmarkFamily(std::shared_ptr<const CompiledModel> model,
   }
   // Undamped Newmark (gamma = 1/2, the trapezoidal rule) does not damp the multiplier error of
   // index-3 constraints: it grows over the run (docs/solvers.md, "Implicit family").
-  if (has_position && !index2_ && p_.alpha_m == 0.0 && p_.alpha_f == 0.0 && p_.gamma <= 0.5) {
+  // The same holds for generalized-alpha at rho_inf = 1 (gamma = 1/2 too).
+  if (has_position && !index2_ && p_.gamma <= 0.5) {
+    const bool generalized = p_.alpha_m != 0.0 || p_.alpha_f != 0.0;
     warnings_.push_back(fmt::format(
         "warning: {} with gamma = 1/2 on the position-level constraints of model '{}': the "
-        "error of their multipliers is not damped and grows over the run; use --index2, "
-        "--newmark-gamma > 0.5 or --solver gen-alpha",
-        name(), m.name));
+        "error of their multipliers is not damped and grows over the run; {}",
+        name(), m.name,
+        generalized ? "use --rho-inf < 1 (e.g. 0.9), or --solver newmark --index2"
+                    : "use --index2, --newmark-gamma > 0.5 or --solver gen-alpha (rho_inf < 1)"));
   }
   newton_.setup(n, matrix_->row, matrix_->col);
   if (m.init_residual.fn) {

@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
                "reaction_t[1..3], frame_a axes, about frame_b's origin) to the result file");
   app.add_option("--recursive-depth", copts.recursive_depth,
                  "multibody: keep twists, accelerations and wrenches as unknowns when the tree "
-                 "is deeper than this (-1: automatic, deeper than 12)")
+                 "is deeper than this (-1: automatic, deeper than 24)")
       ->type_name("INT");
   app.add_option("--emit", copts.emit,
                  "print the result of a pass and stop: ast, flat, mech, dae, kernels, ir")
