@@ -3,6 +3,7 @@
 // Set MBS_JIT_DEBUG=1 in the environment to have each step report its time on stderr.
 #include "compiler/codegen/Jit.h"
 
+#include <llvm/Config/llvm-config.h>
 #include <llvm/ExecutionEngine/Orc/CompileUtils.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
@@ -15,12 +16,15 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/TargetParser/Host.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -153,10 +157,50 @@ std::string print(const llvm::Module& m) {
 // cg_level) kernels into one object file. Returns an error message, or "" on success.
 // With own_machine, a TargetMachine of its own is made (for a job on another thread); otherwise
 // the process's cached one is used under host.mutex.
+// The object cache (JitOptions::cache_dir): an object file is stored under a key that hashes
+// its unoptimised IR, the optimisation levels, the host CPU and features, the LLVM version and
+// kCacheFormat (bump it when the optimisation pipeline changes without changing the IR).
+constexpr const char* kCacheFormat = "mbs-object-cache-1";
+
+std::string cache_key(const std::string& ir, int ir_level, int cg_level, const HostTarget& host) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a, 64 bit
+  auto mix = [&](const std::string& t) {
+    for (unsigned char c : t) h = (h ^ c) * 1099511628211ull;
+    h = (h ^ 0xff) * 1099511628211ull;
+  };
+  mix(kCacheFormat);
+  mix(LLVM_VERSION_STRING);
+  mix(host.builder->getCPU());
+  mix(host.builder->getFeatures().getString());
+  mix(std::to_string(ir_level) + "/" + std::to_string(cg_level));
+  mix(ir);
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+void cache_store(const std::string& dir, const std::string& key, const llvm::MemoryBuffer& obj) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return;  // the cache is best effort
+  std::string tmp = dir + "/" + key + ".o.tmp" + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out.write(obj.getBufferStart(), static_cast<std::streamsize>(obj.getBufferSize()));
+    if (!out) {
+      std::filesystem::remove(tmp, ec);
+      return;
+    }
+  }
+  std::filesystem::rename(tmp, dir + "/" + key + ".o", ec);  // atomic: readers see all or none
+  if (ec) std::filesystem::remove(tmp, ec);
+}
+
 std::string compile_to_object(const sym::Context& cx, std::span<const KernelSpec> kernels,
                               int ir_level, int cg_level, HostTarget& host, StepTimer& timer,
                               std::string* ir_text, std::unique_ptr<llvm::MemoryBuffer>& object,
-                              bool own_machine = false) {
+                              bool own_machine = false, const std::string& cache_dir = {},
+                              bool* cache_hit = nullptr) {
   timer.step("lower");
   llvm::LLVMContext ctx;
   ctx.setDiscardValueNames(ir_text == nullptr);  // names only cost time unless someone reads them
@@ -170,6 +214,18 @@ std::string compile_to_object(const sym::Context& cx, std::span<const KernelSpec
     if (llvm::verifyModule(module, &os)) {
       os.flush();
       return "internal error: generated IR does not verify:\n" + problems;
+    }
+  }
+
+  std::string key;
+  if (!cache_dir.empty() && ir_text == nullptr) {
+    timer.step("cache");
+    key = cache_key(print(module), ir_level, cg_level, host);
+    if (auto cached = llvm::MemoryBuffer::getFile(cache_dir + "/" + key + ".o");
+        cached && (*cached)->getBufferSize() > 0) {
+      object = std::move(*cached);
+      if (cache_hit != nullptr) *cache_hit = true;
+      return {};
     }
   }
 
@@ -203,6 +259,7 @@ std::string compile_to_object(const sym::Context& cx, std::span<const KernelSpec
   auto compiled = llvm::orc::SimpleCompiler(*tm)(module);
   if (!compiled) return message(compiled.takeError());
   object = std::move(*compiled);
+  if (!key.empty()) cache_store(cache_dir, key, *object);
   return {};
 }
 
@@ -213,7 +270,15 @@ struct JitModule::Impl {
   // before they reach the JIT, so the IR is freed at the end of compile().
   std::unique_ptr<llvm::orc::LLJIT> jit;
   std::unordered_map<std::string, KernelFn> kernels;
+  size_t cache_hits = 0, jobs = 0;
 };
+
+size_t JitModule::cache_hits() const {
+  return impl_->cache_hits;
+}
+size_t JitModule::objects() const {
+  return impl_->jobs;
+}
 
 JitModule::JitModule() : impl_(std::make_unique<Impl>()) {}
 JitModule::~JitModule() = default;
@@ -284,16 +349,17 @@ std::unique_ptr<JitModule> JitModule::compile(const sym::Context& cx,
     int level = 0;
     std::string ir, error;
     std::unique_ptr<llvm::MemoryBuffer> object;
+    bool cache_hit = false;
   };
   std::vector<Job> jobs;
-  if (!normal.empty()) jobs.push_back(Job{std::move(normal), options.opt_level, {}, {}, {}});
+  if (!normal.empty()) jobs.push_back(Job{std::move(normal), options.opt_level, {}, {}, {}, false});
   {
     unsigned hw = std::max(1u, std::thread::hardware_concurrency());
     size_t parts = std::min<size_t>(
         {options.threads > 0 ? options.threads : hw, huge.size(), 1 + huge_nodes / 4000});
     parts = std::max<size_t>(parts, huge.empty() ? 0 : 1);
     size_t first = jobs.size();
-    for (size_t p = 0; p < parts; ++p) jobs.push_back(Job{{}, 0, {}, {}, {}});
+    for (size_t p = 0; p < parts; ++p) jobs.push_back(Job{{}, 0, {}, {}, {}, false});
     // largest first into the lightest part
     std::vector<size_t> order(huge.size()), load(parts, 0);
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -309,9 +375,9 @@ std::unique_ptr<JitModule> JitModule::compile(const sym::Context& cx,
   if (ir_text != nullptr) ir_text->clear();
   auto run_job = [&](Job& job, bool own_machine, StepTimer& t) {
     try {
-      job.error =
-          compile_to_object(cx, job.kernels, job.level, job.level, host, t,
-                            ir_text != nullptr ? &job.ir : nullptr, job.object, own_machine);
+      job.error = compile_to_object(cx, job.kernels, job.level, job.level, host, t,
+                                    ir_text != nullptr ? &job.ir : nullptr, job.object, own_machine,
+                                    options.cache_dir, &job.cache_hit);
     } catch (const std::exception& ex) {  // an internal error of the lowering: report, don't die
       job.error = ex.what();
     }
@@ -324,8 +390,10 @@ std::unique_ptr<JitModule> JitModule::compile(const sym::Context& cx,
     if (!jobs.empty()) run_job(jobs[0], false, timer);
     for (auto& th : threads) th.join();
   }
+  size_t hits = 0;
   for (Job& job : jobs) {
     if (!job.error.empty()) return fail(job.error);
+    hits += job.cache_hit ? 1 : 0;
     if (ir_text != nullptr) *ir_text += job.ir;
     objects.push_back(std::move(job.object));
   }
@@ -338,7 +406,7 @@ std::unique_ptr<JitModule> JitModule::compile(const sym::Context& cx,
   if (!jit) return fail(message(jit.takeError()));
   im.jit = std::move(*jit);
   std::string layout = im.jit->getDataLayout().getStringRepresentation();
-  if (!objects.empty() && layout != host.machine_layout) {
+  if (!objects.empty() && !host.machine_layout.empty() && layout != host.machine_layout) {
     return fail("internal error: JIT data layout '" + layout + "' differs from the kernels' '" +
                 host.machine_layout + "'");
   }
@@ -350,8 +418,18 @@ std::unique_ptr<JitModule> JitModule::compile(const sym::Context& cx,
 
   timer.step("link");
   for (auto& object : objects) {
-    if (auto e = im.jit->addObjectFile(std::move(object))) return fail(message(std::move(e)));
+    if (auto e = im.jit->addObjectFile(std::move(object))) {
+      if (hits > 0) {  // a damaged cache file: compile afresh, without the cache
+        JitOptions fresh = options;
+        fresh.cache_dir.clear();
+        llvm::consumeError(std::move(e));
+        return compile(cx, kernels, fresh, error, ir_text);
+      }
+      return fail(message(std::move(e)));
+    }
   }
+  im.cache_hits = hits;
+  im.jobs = jobs.size();
   for (const KernelSpec& k : unique) {
     auto address = im.jit->lookup(k.name);
     if (!address) return fail(message(address.takeError()));

@@ -40,6 +40,10 @@ struct JitOptions {
   // Threads for the O0 modules (0: one per hardware thread). The optimised module is compiled on
   // the calling thread meanwhile.
   unsigned threads = 0;
+  // Directory of the object cache (empty: none). Compiled object files are stored there under a
+  // hash of their IR, levels, host CPU and LLVM version, and reused by later compilations of the
+  // same kernels (a model compiled again skips optimisation and code generation).
+  std::string cache_dir;
 };
 
 // Owns the LLJIT instance (and with it the code of every kernel). Kernels stay valid as long as
@@ -57,6 +61,9 @@ class JitModule {
 
   // The native entry point of a kernel given to compile(), or nullptr if unknown.
   KernelFn lookup(const std::string& name) const;
+  // Object files linked, and how many of them came from the cache.
+  size_t objects() const;
+  size_t cache_hits() const;
 
  private:
   JitModule();

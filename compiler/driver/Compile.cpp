@@ -24,6 +24,15 @@
 
 namespace mbs {
 
+std::string default_cache_dir() {
+  if (const char* d = std::getenv("MBS_CACHE_DIR"); d != nullptr && *d != '\0') return d;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x != nullptr && *x != '\0')
+    return std::string(x) + "/mbs";
+  if (const char* h = std::getenv("HOME"); h != nullptr && *h != '\0')
+    return std::string(h) + "/.cache/mbs";
+  return {};
+}
+
 std::vector<std::string> library_path(const std::vector<std::string>& include_dirs) {
   std::vector<std::string> path = include_dirs;
   if (const char* env = std::getenv("MBS_PATH")) {
@@ -207,9 +216,14 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
         {k.name, sym::topological_order(k.outputs).size(), k.outputs.size()});
   codegen::JitOptions jopts;
   jopts.opt_level = options.opt_level;
+  jopts.cache_dir = options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
+  if (jopts.cache_dir == "off") jopts.cache_dir.clear();
   state->jit =
       codegen::JitModule::compile(cx, specs, jopts, &error, options.emit == "ir" ? &ir : nullptr);
   mark("codegen");
+  if (state->jit && options.verbose && !jopts.cache_dir.empty())
+    diag_out << fmt::format("mbsc: object cache {}: {} of {} objects reused\n", jopts.cache_dir,
+                            state->jit->cache_hits(), state->jit->objects());
   if (!state->jit) {
     diags.report(DiagKind::jit_failed, Span{}, {error});
     return finish(false);

@@ -22,8 +22,10 @@ struct CompileOptions {
   bool verbose = false;                     // print each pass's time to the diagnostic stream
   int opt_level = 2;                        // LLVM optimisation level
   bool reactions = false;                   // multibody: every joint's wrench as outputs
-  int recursive_depth = -1;                 // multibody recursive form above this tree depth
-                                            // (-1: automatic, see MechOptions)
+  // Object cache directory for compiled kernels; "" = default_cache_dir(), "off" = no cache.
+  std::string cache_dir;
+  int recursive_depth = -1;  // multibody recursive form above this tree depth
+                             // (-1: automatic, see MechOptions)
 };
 
 struct PassTiming {
@@ -51,6 +53,10 @@ struct CompileResult {
 // set, the pipeline stops after that pass (ok = true, model = null) unless it is "ir".
 CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
                       std::ostream& diag_out);
+
+// The default object cache: $MBS_CACHE_DIR ("off" disables it), else $XDG_CACHE_HOME/mbs, else
+// $HOME/.cache/mbs; "" when none can be found.
+std::string default_cache_dir();
 
 // The library search path for include_dirs: -I dirs, then $MBS_PATH (colon separated), then the
 // stdlib/ of this installation.

@@ -2,12 +2,15 @@
 // on random expressions over every op, the non-finite status code, several kernels per module,
 // empty kernels, IR text, error reporting, and compile-time measurements.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 #include <thread>
@@ -392,6 +395,67 @@ TEST_F(Codegen, SeveralKernelsEmptyKernelsAndLookup) {
   t1.join();
   t2.join();
   EXPECT_DOUBLE_EQ(r2, 2 * r1);
+}
+
+TEST_F(Codegen, IdenticalKernelsAreCompiledOnceAndBothNamesWork) {
+  Expr x = sym[0], y = sym[1];
+  const KernelSpec kernels[] = {{"a", {cx.add(x, y), cx.mul(x, y)}},
+                                {"b", {cx.add(x, y), cx.mul(x, y)}},
+                                {"c", {cx.sub(x, y)}}};
+  auto jit = compile_or_fail(cx, kernels);
+  ASSERT_NE(jit, nullptr);
+  ASSERT_NE(jit->lookup("a"), nullptr);
+  EXPECT_EQ(jit->lookup("a"), jit->lookup("b"));
+  std::vector<double> v = {3, 4, 0, 0, 0};
+  double out[2];
+  EXPECT_EQ(jit->lookup("b")(v.data(), out), 0);
+  EXPECT_EQ(out[0], 7.0);
+  EXPECT_EQ(out[1], 12.0);
+  EXPECT_EQ(jit->lookup("c")(v.data(), out), 0);
+  EXPECT_EQ(out[0], -1.0);
+}
+
+TEST_F(Codegen, ObjectCacheIsReusedAndADamagedEntryIsRecompiled) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::path(testing::TempDir()) / ("mbs_cache_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  Expr x = sym[0], y = sym[1];
+  const KernelSpec kernels[] = {{"k", {cx.unary(Op::Sin, cx.mul(x, y)), cx.add(x, cx.num(2))}}};
+  JitOptions o;
+  o.cache_dir = dir.string();
+  std::vector<double> v = {0.3, 2, 0, 0, 0};
+  auto run = [&](size_t expect_hits) {
+    std::string error;
+    auto jit = JitModule::compile(cx, kernels, o, &error);
+    ASSERT_NE(jit, nullptr) << error;
+    EXPECT_EQ(jit->objects(), 1u);
+    EXPECT_EQ(jit->cache_hits(), expect_hits);
+    double out[2];
+    EXPECT_EQ(jit->lookup("k")(v.data(), out), 0);
+    EXPECT_EQ(out[0], std::sin(0.6));
+    EXPECT_EQ(out[1], 2.3);
+  };
+  run(0);  // compiled and stored
+  size_t files = 0;
+  for (const auto& e : fs::directory_iterator(dir)) files += e.path().extension() == ".o";
+  EXPECT_EQ(files, 1u);
+  run(1);  // loaded from the cache
+  // another optimisation level is another key
+  o.opt_level = 1;
+  run(0);
+  o.opt_level = 2;
+  // a damaged file is not trusted: the kernels are compiled afresh
+  for (const auto& e : fs::directory_iterator(dir)) std::ofstream(e.path()) << "not an object file";
+  {
+    std::string error;
+    auto jit = JitModule::compile(cx, kernels, o, &error);
+    ASSERT_NE(jit, nullptr) << error;
+    EXPECT_EQ(jit->cache_hits(), 0u);
+    double out[2];
+    EXPECT_EQ(jit->lookup("k")(v.data(), out), 0);
+    EXPECT_EQ(out[1], 2.3);
+  }
+  fs::remove_all(dir);
 }
 
 TEST_F(Codegen, IrText) {

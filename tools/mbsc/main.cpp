@@ -67,6 +67,10 @@ int main(int argc, char** argv) {
   app.add_option("--output", output,
                  "result CSV file (default: <model>.csv in the current directory)")
       ->type_name("FILE.csv");
+  bool no_cache = false;
+  app.add_flag("--no-cache", no_cache,
+               "compile every kernel afresh: neither read nor write the object cache "
+               "($MBS_CACHE_DIR, else $XDG_CACHE_HOME/mbs or ~/.cache/mbs)");
   app.add_flag("--reactions", copts.reactions,
                "multibody: write every joint's transmitted wrench (<joint>.reaction_f[1..3], "
                "reaction_t[1..3], frame_a axes, about frame_b's origin) to the result file");
@@ -100,6 +104,7 @@ int main(int argc, char** argv) {
     int code = app.exit(e);
     return code == 0 ? kExitOk : kExitUsage;
   }
+  if (no_cache) copts.cache_dir = "off";
   for (const auto& s : sets) {
     auto eq = s.find('=');
     if (eq == std::string::npos || eq == 0) {
