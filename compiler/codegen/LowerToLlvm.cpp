@@ -4,7 +4,8 @@
 //     ; every inner DAG node reachable from the outputs, once, in topological order; each
 //     ; symbol loaded from v once, where first used; constants as immediates
 //     ; each output stored as soon as it is computed
-//     ; status: 0, or 1 + index of the first output that is NaN or +-inf (a loop over out)
+//     ; status: 0, or 1 + index of the first output that is NaN or +-inf (a select chain for
+//     ; a few outputs, a loop over out for many)
 //
 // The IR implements exactly the semantics of the interpreter (sym::evaluate): sums and products
 // combine their operands left to right in stored order, no fast-math flags are set (so LLVM
@@ -118,6 +119,9 @@ bool is_boolean(Op op) {
   }
 }
 
+// Kernels with at most this many outputs compute their status by a select chain.
+constexpr uint64_t kStatusChainMax = 32;
+
 class KernelLowering {
  public:
   KernelLowering(const sym::Context& cx, llvm::Module& m)
@@ -141,10 +145,23 @@ class KernelLowering {
       if (n->nargs > 0) emit(n);
       store(n);
     }
-    // Status: the first output that is NaN or +-inf, found by a loop over what was stored.
+    // Status: the first output that is NaN or +-inf. A few outputs: a select chain over their
+    // values (straight-line code, cheapest to compile and run); many: a loop over what was
+    // stored (a chain would keep every value live to the end of the function).
     const uint64_t count = k.outputs.size();
     if (count == 0) {
       b_.CreateRet(b_.getInt32(0));
+      return;
+    }
+    if (count <= kStatusChainMax) {
+      llvm::Value* status = b_.getInt32(0);
+      auto* inf = llvm::ConstantFP::getInfinity(f64_);
+      for (size_t i = count; i-- > 0;) {
+        llvm::Value* mag = b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, value(k.outputs[i]));
+        llvm::Value* bad = b_.CreateFCmpUEQ(mag, inf, "nonfinite");  // NaN or +-inf
+        status = b_.CreateSelect(bad, b_.getInt32(static_cast<uint32_t>(i + 1)), status);
+      }
+      b_.CreateRet(status);
       return;
     }
     llvm::LLVMContext& c = m_.getContext();
