@@ -167,6 +167,7 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
   MechOptions mopts;
   mopts.recursive_depth = options.recursive_depth;
   mopts.reactions = options.reactions;
+  mopts.inverse_dynamics = options.inverse_dynamics;
   bool mech_ok =
       lower_mechanics(*flat, cx, ders, mopts, diags, options.emit == "mech" ? &emit_out : nullptr);
   mark("mech");

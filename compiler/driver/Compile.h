@@ -22,6 +22,7 @@ struct CompileOptions {
   bool verbose = false;                     // print each pass's time to the diagnostic stream
   int opt_level = 2;                        // LLVM optimisation level
   bool reactions = false;                   // multibody: every joint's wrench as outputs
+  bool inverse_dynamics = false;            // compile for rt::InverseDynamics (MechOptions)
   // Object cache directory for compiled kernels; "" = default_cache_dir(), "off" = no cache.
   std::string cache_dir;
   int recursive_depth = -1;  // multibody recursive form above this tree depth

@@ -22,7 +22,7 @@ double eval_start(const FlatVar& v, const std::vector<double>& vals) {
 bool assemble_mechanism(FlatModel& flat, sym::Context& cx, DerivativeTable& ders,
                         const std::vector<AssemblyCoord>& coords,
                         const std::vector<ClosureRow>& rows, const std::vector<ClosureRow>& extra,
-                        DiagnosticEngine& diags, std::vector<bool>& keep) {
+                        DiagnosticEngine& diags, std::vector<bool>& keep, bool remove_redundant) {
   // all rows: the mandatory ones (model equations, unit quaternions) first, then loop rows
   std::vector<const ClosureRow*> all;
   for (const auto& r : extra) all.push_back(&r);
@@ -176,6 +176,10 @@ bool assemble_mechanism(FlatModel& flat, sym::Context& cx, DerivativeTable& ders
       keep[static_cast<size_t>(row - rows.data())] = false;
       removed[row->joint].push_back(row->what);
       span_of[row->joint] = row->span;
+    }
+    if (!remove_redundant) {  // inverse dynamics: all rows stay, the analysis finds the nullspace
+      keep.assign(rows.size(), true);
+      removed.clear();
     }
     for (const auto& [joint, what] : removed) {
       std::string list;

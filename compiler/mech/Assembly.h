@@ -40,6 +40,7 @@ struct AssemblyCoord {
 bool assemble_mechanism(FlatModel& flat, sym::Context& cx, DerivativeTable& ders,
                         const std::vector<AssemblyCoord>& coords,
                         const std::vector<ClosureRow>& rows, const std::vector<ClosureRow>& extra,
-                        DiagnosticEngine& diags, std::vector<bool>& keep);
+                        DiagnosticEngine& diags, std::vector<bool>& keep,
+                        bool remove_redundant = true);
 
 }  // namespace mbs::mech

@@ -542,6 +542,8 @@ void Lowering::build_tree() {
   int depth = 0;
   for (const auto& n : nodes_) depth = std::max(depth, n.depth);
   recursive_ = opt_.recursive_depth >= 0 ? depth > opt_.recursive_depth : depth > 24;
+  if (opt_.inverse_dynamics)
+    recursive_ = false;  // its balance unknowns are efforts and multipliers
 }
 
 V3 Lowering::keep(const V3& x, int node, const char* what) {
@@ -932,6 +934,9 @@ void Lowering::defaults() {
     bool prescribed = var(e.el->path + ".prescribed") >= 0 && value(e, "prescribed") != 0.0;
     if (!prescribed)
       for (const auto& c : coordinate_names(k)) zero_unless_given(e, c.effort);
+    if (prescribed && opt_.inverse_dynamics)  // the actuator efforts are the balance's unknowns
+      for (const auto& c : coordinate_names(k))
+        flat_.vars[var(e.el->path + "." + c.effort)].keep = true;
     if (k == "Spherical" || k == "FreeMotion" || k == "WorldForce" || k == "FrameForce")
       for (int i = 1; i <= 3; ++i) {
         zero_unless_given(e, fmt::format("t[{}]", i));
@@ -1016,13 +1021,22 @@ void Lowering::multipliers() {
   std::map<std::string, int> count;
   for (size_t j = 0; j < closure_.size(); ++j) {
     ClosureRow& row = closure_[j];
-    if (!keep_[j]) continue;
+    if (!keep_[j] && !(opt_.inverse_dynamics && row.quaternion_of < 0)) continue;
     std::string name = row.joint + ".lambda[" + std::to_string(++count[row.joint]) + "]";
     uint32_t l = new_var(name, "constraint multiplier: " + row.what, row.span);
     flat_.vars.back().keep = true;  // an index-3 multiplier, never substituted
-    flat_.vars.back().multiplier = true;
+    flat_.vars.back().multiplier = keep_[j];
     row.multiplier = l;
-    add_equation(row.residual, row.span, "closure at '" + row.joint + "': " + row.what);
+    if (keep_[j]) {
+      add_equation(row.residual, row.span, "closure at '" + row.joint + "': " + row.what);
+    } else {
+      // inverse dynamics: the reaction of a redundant row still acts on the bodies; the balance
+      // analysis finds that the motion does not determine it (this placeholder row is not part
+      // of the balance)
+      add_equation(cx_.symbol(l), row.span,
+                   "redundant closure row at '" + row.joint + "': " + row.what +
+                       " (its multiplier is left to the inverse-dynamics analysis)");
+    }
     Expr lam = cx_.symbol(l);
     if (row.quaternion_of >= 0) {
       // Q.Q = 1 with multiplier; the mass matrix 4 E^T I E is singular along Q, so each row also
@@ -1088,7 +1102,7 @@ void Lowering::cut_force_torque() {
     define3(e, "f", F);
     define3(e, "t", T);
   }
-  if (!opt_.reactions) return;
+  if (!opt_.reactions && !opt_.inverse_dynamics) return;
   // --reactions: the wrench every joint transmits, as outputs
   for (auto& e : elems_) {
     if (e.info->role != Role::Edge || is_rigid(e.el->kind)) continue;

@@ -34,6 +34,10 @@ struct MechOptions {
   // Add outputs <joint>.reaction_f[3] and .reaction_t[3] for every joint: the wrench frame_a's
   // side exerts on frame_b's side (reaction plus effort), about frame_b's origin, frame_a axes.
   bool reactions = false;
+  // For inverse dynamics: keep closure rows that are redundant (their multipliers then have a
+  // nullspace that the uniqueness analysis finds), keep the efforts of prescribed joints as
+  // unknowns, and add the reaction outputs.
+  bool inverse_dynamics = false;
 };
 
 // Lowers the elements of flat.mech_elements. Returns false when errors were reported. When

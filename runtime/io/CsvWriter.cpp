@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 
@@ -61,6 +62,7 @@ void CsvWriter::write_row(double t, std::span<const double> values) {
   p = std::to_chars(p, end, t).ptr;
   for (double x : values) {
     *p++ = ',';
+    if (nan_empty_ && std::isnan(x)) continue;
     p = std::to_chars(p, end, x).ptr;
   }
   *p++ = '\n';

@@ -33,6 +33,8 @@ class CsvWriter {
   // Flushes and closes; throws std::runtime_error on a write error. Idempotent.
   void close();
 
+  // NaN values are written as empty fields ("not determined") instead of "nan".
+  void set_nan_as_empty(bool on) { nan_empty_ = on; }
   const std::string& path() const { return path_; }
   int64_t rows() const { return rows_; }
 
@@ -46,6 +48,7 @@ class CsvWriter {
   size_t used_ = 0;
   size_t max_row_ = 0;
   int64_t rows_ = 0;
+  bool nan_empty_ = false;
   std::chrono::steady_clock::duration flush_interval_;
   std::chrono::steady_clock::time_point last_write_;
 };

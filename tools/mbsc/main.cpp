@@ -14,6 +14,7 @@
 #include "runtime/analysis/Linearize.h"
 #include "runtime/analysis/Modes.h"
 #include "runtime/analysis/Static.h"
+#include "runtime/invdyn/InverseDynamics.h"
 #include "runtime/io/CsvWriter.h"
 #include "runtime/io/Interrupt.h"
 #include "runtime/solvers/Integrator.h"
@@ -67,6 +68,12 @@ int main(int argc, char** argv) {
   app.add_option("--output", output,
                  "result CSV file (default: <model>.csv in the current directory)")
       ->type_name("FILE.csv");
+  bool inverse = false;
+  app.add_flag("--inverse-dynamics", inverse,
+               "inverse dynamics of the prescribed motion (joints with prescribed = true): "
+               "reconstruct the motion from t0 to --t-end every --step and write the coordinates, "
+               "the actuator efforts and every joint-wrench component that the motion determines "
+               "uniquely (empty where it does not) to the result file (docs/inverse-dynamics.md)");
   bool no_cache = false;
   app.add_flag("--no-cache", no_cache,
                "compile every kernel afresh: neither read nor write the object cache "
@@ -105,6 +112,11 @@ int main(int argc, char** argv) {
     return code == 0 ? kExitOk : kExitUsage;
   }
   if (no_cache) copts.cache_dir = "off";
+  if (inverse && (simulate || do_static)) {
+    std::cerr << "mbsc: error: --inverse-dynamics cannot be combined with --simulate or --static\n";
+    return kExitUsage;
+  }
+  if (inverse) copts.inverse_dynamics = true;
   for (const auto& s : sets) {
     auto eq = s.find('=');
     if (eq == std::string::npos || eq == 0) {
@@ -142,6 +154,32 @@ int main(int argc, char** argv) {
   if (!copts.emit.empty()) return kExitOk;
   const mbs::rt::CompiledModel& model = *compiled.model;
   const bool analyse = do_linearize || do_eigen;
+  if (inverse) {
+    if (output.empty()) output = model.name + "_inverse.csv";
+    mbs::rt::install_interrupt_handler();
+    mbs::rt::InverseDynamicsOptions io;
+    io.t_end = sopts.t_end;
+    io.h = sopts.h;
+    auto t_run = std::chrono::steady_clock::now();
+    mbs::rt::InverseDynamicsRun run;
+    try {
+      run = mbs::rt::inverse_dynamics_to_csv(compiled.model, io, output);
+    } catch (const std::exception& e) {
+      std::cerr << "mbsc: error: " << e.what() << "\n";
+      return kExitUsage;
+    }
+    double run_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_run).count();
+    std::cerr << mbs::rt::format_inverse_summary(run);
+    if (!run.ok) {
+      std::cerr << "error: inverse dynamics: " << run.message << "\n";
+      std::cerr << fmt::format("mbsc: {} samples are in {}\n", run.samples, output);
+      return kExitSolverFailure;
+    }
+    std::cerr << fmt::format(
+        "mbsc: compile {:.1f} ms, inverse dynamics {:.1f} ms; {} samples written to {}\n",
+        compiled.total_ms, run_s * 1e3, run.samples, output);
+    return kExitOk;
+  }
   if (!simulate && !do_static && !analyse) {
     std::cerr << fmt::format(
         "mbsc: {}: model '{}' is fine: {} ODE2, {} ODE1, {} algebraic unknowns\n", copts.file,

@@ -1,0 +1,114 @@
+// Inverse dynamics of a (closed-chain) mechanism with prescribed motion (seed 003,
+// docs/inverse-dynamics.md): at every sample time
+//   1. motion reconstruction: all coordinates q from the position-level constraints g(q, t) = 0
+//      (closure rows, unit quaternions and the prescribed-motion equations of the active joints)
+//      by Newton from a prediction off the previous sample, on the rows selected as independent
+//      at the start; q' from G q' = -g_t and q'' from G q'' = -gamma (the symbolic velocity form
+//      and acceleration bias); every row of g, g' and g'' is checked, not only the selected ones;
+//   2. the balance: the equations of motion (Newton-Euler balances projected on the joint
+//      coordinates) are linear in the unknown efforts of the active joints and the closure
+//      multipliers z: A z = b; with redundant constraints A has a nullspace;
+//   3. uniqueness: after positive diagonal scaling, a full SVD of A with the rank threshold
+//      atol + rtol * sigma_max; an output c.z + d (an effort, a multiplier or a joint-wrench
+//      component) is reported only when c annihilates the nullspace (then every solution gives
+//      the same value, computed from the dual vector w with A^T w = c), otherwise as not
+//      determined.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/model/CompiledModel.h"
+#include "runtime/model/Constraints.h"
+
+namespace mbs::rt {
+
+struct InverseDynamicsOptions {
+  double t_end = 1.0;
+  double h = 1e-3;
+  double rank_atol = 1e-12;  // rank threshold: atol + rtol * sigma_max (seed 003)
+  double rank_rtol = 1e-10;
+  double unique_tol = 1e-8;  // |V_null^T c| <= unique_tol |c|: c annihilates the nullspace
+  double newton_tol = 1e-12;
+  int newton_max_iter = 25;
+  double check_tol = 1e-8;   // closure, velocity and acceleration residuals at every sample
+  double rcond_min = 1e-10;  // below: a singular configuration
+};
+
+// One requested output: an unknown of the balance (z index) or a model output column (a joint
+// wrench component, linear in z).
+struct InverseOutput {
+  std::string name;
+  int32_t z = -1;       // >= 0: the balance unknown z[z]
+  int32_t column = -1;  // >= 0: model output column (wrench component)
+};
+
+struct InverseSample {
+  double t = 0;
+  std::vector<double> q, qd, qdd;
+  std::vector<double> value;  // per output (NaN where not determined)
+  std::vector<uint8_t> unique;
+  int rank = 0, nullity = 0;
+  bool rank_stable = true;
+  double closure = 0, velocity = 0, acceleration = 0;  // largest residuals over all rows
+  double balance = 0;  // scaled residual of A z = b at the minimum-norm solution
+  double dual = 0;     // largest relative residual of A^T w = c over the unique outputs
+};
+
+class InverseDynamics {
+ public:
+  // The model must have been compiled for inverse dynamics (redundant closure rows kept, joint
+  // wrenches as outputs, condensed form): mbs::CompileOptions::inverse_dynamics.
+  InverseDynamics(std::shared_ptr<const CompiledModel> model, const InverseDynamicsOptions& o);
+
+  const std::vector<InverseOutput>& outputs() const { return outputs_; }
+  const std::vector<int32_t>& selected_rows() const { return selected_; }
+
+  // Reconstructs and analyses the sample at t (the first call must be at the model's start
+  // time). Returns false with message() set when the motion cannot be reconstructed.
+  bool sample(double t, InverseSample& out);
+  const std::string& message() const { return message_; }
+
+ private:
+  bool select_rows();
+  bool solve_positions(double t);
+  std::shared_ptr<const CompiledModel> keep_;
+  const CompiledModel& m_;
+  InverseDynamicsOptions o_;
+  ConstraintKinematics ck_;
+  std::vector<double> v_;
+  std::vector<int32_t> selected_;  // rows of ck_ used to solve (n_q of them)
+  std::vector<int32_t> dyn_rows_;  // equations of motion
+  std::vector<InverseOutput> outputs_;
+  std::vector<double> prev_q_, prev_qd_, prev_qdd_;
+  double prev_t_ = 0;
+  bool started_ = false;
+  std::string message_;
+  std::vector<double> g_, G_, f_, jz_, out0_, out1_;
+};
+
+struct InverseDynamicsRun {
+  bool ok = false;
+  std::string message;  // the failure, with time
+  int64_t samples = 0;
+  std::vector<std::string> names;
+  std::vector<int64_t> unique_samples;  // per output: samples where it was determined
+  double max_closure = 0, max_velocity = 0, max_acceleration = 0, max_balance = 0, max_dual = 0;
+  int min_rank = 1 << 30, max_rank = 0;
+  bool rank_stable = true;
+};
+
+// Runs from the model's start time to t_end in steps of h and writes a CSV row per sample: time,
+// every coordinate, then every output (empty where it is not determined). Rows are flushed as the
+// run goes. Throws std::runtime_error if the file cannot be written.
+InverseDynamicsRun inverse_dynamics_to_csv(std::shared_ptr<const CompiledModel> model,
+                                           const InverseDynamicsOptions& options,
+                                           const std::string& csv_path);
+
+// The summary printed after a run: which outputs were determined in every sample, in some, in
+// none; the largest closure, velocity, acceleration, balance and dual residuals; the rank.
+std::string format_inverse_summary(const InverseDynamicsRun& run);
+
+}  // namespace mbs::rt
