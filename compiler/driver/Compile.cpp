@@ -272,6 +272,11 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
   m->index2_residual = kernel(kernels.index2_residual, *state->jit);
   m->index2_matrix = sparse(kernels.index2_matrix, *state->jit);
   m->outputs = kernel(kernels.outputs, *state->jit);
+  m->outputs_z = sparse(kernels.outputs_z, *state->jit);
+  m->constraint_g = kernel(kernels.constraint_g, *state->jit);
+  m->constraint_G = sparse(kernels.constraint_G, *state->jit);
+  m->constraint_gd = kernel(kernels.constraint_gd, *state->jit);
+  m->constraint_gamma = kernel(kernels.constraint_gamma, *state->jit);
   m->initial_values = kernel(kernels.initial_values, *state->jit);
   for (const auto& o : dae->outputs) m->output_names.push_back(o.name);
   for (const auto& spec : specs) {

@@ -59,7 +59,8 @@ std::vector<codegen::KernelSpec> ModelKernels::all() const {
   return {residual,         newton_matrix.spec, mass_matrix.spec,   init_residual,
           init_matrix.spec, jac_q.spec,         jac_qd.spec,        jac_y.spec,
           jac_z.spec,       index2_residual,    index2_matrix.spec, outputs,
-          initial_values};
+          outputs_z.spec,   initial_values,     constraint_g,       constraint_G.spec,
+          constraint_gd,    constraint_gamma};
 }
 
 ModelKernels build_kernels(const SymbolicDae& dae, sym::Context& cx) {
@@ -116,8 +117,30 @@ ModelKernels build_kernels(const SymbolicDae& dae, sym::Context& cx) {
   k.mass_matrix = jacobian(cx, "mass_matrix", f, mass);
   k.init_matrix = jacobian(cx, "init_matrix", g, init);
 
+  // the position-level constraints alone (closure rows, unit quaternions, prescribed motion):
+  // g, G = dg/dq, dg/dt and the acceleration bias gamma = d2g/dt2 at qdd = 0
+  {
+    std::vector<Expr> cg, gd, gam;
+    std::unordered_map<uint32_t, Expr> no_qdd;
+    for (const auto& u : dae.q) no_qdd[u.d2] = cx.zero();
+    for (const auto& e : dae.equations) {
+      if (e.level != rt::EquationLevel::Position) continue;
+      cg.push_back(e.residual);
+      gd.push_back(e.velocity_residual);
+      gam.push_back(sym::substitute(cx, e.init_residual, no_qdd));
+    }
+    k.constraint_g.name = "constraint_g";
+    k.constraint_g.outputs = cg;
+    k.constraint_gd.name = "constraint_gd";
+    k.constraint_gd.outputs = gd;
+    k.constraint_gamma.name = "constraint_gamma";
+    k.constraint_gamma.outputs = gam;
+    k.constraint_G = jacobian(cx, "constraint_G", cg, cq);
+  }
+
   k.outputs.name = "outputs";
   for (const auto& o : dae.outputs) k.outputs.outputs.push_back(o.value);
+  k.outputs_z = jacobian(cx, "outputs_z", k.outputs.outputs, cz);
 
   k.initial_values.name = "initial_values";
   auto start = [&](Expr e) { return e ? e : cx.zero(); };
@@ -153,6 +176,7 @@ void print_kernels(std::ostream& os, const sym::Context& cx, const ModelKernels&
   list(k.index2_residual);
   matrix(k.index2_matrix);
   list(k.outputs);
+  matrix(k.outputs_z);
   list(k.initial_values);
   os << "nodes in the expression DAG: " << cx.node_count() << "\n";
 }

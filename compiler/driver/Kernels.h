@@ -28,6 +28,11 @@ struct ModelKernels {
   codegen::KernelSpec index2_residual;       // F, position constraints replaced by d/dt
   MatrixKernel index2_matrix;                // its Newton matrix (newton_matrix's columns)
   codegen::KernelSpec outputs;               // every model variable
+  MatrixKernel outputs_z;                    // d outputs / dz (inverse dynamics: wrenches in z)
+  codegen::KernelSpec constraint_g;          // the position-level rows g alone
+  MatrixKernel constraint_G;                 // dg/dq
+  codegen::KernelSpec constraint_gd;         // dg/dt
+  codegen::KernelSpec constraint_gamma;      // d2g/dt2 at qdd = 0
   codegen::KernelSpec initial_values;        // start values [q | qd | y | z] from parameters
   std::vector<codegen::KernelSpec> all() const;
 };

@@ -42,6 +42,12 @@ InverseDynamics::InverseDynamics(std::shared_ptr<const CompiledModel> model,
   for (size_t c = 0; c < m_.output_names.size(); ++c)
     if (m_.output_names[c].find(".reaction_") != std::string::npos)
       outputs_.push_back({m_.output_names[c], -1, static_cast<int32_t>(c)});
+  row_of_.assign(static_cast<size_t>(m_.n_eq()), -1);
+  for (size_t i = 0; i < dyn_rows_.size(); ++i)
+    row_of_[static_cast<size_t>(dyn_rows_[i])] = static_cast<int32_t>(i);
+  any_column_ = std::any_of(outputs_.begin(), outputs_.end(),
+                            [](const InverseOutput& out) { return out.column >= 0; });
+  oz_.resize(static_cast<size_t>(m_.outputs_z.nnz()));
   g_.resize(static_cast<size_t>(ck_.n_rows()));
   G_.resize(static_cast<size_t>(ck_.n_rows()) * static_cast<size_t>(m_.n_q));
   f_.resize(static_cast<size_t>(m_.n_eq()));
@@ -80,7 +86,8 @@ bool InverseDynamics::select_rows() {
 
 bool InverseDynamics::solve_positions(double t) {
   const int32_t n = m_.n_q;
-  MatrixXd Gs(n, n);
+  MatrixXd& Gs = Gs_;
+  Gs.resize(n, n);
   VectorXd gs(n);
   for (int it = 0; it <= o_.newton_max_iter; ++it) {
     ck_.position(v_.data(), g_);
@@ -91,7 +98,8 @@ bool InverseDynamics::solve_positions(double t) {
     for (int32_t k = 0; k < n; ++k)
       for (int32_t j = 0; j < n; ++j)
         Gs(k, j) = G_[static_cast<size_t>(selected_[static_cast<size_t>(k)] * n + j)];
-    Eigen::PartialPivLU<MatrixXd> lu(Gs);
+    Eigen::PartialPivLU<MatrixXd>& lu = lu_;
+    lu.compute(Gs);
     if (lu.rcond() < o_.rcond_min) {
       message_ = fmt::format(
           "singular configuration at t = {}: the selected closure rows lose rank (reciprocal "
@@ -99,7 +107,7 @@ bool InverseDynamics::solve_positions(double t) {
           t, lu.rcond());
       return false;
     }
-    if (gs.lpNorm<Eigen::Infinity>() <= o_.newton_tol) return true;
+    if (gs.lpNorm<Eigen::Infinity>() <= o_.newton_tol) return true;  // lu_ is G at q
     VectorXd dq = lu.solve(-gs);
     for (int32_t j = 0; j < n; ++j)
       v_[static_cast<size_t>(m_.q_slot[static_cast<size_t>(j)])] += dq[j];
@@ -125,13 +133,13 @@ bool InverseDynamics::sample(double t, InverseSample& s) {
       at(m_.q_slot[j]) = prev_q_[j] + h * prev_qd_[j] + 0.5 * h * h * prev_qdd_[j];
   }
   if (!solve_positions(t)) return false;
-  MatrixXd Gs(n, n);
-  for (int32_t k = 0; k < n; ++k)
-    for (int32_t j = 0; j < n; ++j) Gs(k, j) = G_[static_cast<size_t>(selected_[k] * n + j)];
-  Eigen::PartialPivLU<MatrixXd> lu(Gs);
+  const Eigen::PartialPivLU<MatrixXd>& lu = lu_;  // G of the selected rows at the solution
   // velocities: G qd = -g_t (the velocity form at qd = 0 is g_t)
   for (int32_t j = 0; j < n; ++j) at(m_.qd_slot[j]) = 0.0;
-  std::vector<double> gd(g_.size()), gam(g_.size());
+  std::vector<double>& gd = gd_;
+  std::vector<double>& gam = gam_;
+  gd.resize(g_.size());
+  gam.resize(g_.size());
   ck_.velocity(v_.data(), gd);
   VectorXd rhs(n);
   for (int32_t k = 0; k < n; ++k) rhs[k] = -gd[static_cast<size_t>(selected_[k])];
@@ -170,38 +178,58 @@ bool InverseDynamics::sample(double t, InverseSample& s) {
   for (int32_t j = 0; j < nz; ++j) at(m_.z_slot[j]) = 0.0;
   m_.residual(v_.data(), f_.data());
   m_.jac_z.values(v_.data(), jz_.data());
-  std::vector<int32_t> row_of(static_cast<size_t>(m_.n_eq()), -1);
-  for (int32_t i = 0; i < nd; ++i) row_of[static_cast<size_t>(dyn_rows_[i])] = i;
-  MatrixXd A = MatrixXd::Zero(nd, nz);
-  VectorXd b(nd);
-  for (int32_t i = 0; i < nd; ++i) b[i] = -f_[static_cast<size_t>(dyn_rows_[i])];
+  A_.setZero(nd, nz);
+  b_.resize(nd);
+  for (int32_t i = 0; i < nd; ++i) b_[i] = -f_[static_cast<size_t>(dyn_rows_[i])];
   for (int32_t e = 0; e < m_.jac_z.nnz(); ++e) {
-    int32_t r = row_of[static_cast<size_t>(m_.jac_z.row[static_cast<size_t>(e)])];
-    if (r >= 0) A(r, m_.jac_z.col[static_cast<size_t>(e)]) = jz_[static_cast<size_t>(e)];
+    int32_t r = row_of_[static_cast<size_t>(m_.jac_z.row[static_cast<size_t>(e)])];
+    if (r >= 0) A_(r, m_.jac_z.col[static_cast<size_t>(e)]) = jz_[static_cast<size_t>(e)];
   }
   // Entries at rounding level are zeros: a reaction that does no work along any coordinate (an
   // internal wrench pair under a rigid motion) has coefficients of 1e-16 from the symbolic
-  // expressions, which scaling must not blow up to O(1).
-  const double amax = A.lpNorm<Eigen::Infinity>();
+  // expressions, which scaling must not blow up to O(1). Zero columns (unknowns no equation
+  // sees) are in the nullspace by themselves and zero rows constrain nothing; both are left out
+  // of the SVD.
+  const double amax = A_.lpNorm<Eigen::Infinity>();
   const double zero_tol = 64 * std::numeric_limits<double>::epsilon() * std::max(amax, 1e-300);
-  for (Index i = 0; i < A.rows(); ++i)
-    for (Index j = 0; j < A.cols(); ++j)
-      if (std::fabs(A(i, j)) <= zero_tol) A(i, j) = 0.0;
+  cols_.clear();
+  rows_.clear();
+  for (Index j = 0; j < A_.cols(); ++j) {
+    bool any = false;
+    for (Index i = 0; i < A_.rows(); ++i) {
+      if (std::fabs(A_(i, j)) <= zero_tol) A_(i, j) = 0.0;
+      any |= A_(i, j) != 0.0;
+    }
+    if (any) cols_.push_back(static_cast<int32_t>(j));
+  }
+  double free_rows = 0;  // the largest right-hand side of an equation without unknowns
+  for (Index i = 0; i < A_.rows(); ++i) {
+    if (A_.row(i).lpNorm<Eigen::Infinity>() > 0)
+      rows_.push_back(static_cast<int32_t>(i));
+    else
+      free_rows = std::max(free_rows, std::fabs(b_[i]));
+  }
+  const Index ma = static_cast<Index>(rows_.size()), na = static_cast<Index>(cols_.size());
   // positive diagonal scaling of equations (rows) and unknowns (columns)
-  VectorXd rs(nd), cs(nz);
-  for (int32_t i = 0; i < nd; ++i) {
-    double mx = A.row(i).lpNorm<Eigen::Infinity>();
-    rs[i] = mx > 0 ? 1.0 / mx : 1.0;
+  As_.resize(ma, na);
+  for (Index i = 0; i < ma; ++i)
+    for (Index j = 0; j < na; ++j) As_(i, j) = A_(rows_[i], cols_[j]);
+  rs_.resize(ma);
+  cs_.setOnes(nz);
+  for (Index i = 0; i < ma; ++i) {
+    double mx = As_.row(i).lpNorm<Eigen::Infinity>();
+    rs_[i] = 1.0 / mx;
+    As_.row(i) *= rs_[i];
   }
-  MatrixXd As = rs.asDiagonal() * A;
-  for (int32_t j = 0; j < nz; ++j) {
-    double mx = As.col(j).lpNorm<Eigen::Infinity>();
-    cs[j] = mx > 0 ? 1.0 / mx : 1.0;
+  for (Index j = 0; j < na; ++j) {
+    double mx = As_.col(j).lpNorm<Eigen::Infinity>();
+    cs_[cols_[j]] = 1.0 / mx;
+    As_.col(j) *= cs_[cols_[j]];
   }
-  As = As * cs.asDiagonal();
-  VectorXd bs = rs.asDiagonal() * b;
-  Eigen::JacobiSVD<MatrixXd> svd(As, Eigen::ComputeFullU | Eigen::ComputeFullV);
-  const VectorXd& sig = svd.singularValues();
+  bs_.resize(ma);
+  for (Index i = 0; i < ma; ++i) bs_[i] = rs_[i] * b_[rows_[i]];
+  svd_.compute(As_, Eigen::ComputeThinU | Eigen::ComputeFullV);
+  const VectorXd& sig = svd_.singularValues();
   const double smax = sig.size() > 0 ? sig[0] : 0.0;
   auto rank_at = [&](double factor) {
     double tol = factor * (o_.rank_atol + o_.rank_rtol * smax);
@@ -212,49 +240,69 @@ bool InverseDynamics::sample(double t, InverseSample& s) {
   s.rank = rank_at(1.0);
   s.nullity = nz - s.rank;
   s.rank_stable = rank_at(10.0) == s.rank && rank_at(0.1) == s.rank;
-  const MatrixXd Vn = svd.matrixV().rightCols(s.nullity);
-  // minimum-norm solution in the scaled unknowns, from the rank-r pseudo-inverse
-  VectorXd x = VectorXd::Zero(nz);
-  for (int k = 0; k < s.rank; ++k)
-    x += svd.matrixV().col(k) * (svd.matrixU().col(k).dot(bs) / sig[k]);
-  s.balance = (As * x - bs).lpNorm<Eigen::Infinity>();
-  // wrench outputs are linear in z: their coefficients by probing the outputs kernel
+  const int null_active = static_cast<int>(na) - s.rank;
+  const auto& U = svd_.matrixU();
+  const auto& V = svd_.matrixV();
+  // minimum-norm solution in the scaled active unknowns (rank-r pseudo-inverse)
+  x_.setZero(na);
+  for (int k = 0; k < s.rank; ++k) x_ += V.col(k) * (U.col(k).dot(bs_) / sig[k]);
+  s.balance = std::max(ma > 0 ? (As_ * x_ - bs_).lpNorm<Eigen::Infinity>() : 0.0,
+                       amax > 0 ? free_rows / amax : free_rows);
+  // wrench outputs are linear in z: out = out(z = 0) + C z, C from the symbolic kernel
   m_.outputs(v_.data(), out0_.data());
-  MatrixXd C;
-  bool any_column = std::any_of(outputs_.begin(), outputs_.end(),
-                                [](const InverseOutput& o) { return o.column >= 0; });
-  if (any_column) {
-    C.resize(static_cast<Index>(out0_.size()), nz);
-    for (int32_t j = 0; j < nz; ++j) {
-      at(m_.z_slot[j]) = cs[j];  // one unit of scaled unknown j
-      m_.outputs(v_.data(), out1_.data());
-      at(m_.z_slot[j]) = 0.0;
-      for (size_t c = 0; c < out0_.size(); ++c) C(static_cast<Index>(c), j) = out1_[c] - out0_[c];
-    }
+  if (any_column_) {
+    m_.outputs_z.values(v_.data(), oz_.data());
+    C_.setZero(static_cast<Index>(out0_.size()), nz);
+    for (int32_t e = 0; e < m_.outputs_z.nnz(); ++e)
+      C_(m_.outputs_z.row[static_cast<size_t>(e)], m_.outputs_z.col[static_cast<size_t>(e)]) =
+          oz_[static_cast<size_t>(e)];
   }
   s.value.assign(outputs_.size(), std::numeric_limits<double>::quiet_NaN());
   s.unique.assign(outputs_.size(), 0);
   s.dual = 0;
-  VectorXd c(nz);
+  col_of_z_.assign(static_cast<size_t>(nz), -1);
+  for (Index j = 0; j < na; ++j) col_of_z_[static_cast<size_t>(cols_[j])] = static_cast<int32_t>(j);
+  c_.resize(na);
+  VectorXd& c = c_;
   for (size_t k = 0; k < outputs_.size(); ++k) {
     const InverseOutput& o = outputs_[k];
     double offset = 0;
     if (o.z >= 0) {
+      if (col_of_z_[static_cast<size_t>(o.z)] < 0) continue;  // seen by no equation: free
       c.setZero();
-      c[o.z] = cs[o.z];  // z_j = cs_j x_j
+      c[col_of_z_[static_cast<size_t>(o.z)]] = cs_[o.z];  // z_j = cs_j x_j
     } else {
-      c = C.row(o.column).transpose();
+      // c over the active unknowns (scaled); a dependence on an unknown that no equation sees
+      // makes the output free
+      double free_dep = 0, all = 0;
+      c.setZero();
+      for (int32_t z = 0; z < nz; ++z) {
+        double cz = C_(o.column, z);
+        all = std::max(all, std::fabs(cz));
+        if (col_of_z_[static_cast<size_t>(z)] < 0)
+          free_dep = std::max(free_dep, std::fabs(cz));
+        else
+          c[col_of_z_[static_cast<size_t>(z)]] = cz * cs_[z];
+      }
       offset = out0_[static_cast<size_t>(o.column)];
+      if (free_dep > o_.unique_tol * all) continue;
     }
     double cn = c.norm();
-    bool unique = cn == 0.0 || s.nullity == 0 || (Vn.transpose() * c).norm() <= o_.unique_tol * cn;
+    bool unique = true;
+    if (unique && cn > 0 && null_active > 0) {
+      double proj = 0;
+      for (int kk = s.rank; kk < na; ++kk) {
+        double d = V.col(kk).dot(c);
+        proj += d * d;
+      }
+      proj = std::sqrt(proj) / cn;
+      unique = proj <= o_.unique_tol;
+      // the dual vector w = pinv(As)^T c solves As^T w = c up to exactly this projection
+      if (unique) s.dual = std::max(s.dual, proj);
+    }
     if (!unique) continue;
-    // the dual vector: As^T w = c (minimum norm); the value is w.b
-    VectorXd w = VectorXd::Zero(nd);
-    for (int kk = 0; kk < s.rank; ++kk)
-      w += svd.matrixU().col(kk) * (svd.matrixV().col(kk).dot(c) / sig[kk]);
-    if (cn > 0) s.dual = std::max(s.dual, (As.transpose() * w - c).norm() / cn);
-    s.value[k] = w.dot(bs) + offset;
+    // the value w.b of the dual vector equals c.x for the minimum-norm solution x
+    s.value[k] = c.dot(x_) + offset;
     s.unique[k] = 1;
   }
   // accept the sample

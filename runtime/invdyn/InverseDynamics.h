@@ -15,6 +15,7 @@
 //      determined.
 #pragma once
 
+#include <Eigen/Dense>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -86,7 +87,14 @@ class InverseDynamics {
   double prev_t_ = 0;
   bool started_ = false;
   std::string message_;
-  std::vector<double> g_, G_, f_, jz_, out0_, out1_;
+  std::vector<double> g_, G_, f_, jz_, out0_, out1_, oz_, gd_, gam_;
+  std::vector<int32_t> row_of_, rows_, cols_, col_of_z_;
+  bool any_column_ = false;
+  Eigen::MatrixXd A_, As_, C_;
+  Eigen::VectorXd b_, bs_, rs_, cs_, x_, c_;
+  Eigen::JacobiSVD<Eigen::MatrixXd> svd_;
+  Eigen::MatrixXd Gs_;
+  Eigen::PartialPivLU<Eigen::MatrixXd> lu_;
 };
 
 struct InverseDynamicsRun {

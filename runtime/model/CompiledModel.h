@@ -111,6 +111,13 @@ struct CompiledModel {
   Kernel outputs;
   std::vector<std::string> output_names;
 
+  // d outputs / dz (outputs x n_z): how the outputs depend on the algebraic unknowns (the joint
+  // wrenches of a mechanism on its multipliers and efforts, for inverse dynamics). Optional.
+  SparseKernel outputs_z;
+  // The position-level rows alone, in equation order (rt::ConstraintKinematics): g(q, t), its
+  // Jacobian dg/dq (rows x n_q), dg/dt and the acceleration bias gamma (d2g/dt2 with qdd = 0).
+  Kernel constraint_g, constraint_gd, constraint_gamma;
+  SparseKernel constraint_G;
   // dF/d[qdd | yd]: the mass matrix (n_eq x (n_q + n_y)), for linearisation and analysis.
   SparseKernel mass_matrix;
   // Partial derivatives dF/dq (n_eq x n_q), dF/dqd (n_eq x n_q), dF/dy (n_eq x n_y) and

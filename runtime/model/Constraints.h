@@ -1,10 +1,12 @@
 // The position-level constraints of a compiled model (the closure rows of a mechanism's loops,
 // unit-quaternion rows, prescribed motions) and their symbolic derivatives, as the runtime sees
 // them: for the rows i with eq_level[i] == Position,
-//   g(q, t)            the residual                         (residual kernel)
-//   G = dg/dq          the closure Jacobian, n_rows x n_q   (jac_q kernel)
-//   dg/dt = G qd + g_t the velocity form                    (index2_residual kernel)
-//   gamma              the acceleration bias: d2g/dt2 = G qdd + gamma   (init_residual, qdd = 0)
+//   g(q, t)            the residual                         (constraint_g)
+//   G = dg/dq          the closure Jacobian, n_rows x n_q   (constraint_G)
+//   dg/dt = G qd + g_t the velocity form                    (constraint_gd)
+//   gamma              the acceleration bias: d2g/dt2 = G qdd + gamma   (constraint_gamma)
+// (a model without those kernels is served from the rows of residual, jac_q, index2_residual and
+// init_residual at qdd = 0)
 // All four are JIT-compiled from the exact expressions; nothing here differentiates numerically.
 // Inverse dynamics splits G's columns into active and passive coordinates.
 #pragma once
@@ -37,6 +39,7 @@ class ConstraintKinematics {
   const CompiledModel& m_;
   std::vector<int32_t> rows_;
   std::vector<int32_t> row_of_eq_;  // equation -> position in rows_, or -1
+  bool own_ = false;                // the model's constraint_* kernels are used
   std::vector<double> f_, jac_, v_;
 };
 
