@@ -328,7 +328,8 @@ class Lowering {
   V3 g_;
   std::vector<FlatEquation> new_equations_;
   std::unordered_map<uint32_t, Expr> cut_def_;  // cut joint coordinate -> its expression
-  std::vector<ClosureRow> closure_;             // constraint rows (cut joints, quaternion norms)
+  std::vector<std::pair<size_t, size_t>> trajectory_params_;  // (parameter var, coordinate var)
+  std::vector<ClosureRow> closure_;           // constraint rows (cut joints, quaternion norms)
   std::vector<bool> keep_;                    // per closure row: independent at the assembled start
   std::vector<std::vector<Expr>> row_terms_;  // per coordinate: EOM terms
 };
@@ -935,8 +936,30 @@ void Lowering::defaults() {
     if (!prescribed)
       for (const auto& c : coordinate_names(k)) zero_unless_given(e, c.effort);
     if (prescribed && opt_.inverse_dynamics)  // the actuator efforts are the balance's unknowns
-      for (const auto& c : coordinate_names(k))
+      for (const auto& c : coordinate_names(k)) {
         flat_.vars[var(e.el->path + "." + c.effort)].keep = true;
+        // a prescribed coordinate without an equation follows a trajectory given at run time
+        // (mbsc --trajectory): q = <joint>.<coord>_trajectory, a parameter the inverse-dynamics
+        // driver sets at every sample (it also supplies the derivatives)
+        int qi = var(e.el->path + "." + c.coord);
+        uint32_t qs = flat_.vars[qi].symbol;
+        if (mentioned(qs)) continue;
+        flat_.vars[qi].keep = true;  // not q := parameter: the row stays, its time law is external
+        std::string name = e.el->path + "." + c.coord + "_trajectory";
+        FlatVar p;
+        p.name = name;
+        p.symbol = cx_.new_symbol(name);
+        p.role = VarRole::Parameter;
+        p.description = "the trajectory's value of " + flat_.vars[qi].name;
+        p.span = e.el->span;
+        ders_.set_constant(p.symbol);
+        flat_.var_of_symbol[p.symbol] = flat_.vars.size();
+        var_index_[name] = flat_.vars.size();
+        trajectory_params_.push_back({flat_.vars.size(), static_cast<size_t>(qi)});
+        flat_.vars.push_back(p);
+        add_equation(cx_.sub(cx_.symbol(qs), cx_.symbol(p.symbol)), e.el->span,
+                     "trajectory of " + flat_.vars[qi].name);
+      }
     if (k == "Spherical" || k == "FreeMotion" || k == "WorldForce" || k == "FrameForce")
       for (int i = 1; i <= 3; ++i) {
         zero_unless_given(e, fmt::format("t[{}]", i));
@@ -959,6 +982,9 @@ bool Lowering::run() {
     quaternion_rows();
     defaults();
     if (!assemble()) return false;
+    // a trajectory parameter starts at its coordinate's assembled start value
+    for (auto [p, q] : trajectory_params_)
+      flat_.vars[p].value = flat_.vars[q].start ? sym::evaluate(flat_.vars[q].start, {}) : 0.0;
     multipliers();
     equations_of_motion();
     cut_force_torque();

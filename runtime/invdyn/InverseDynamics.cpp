@@ -47,6 +47,42 @@ InverseDynamics::InverseDynamics(std::shared_ptr<const CompiledModel> model,
     row_of_[static_cast<size_t>(dyn_rows_[i])] = static_cast<int32_t>(i);
   any_column_ = std::any_of(outputs_.begin(), outputs_.end(),
                             [](const InverseOutput& out) { return out.column >= 0; });
+  // coordinates driven by a trajectory: rows "trajectory of NAME" (q = NAME_trajectory)
+  for (int32_t r = 0; r < ck_.n_rows(); ++r) {
+    const std::string& text =
+        m_.eq_source[static_cast<size_t>(ck_.rows()[static_cast<size_t>(r)])].text;
+    const std::string prefix = "trajectory of ";
+    if (text.rfind(prefix, 0) != 0) continue;
+    std::string name = text.substr(prefix.size());
+    int32_t slot = -1;
+    for (size_t p = 0; p < m_.parameters.size(); ++p)
+      if (m_.parameters[p].name == name + "_trajectory") slot = m_.parameter_slot[p];
+    driven_.push_back({r, slot, -1});
+    if (o_.trajectory.empty())
+      throw std::runtime_error("the prescribed coordinate '" + name +
+                               "' has no equation: give its motion by an equation of time in the "
+                               "model or in a trajectory file (--trajectory)");
+    if (!trajectory_) trajectory_ = std::make_unique<Trajectory>(o_.trajectory);
+    driven_.back().column = trajectory_->index(name);
+    if (driven_.back().column < 0)
+      throw std::runtime_error("the trajectory file '" + o_.trajectory + "' has no column '" +
+                               name + "' for the prescribed coordinate of that name");
+  }
+  if (!o_.trajectory.empty()) {
+    if (!trajectory_)
+      throw std::runtime_error(
+          "--trajectory: the model has no prescribed coordinate without an equation (mark the "
+          "active joints prescribed = true and leave their motion to the file)");
+    for (const std::string& n : trajectory_->names()) {
+      bool used = std::any_of(driven_.begin(), driven_.end(), [&](const Driven& d) {
+        return trajectory_->names()[static_cast<size_t>(d.column)] == n;
+      });
+      if (!used)
+        throw std::runtime_error(
+            "the trajectory file's column '" + n +
+            "' is not a prescribed coordinate without an equation of the model");
+    }
+  }
   oz_.resize(static_cast<size_t>(m_.outputs_z.nnz()));
   g_.resize(static_cast<size_t>(ck_.n_rows()));
   G_.resize(static_cast<size_t>(ck_.n_rows()) * static_cast<size_t>(m_.n_q));
@@ -120,10 +156,31 @@ bool InverseDynamics::solve_positions(double t) {
   return false;
 }
 
+void InverseDynamics::patch_velocity(std::vector<double>& gd) const {
+  for (const Driven& d : driven_) gd[static_cast<size_t>(d.row)] -= d.qd;  // q' - q_traj'
+}
+
+void InverseDynamics::patch_bias(std::vector<double>& gam) const {
+  for (const Driven& d : driven_) gam[static_cast<size_t>(d.row)] -= d.qdd;  // 0 - q_traj''
+}
+
 bool InverseDynamics::sample(double t, InverseSample& s) {
   const int32_t n = m_.n_q;
   const auto at = [&](int32_t slot) -> double& { return v_[static_cast<size_t>(slot)]; };
   at(m_.slot_time) = t;
+  if (trajectory_) {
+    if (t < trajectory_->t_first() - 1e-12 || t > trajectory_->t_last() + 1e-12) {
+      message_ = fmt::format("t = {} is outside the trajectory file's times [{}, {}]", t,
+                             trajectory_->t_first(), trajectory_->t_last());
+      return false;
+    }
+    double tc = std::clamp(t, trajectory_->t_first(), trajectory_->t_last());
+    for (Driven& d : driven_) {
+      double q = 0;
+      trajectory_->eval(d.column, tc, q, d.qd, d.qdd);
+      at(d.slot) = q;
+    }
+  }
   if (!started_) {
     if (!select_rows()) return false;
   } else {
@@ -141,18 +198,21 @@ bool InverseDynamics::sample(double t, InverseSample& s) {
   gd.resize(g_.size());
   gam.resize(g_.size());
   ck_.velocity(v_.data(), gd);
+  patch_velocity(gd);
   VectorXd rhs(n);
   for (int32_t k = 0; k < n; ++k) rhs[k] = -gd[static_cast<size_t>(selected_[k])];
   VectorXd qd = lu.solve(rhs);
   for (int32_t j = 0; j < n; ++j) at(m_.qd_slot[j]) = qd[j];
   // accelerations: G qdd = -gamma
   ck_.bias(v_.data(), gam);
+  patch_bias(gam);
   for (int32_t k = 0; k < n; ++k) rhs[k] = -gam[static_cast<size_t>(selected_[k])];
   VectorXd qdd = lu.solve(rhs);
   for (int32_t j = 0; j < n; ++j) at(m_.qdd_slot[j]) = qdd[j];
   // checks on every row: g, dg/dt, d2g/dt2 = G qdd + gamma
   ck_.position(v_.data(), g_);
   ck_.velocity(v_.data(), gd);
+  patch_velocity(gd);
   s.closure = inf_norm(g_);
   s.velocity = inf_norm(gd);
   s.acceleration = 0;

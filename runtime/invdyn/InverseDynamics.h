@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/invdyn/Trajectory.h"
 #include "runtime/model/CompiledModel.h"
 #include "runtime/model/Constraints.h"
 
@@ -36,6 +37,7 @@ struct InverseDynamicsOptions {
   int newton_max_iter = 25;
   double check_tol = 1e-8;   // closure, velocity and acceleration residuals at every sample
   double rcond_min = 1e-10;  // below: a singular configuration
+  std::string trajectory;    // CSV file with the motion of the prescribed joints without equations
 };
 
 // One requested output: an unknown of the balance (z index) or a model output column (a joint
@@ -87,6 +89,16 @@ class InverseDynamics {
   double prev_t_ = 0;
   bool started_ = false;
   std::string message_;
+  // prescribed coordinates that follow the trajectory file: constraint row (index into ck_),
+  // the parameter slot the row reads, the trajectory column; and their derivatives at the sample
+  struct Driven {
+    int32_t row, slot, column;
+    double qd = 0, qdd = 0;
+  };
+  std::unique_ptr<Trajectory> trajectory_;
+  std::vector<Driven> driven_;
+  void patch_velocity(std::vector<double>& gd) const;
+  void patch_bias(std::vector<double>& gam) const;
   std::vector<double> g_, G_, f_, jz_, out0_, out1_, oz_, gd_, gam_;
   std::vector<int32_t> row_of_, rows_, cols_, col_of_z_;
   bool any_column_ = false;

@@ -74,6 +74,18 @@ int main(int argc, char** argv) {
                "reconstruct the motion from t0 to --t-end every --step and write the coordinates, "
                "the actuator efforts and every joint-wrench component that the motion determines "
                "uniquely (empty where it does not) to the result file (docs/inverse-dynamics.md)");
+  mbs::rt::InverseDynamicsOptions iopts;
+  std::string trajectory;
+  app.add_option("--trajectory", trajectory,
+                 "inverse dynamics: the motion of the active joints from a CSV file (time, then "
+                 "coordinates by name; optional der(NAME) and der(der(NAME)) columns, otherwise a "
+                 "cubic spline through the samples gives velocities and accelerations)")
+      ->type_name("FILE.csv");
+  app.add_option("--rank-rtol", iopts.rank_rtol,
+                 "inverse dynamics: relative part of the rank threshold atol + rtol*sigma_max of "
+                 "the scaled balance matrix (default 1e-10)");
+  app.add_option("--rank-atol", iopts.rank_atol,
+                 "inverse dynamics: absolute part of the rank threshold (default 1e-12)");
   bool no_cache = false;
   app.add_flag("--no-cache", no_cache,
                "compile every kernel afresh: neither read nor write the object cache "
@@ -117,6 +129,10 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   if (inverse) copts.inverse_dynamics = true;
+  if (!trajectory.empty() && !inverse) {
+    std::cerr << "mbsc: error: --trajectory is an input of --inverse-dynamics\n";
+    return kExitUsage;
+  }
   for (const auto& s : sets) {
     auto eq = s.find('=');
     if (eq == std::string::npos || eq == 0) {
@@ -157,9 +173,10 @@ int main(int argc, char** argv) {
   if (inverse) {
     if (output.empty()) output = model.name + "_inverse.csv";
     mbs::rt::install_interrupt_handler();
-    mbs::rt::InverseDynamicsOptions io;
+    mbs::rt::InverseDynamicsOptions io = iopts;
     io.t_end = sopts.t_end;
     io.h = sopts.h;
+    io.trajectory = trajectory;
     auto t_run = std::chrono::steady_clock::now();
     mbs::rt::InverseDynamicsRun run;
     try {

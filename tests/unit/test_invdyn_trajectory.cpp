@@ -1,0 +1,200 @@
+// Inverse dynamics driven by a trajectory file (mbsc --trajectory): the spline and the file
+// reader, and the efforts against the same motion given by an equation in the model.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+#include "compiler/driver/Compile.h"
+#include "runtime/invdyn/InverseDynamics.h"
+#include "runtime/invdyn/Trajectory.h"
+
+namespace {
+
+std::string temp(const std::string& name) {
+  return testing::TempDir() + std::to_string(getpid()) + "_" + name;
+}
+
+TEST(Trajectory, SplineIsExactForCubicsAndFileDerivativesAreUsed) {
+  std::string path = temp("cubic.csv");
+  {
+    std::ofstream f(path);
+    f.precision(17);
+    f << "time,x,\"y\"\n";
+    for (int k = 0; k <= 7; ++k) {
+      double t = 0.3 * k + 0.01 * k * k;  // uneven steps
+      f << t << "," << (2 - t + 0.5 * t * t - 0.25 * t * t * t) << "," << std::sin(t) << "\n";
+    }
+  }
+  mbs::rt::Trajectory tr(path);
+  ASSERT_EQ(tr.names().size(), 2u);
+  EXPECT_EQ(tr.index("y"), 1);
+  EXPECT_EQ(tr.index("z"), -1);
+  for (double t : {0.0, 0.123, 0.77, 1.5, tr.t_last()}) {
+    double q, qd, qdd;
+    tr.eval(0, t, q, qd, qdd);
+    EXPECT_NEAR(q, 2 - t + 0.5 * t * t - 0.25 * t * t * t, 1e-12) << t;
+    EXPECT_NEAR(qd, -1 + t - 0.75 * t * t, 1e-11) << t;
+    EXPECT_NEAR(qdd, 1 - 1.5 * t, 1e-10) << t;
+  }
+  std::string p2 = temp("withder.csv");
+  {
+    std::ofstream f(p2);
+    f << "time,a,der(a),der(der(a))\n0,1,2,3\n1,4,5,6\n";
+  }
+  mbs::rt::Trajectory tb(p2);
+  double q, qd, qdd;
+  tb.eval(0, 1.0, q, qd, qdd);
+  EXPECT_EQ(q, 4);
+  EXPECT_EQ(qd, 5);
+  EXPECT_EQ(qdd, 6);
+}
+
+TEST(Trajectory, BadFilesAreClearErrors) {
+  auto message = [&](const std::string& text) {
+    std::string path = temp("bad.csv");
+    std::ofstream(path) << text;
+    try {
+      mbs::rt::Trajectory tr(path);
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message("t,x\n0,1\n1,2\n").find("first column of a trajectory file must be 'time'"),
+            std::string::npos);
+  EXPECT_NE(message("time,x\n0,1\n0,2\n").find(":3: times must increase"), std::string::npos);
+  EXPECT_NE(message("time,x\n0,1\n1,abc\n").find("'abc' in column 'x' is not a finite number"),
+            std::string::npos);
+  EXPECT_NE(message("time,x\n0,1,2\n").find(":2: 3 fields, the header has 2"), std::string::npos);
+  EXPECT_NE(message("time,x,der(x)\n0,1,2\n1,2,3\n").find("give both der(x) and der(der(x))"),
+            std::string::npos);
+  EXPECT_NE(message("time,x\n0,1\n").find("at least two samples"), std::string::npos);
+}
+
+const char* kSliderCrank = R"(
+model SliderCrankTrajectory
+  import Mechanics.*;
+  parameter Real r = 0.1;
+  parameter Real l = 0.3;
+  World world(g = {0, -9.81, 0});
+  Revolute pivot(prescribed = true, phi(start = 1));
+  Body crank(m = 0.5, r_cm = {r/2, 0, 0}, I = diag({1e-4, 5e-4, 5e-4}));
+  FixedTranslation arm(r = {r, 0, 0});
+  Revolute pin(phi(start = -1.2));
+  Body rod(m = 1, r_cm = {l/2, 0, 0}, I = diag({1e-4, 8e-3, 8e-3}));
+  FixedTranslation rodEnd(r = {l, 0, 0});
+  Revolute wrist;
+  Prismatic slide(n = {1, 0, 0}, s(start = 0.35));
+  Body slider(m = 2, I = zeros(3, 3));
+equation
+  connect(world.frame, pivot.frame_a);   connect(pivot.frame_b, crank.frame_a);
+  connect(crank.frame_a, arm.frame_a);   connect(arm.frame_b, pin.frame_a);
+  connect(pin.frame_b, rod.frame_a);     connect(rod.frame_a, rodEnd.frame_a);
+  connect(rodEnd.frame_b, wrist.frame_a);
+  connect(world.frame, slide.frame_a);   connect(slide.frame_b, slider.frame_a);
+  connect(wrist.frame_b, slider.frame_a);
+)";
+
+std::shared_ptr<const mbs::rt::CompiledModel> compile(const std::string& name,
+                                                      const std::string& text) {
+  std::string path = temp(name + ".mbs");
+  std::ofstream(path) << text;
+  mbs::CompileOptions o;
+  o.file = path;
+  o.inverse_dynamics = true;
+  std::ostringstream emit, diag;
+  auto r = mbs::compile(o, emit, diag);
+  EXPECT_TRUE(r.ok) << diag.str();
+  return r.model;
+}
+
+std::vector<double> torques(std::shared_ptr<const mbs::rt::CompiledModel> m,
+                            const mbs::rt::InverseDynamicsOptions& o, int samples) {
+  mbs::rt::InverseDynamics id(m, o);
+  int k_tau = -1;
+  for (size_t i = 0; i < id.outputs().size(); ++i)
+    if (id.outputs()[i].name == "pivot.tau") k_tau = static_cast<int>(i);
+  EXPECT_GE(k_tau, 0);
+  std::vector<double> tau;
+  mbs::rt::InverseSample s;
+  for (int k = 0; k <= samples; ++k) {
+    if (!id.sample(k * 1e-3, s)) {
+      ADD_FAILURE() << id.message();
+      break;
+    }
+    tau.push_back(s.value[k_tau]);
+  }
+  return tau;
+}
+
+TEST(InverseDynamicsTrajectory, FileGivesTheSameEffortsAsTheEquation) {
+  auto with_equation = compile("traj_eq", std::string(kSliderCrank) +
+                                              "  pivot.phi = 1 + 0.5*sin(2*time);\n"
+                                              "end SliderCrankTrajectory;\n");
+  auto driven = compile("traj_file", std::string(kSliderCrank) + "end SliderCrankTrajectory;\n");
+  ASSERT_TRUE(with_equation && driven);
+  // exact derivatives in the file: the same numbers
+  std::string exact = temp("exact.csv"), coarse = temp("coarse.csv");
+  {
+    std::ofstream f(exact);
+    f.precision(17);
+    f << "time,pivot.phi,der(pivot.phi),der(der(pivot.phi))\n";
+    for (int k = 0; k <= 2000; ++k) {
+      double t = k * 1e-3;
+      f << t << "," << 1 + 0.5 * std::sin(2 * t) << "," << std::cos(2 * t) << ","
+        << -2 * std::sin(2 * t) << "\n";
+    }
+    std::ofstream g(coarse);
+    g.precision(17);
+    g << "time,pivot.phi\n";
+    for (int k = 0; k <= 200; ++k) {
+      double t = k * 1e-2;
+      g << t << "," << 1 + 0.5 * std::sin(2 * t) << "\n";
+    }
+  }
+  mbs::rt::InverseDynamicsOptions o;
+  auto ref = torques(with_equation, o, 2000);
+  o.trajectory = exact;
+  auto file = torques(driven, o, 2000);
+  o.trajectory = coarse;
+  auto spline = torques(driven, o, 2000);
+  ASSERT_EQ(ref.size(), 2001u);
+  ASSERT_EQ(file.size(), ref.size());
+  ASSERT_EQ(spline.size(), ref.size());
+  double e_file = 0, e_spline = 0, scale = 0;
+  for (size_t k = 0; k < ref.size(); ++k) {
+    e_file = std::max(e_file, std::fabs(file[k] - ref[k]));
+    e_spline = std::max(e_spline, std::fabs(spline[k] - ref[k]));
+    scale = std::max(scale, std::fabs(ref[k]));
+  }
+  EXPECT_LT(e_file, 1e-10 * scale);
+  // a spline through samples 10 ms apart: accelerations to about 1e-4 relative
+  EXPECT_LT(e_spline, 1e-3 * scale);
+  EXPECT_GT(e_spline, 0.0);  // it is an interpolation, not the exact motion
+}
+
+TEST(InverseDynamicsTrajectory, MissingMotionAndWrongColumnsAreErrors) {
+  auto driven = compile("traj_missing", std::string(kSliderCrank) + "end SliderCrankTrajectory;\n");
+  ASSERT_TRUE(driven);
+  mbs::rt::InverseDynamicsOptions o;
+  auto what = [&]() {
+    try {
+      mbs::rt::InverseDynamics id(driven, o);
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(what().find("'pivot.phi' has no equation"), std::string::npos);
+  std::string wrong = temp("wrong.csv");
+  std::ofstream(wrong) << "time,pivot.phi,pin.phi\n0,1,0\n1,1,0\n";
+  o.trajectory = wrong;
+  EXPECT_NE(what().find("column 'pin.phi' is not a prescribed coordinate"), std::string::npos);
+}
+
+}  // namespace
