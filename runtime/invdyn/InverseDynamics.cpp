@@ -5,6 +5,8 @@
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <fstream>
 #include <limits>
 #include <stdexcept>
 
@@ -83,6 +85,7 @@ InverseDynamics::InverseDynamics(std::shared_ptr<const CompiledModel> model,
             "' is not a prescribed coordinate without an equation of the model");
     }
   }
+  if (!o_.logged.empty()) load_logged(o_.logged);
   oz_.resize(static_cast<size_t>(m_.outputs_z.nnz()));
   g_.resize(static_cast<size_t>(ck_.n_rows()));
   G_.resize(static_cast<size_t>(ck_.n_rows()) * static_cast<size_t>(m_.n_q));
@@ -154,6 +157,162 @@ bool InverseDynamics::solve_positions(double t) {
       "converge (residual {:.3g}); the prescribed motion may leave the mechanism's workspace",
       t, gs.lpNorm<Eigen::Infinity>());
   return false;
+}
+
+void InverseDynamics::load_logged(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot open the file of logged loads '" + path + "'");
+  std::string line;
+  if (!std::getline(in, line)) throw std::runtime_error("the file '" + path + "' is empty");
+  auto header = split_csv_line(line);
+  if (header.empty() || header[0] != "time")
+    throw std::runtime_error(path + ":1: the first column must be 'time'");
+  for (size_t k = 1; k < header.size(); ++k) {
+    int32_t found = -1;
+    for (size_t i = 0; i < outputs_.size(); ++i)
+      if (outputs_[i].name == header[k]) found = static_cast<int32_t>(i);
+    if (found < 0)
+      throw std::runtime_error(fmt::format(
+          "{}:1: column '{}' is not an output of the inverse dynamics (an actuator effort, a "
+          "multiplier or a <joint>.reaction_f[k] / reaction_t[k] component)",
+          path, header[k]));
+    log_output_.push_back(found);
+  }
+  log_values_.assign(log_output_.size(), {});
+  size_t lineno = 1;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (line.empty() || line == "\r") continue;
+    auto f = split_csv_line(line);
+    if (f.size() != header.size())
+      throw std::runtime_error(fmt::format("{}:{}: {} fields, the header has {}", path, lineno,
+                                           f.size(), header.size()));
+    std::vector<double> x(f.size());
+    for (size_t k = 0; k < f.size(); ++k) {
+      char* end = nullptr;
+      x[k] = std::strtod(f[k].c_str(), &end);
+      if (f[k].empty() || *end != '\0' || !std::isfinite(x[k]))
+        throw std::runtime_error(fmt::format("{}:{}: '{}' in column '{}' is not a finite number",
+                                             path, lineno, f[k], header[k]));
+    }
+    if (!log_t_.empty() && !(x[0] > log_t_.back()))
+      throw std::runtime_error(fmt::format("{}:{}: times must increase", path, lineno));
+    log_t_.push_back(x[0]);
+    for (size_t k = 1; k < x.size(); ++k) log_values_[k - 1].push_back(x[k]);
+  }
+  if (log_t_.empty()) throw std::runtime_error("the file '" + path + "' has no samples");
+  // joints whose whole torque (revolute: tau) or force (prismatic: f) vector is logged, with their
+  // axis n (the parameter <joint>.n, frame_a like the reaction outputs)
+  auto logged_index = [&](const std::string& name) {
+    for (size_t i = 0; i < log_output_.size(); ++i)
+      if (outputs_[static_cast<size_t>(log_output_[i])].name == name) return static_cast<int>(i);
+    return -1;
+  };
+  auto parameter = [&](const std::string& name, double& value) {
+    for (size_t p = 0; p < m_.parameters.size(); ++p)
+      if (m_.parameters[p].name == name) {
+        value = m_.v0[static_cast<size_t>(m_.parameter_slot[p])];
+        return true;
+      }
+    return false;
+  };
+  std::vector<std::string> joints;
+  for (int32_t i : log_output_) {
+    const std::string& n = outputs_[static_cast<size_t>(i)].name;
+    auto p = n.find(".reaction_");
+    if (p != std::string::npos) joints.push_back(n.substr(0, p));
+  }
+  std::sort(joints.begin(), joints.end());
+  joints.erase(std::unique(joints.begin(), joints.end()), joints.end());
+  for (const std::string& j : joints) {
+    for (const char* kind : {"t", "f"}) {
+      AxisCheck a;
+      bool ok = true;
+      double len = 0;
+      for (int i = 0; i < 3; ++i) {
+        a.log[i] = logged_index(fmt::format("{}.reaction_{}[{}]", j, kind, i + 1));
+        ok &= a.log[i] >= 0 && parameter(fmt::format("{}.n[{}]", j, i + 1), a.n[i]);
+        len += a.n[i] * a.n[i];
+      }
+      // the effort of a revolute is tau (a torque), of a prismatic f (a force)
+      std::string effort = j + (kind[0] == 't' ? ".tau" : ".f");
+      bool has_effort = std::any_of(m_.output_names.begin(), m_.output_names.end(),
+                                    [&](const std::string& o) { return o == effort; });
+      if (!ok || !has_effort || !(len > 0)) continue;
+      for (double& x : a.n) x /= std::sqrt(len);
+      a.active =
+          std::any_of(m_.z.begin(), m_.z.end(), [&](const Unknown& u) { return u.name == effort; });
+      a.effort_log = logged_index(effort);
+      axis_checks_.push_back(a);
+    }
+  }
+}
+
+// The logged loads y against the balance: with y = C z + d for the logged outputs,
+//   z* = argmin |C z + d - y|            (the ideal-joint loads closest to the log)
+//   admissibility = |C z* + d - y|       (what no ideal joint can transmit)
+//   balance = |R (A z* - b)|             (scaled: how far those loads are from the balance)
+//   distance = min |C z + d - y| over the solutions of A z = b (the admissible family)
+void InverseDynamics::compare_logged(double t, InverseSample& s) {
+  const Index L = static_cast<Index>(log_output_.size()), nz = m_.n_z;
+  VectorXd y(L), d(L);
+  MatrixXd C = MatrixXd::Zero(L, nz);
+  // linear interpolation of the log at t (exact at its own times)
+  size_t k =
+      static_cast<size_t>(std::upper_bound(log_t_.begin(), log_t_.end(), t) - log_t_.begin());
+  size_t k0 = k == 0 ? 0 : k - 1, k1 = std::min(k, log_t_.size() - 1);
+  double w1 = k1 == k0 ? 0.0 : (t - log_t_[k0]) / (log_t_[k1] - log_t_[k0]);
+  for (Index i = 0; i < L; ++i) {
+    const auto& col = log_values_[static_cast<size_t>(i)];
+    y[i] = (1 - w1) * col[k0] + w1 * col[k1];
+    const InverseOutput& o = outputs_[static_cast<size_t>(log_output_[static_cast<size_t>(i)])];
+    if (o.z >= 0) {
+      C(i, o.z) = 1.0;
+      d[i] = 0.0;
+    } else {
+      C.row(i) = C_.row(o.column);
+      d[i] = out0_[static_cast<size_t>(o.column)];
+    }
+  }
+  VectorXd target = y - d;
+  VectorXd zs = C.completeOrthogonalDecomposition().solve(target);
+  s.logged_admissibility = (C * zs - target).lpNorm<Eigen::Infinity>();
+  // an ideal revolute (prismatic) joint transmits no torque about (force along) its axis beyond
+  // its effort: a passive joint none, an active one its effort (free unless it is logged)
+  for (const AxisCheck& a : axis_checks_) {
+    double along = 0;
+    for (int i = 0; i < 3; ++i) along += a.n[i] * y[a.log[i]];
+    double allowed = a.effort_log >= 0 ? y[a.effort_log] : 0.0;
+    if (a.active && a.effort_log < 0) continue;
+    s.logged_admissibility = std::max(s.logged_admissibility, std::fabs(along - allowed));
+  }
+  double bal = 0;
+  for (Index i = 0; i < static_cast<Index>(rows_.size()); ++i) {
+    double r = A_.row(rows_[i]).dot(zs) - b_[rows_[i]];
+    bal = std::max(bal, std::fabs(rs_[i] * r));
+  }
+  s.logged_balance = bal;
+  // the admissible family z = zp + N w: zp the minimum-norm solution, N the nullspace (scaled
+  // back), including every unknown no equation sees
+  VectorXd zp = VectorXd::Zero(nz);
+  for (size_t j = 0; j < cols_.size(); ++j)
+    zp[cols_[j]] = cs_[cols_[j]] * x_[static_cast<Index>(j)];
+  const Index na = static_cast<Index>(cols_.size());
+  const Index nn = (na - s.rank) + (nz - na);
+  MatrixXd N = MatrixXd::Zero(nz, nn);
+  Index c = 0;
+  for (Index kk = s.rank; kk < na; ++kk, ++c)
+    for (Index j = 0; j < na; ++j) N(cols_[j], c) = cs_[cols_[j]] * svd_.matrixV()(j, kk);
+  for (int32_t z = 0; z < nz; ++z)
+    if (col_of_z_[static_cast<size_t>(z)] < 0) N(z, c++) = 1.0;
+  VectorXd rest = target - C * zp;
+  if (nn > 0) {
+    MatrixXd CN = C * N;
+    VectorXd w = CN.completeOrthogonalDecomposition().solve(rest);
+    rest -= CN * w;
+  }
+  s.logged_distance = rest.lpNorm<Eigen::Infinity>();
+  (void)t;
 }
 
 void InverseDynamics::patch_velocity(std::vector<double>& gd) const {
@@ -365,6 +524,7 @@ bool InverseDynamics::sample(double t, InverseSample& s) {
     s.value[k] = c.dot(x_) + offset;
     s.unique[k] = 1;
   }
+  if (!log_t_.empty()) compare_logged(t, s);
   // accept the sample
   s.t = t;
   s.q.resize(static_cast<size_t>(n));
@@ -392,6 +552,11 @@ InverseDynamicsRun inverse_dynamics_to_csv(std::shared_ptr<const CompiledModel> 
   std::vector<std::string> names;
   for (const auto& q : m.q) names.push_back(q.name);
   for (const auto& o : id.outputs()) names.push_back(o.name);
+  const bool logged = !options.logged.empty();
+  if (logged)
+    for (const char* n : {"logged.balance", "logged.admissibility", "logged.distance"})
+      names.push_back(n);
+  run.logged = logged;
   run.names = names;
   run.unique_samples.assign(id.outputs().size(), 0);
   CsvWriter csv(csv_path, names);
@@ -413,6 +578,14 @@ InverseDynamicsRun inverse_dynamics_to_csv(std::shared_ptr<const CompiledModel> 
       row[c++] = s.value[i];
       run.unique_samples[i] += s.unique[i];
     }
+    if (logged) {
+      row[c++] = s.logged_balance;
+      row[c++] = s.logged_admissibility;
+      row[c++] = s.logged_distance;
+      run.max_logged_balance = std::max(run.max_logged_balance, s.logged_balance);
+      run.max_logged_admissibility = std::max(run.max_logged_admissibility, s.logged_admissibility);
+      run.max_logged_distance = std::max(run.max_logged_distance, s.logged_distance);
+    }
     csv.write_row(t, row);
     ++run.samples;
     run.max_closure = std::max(run.max_closure, s.closure);
@@ -433,7 +606,7 @@ std::string format_inverse_summary(const InverseDynamicsRun& run) {
   std::string out = fmt::format("inverse dynamics: {} samples\n", run.samples);
   if (run.samples == 0) return out;
   std::string always, never, some;
-  const size_t first = run.names.size() - run.unique_samples.size();
+  const size_t first = run.names.size() - run.unique_samples.size() - (run.logged ? 3 : 0);
   for (size_t i = 0; i < run.unique_samples.size(); ++i) {
     const std::string& n = run.names[first + i];
     if (run.unique_samples[i] == run.samples)
@@ -450,6 +623,11 @@ std::string format_inverse_summary(const InverseDynamicsRun& run) {
       "largest residuals: closure {:.3g}, velocity {:.3g}, acceleration {:.3g}, scaled balance "
       "{:.3g}, dual {:.3g}\n",
       run.max_closure, run.max_velocity, run.max_acceleration, run.max_balance, run.max_dual);
+  if (run.logged)
+    out += fmt::format(
+        "logged loads: largest scaled balance residual {:.3g}, ideal-joint admissibility "
+        "residual {:.3g}, distance to the admissible solutions {:.3g}\n",
+        run.max_logged_balance, run.max_logged_admissibility, run.max_logged_distance);
   out += fmt::format("rank of the scaled balance matrix: {}{}{}\n", run.min_rank,
                      run.max_rank != run.min_rank ? fmt::format(" to {}", run.max_rank) : "",
                      run.rank_stable ? " (stable under a tenfold change of the threshold)"

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <Eigen/Dense>
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -38,6 +39,9 @@ struct InverseDynamicsOptions {
   double check_tol = 1e-8;   // closure, velocity and acceleration residuals at every sample
   double rcond_min = 1e-10;  // below: a singular configuration
   std::string trajectory;    // CSV file with the motion of the prescribed joints without equations
+  // CSV file of loads logged by another tool (time, then output names: efforts, multipliers,
+  // <joint>.reaction_f[k] / reaction_t[k], ...), compared with the balance at every sample
+  std::string logged;
 };
 
 // One requested output: an unknown of the balance (z index) or a model output column (a joint
@@ -58,6 +62,10 @@ struct InverseSample {
   double closure = 0, velocity = 0, acceleration = 0;  // largest residuals over all rows
   double balance = 0;  // scaled residual of A z = b at the minimum-norm solution
   double dual = 0;     // largest relative residual of A^T w = c over the unique outputs
+  // with logged loads (InverseDynamicsOptions::logged), NaN otherwise:
+  double logged_balance = NAN;        // scaled balance residual of the loads closest to the log
+  double logged_admissibility = NAN;  // the part of the log no ideal joint can transmit
+  double logged_distance = NAN;       // distance of the log to the admissible solutions A z = b
 };
 
 class InverseDynamics {
@@ -96,6 +104,19 @@ class InverseDynamics {
     double qd = 0, qdd = 0;
   };
   std::unique_ptr<Trajectory> trajectory_;
+  // logged loads: times, per logged column its output index and its values
+  std::vector<double> log_t_;
+  std::vector<int32_t> log_output_;
+  std::vector<std::vector<double>> log_values_;
+  struct AxisCheck {
+    int log[3] = {-1, -1, -1};  // logged columns of the torque (force) vector
+    double n[3] = {0, 0, 0};    // the joint's axis
+    int effort_log = -1;        // logged column of its effort, or -1
+    bool active = false;        // its effort is an unknown (prescribed joint)
+  };
+  std::vector<AxisCheck> axis_checks_;
+  void load_logged(const std::string& path);
+  void compare_logged(double t, InverseSample& s);
   std::vector<Driven> driven_;
   void patch_velocity(std::vector<double>& gd) const;
   void patch_bias(std::vector<double>& gam) const;
@@ -116,6 +137,8 @@ struct InverseDynamicsRun {
   std::vector<std::string> names;
   std::vector<int64_t> unique_samples;  // per output: samples where it was determined
   double max_closure = 0, max_velocity = 0, max_acceleration = 0, max_balance = 0, max_dual = 0;
+  bool logged = false;
+  double max_logged_balance = 0, max_logged_admissibility = 0, max_logged_distance = 0;
   int min_rank = 1 << 30, max_rank = 0;
   bool rank_stable = true;
 };

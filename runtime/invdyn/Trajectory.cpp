@@ -11,9 +11,7 @@
 
 namespace mbs::rt {
 
-namespace {
-
-std::vector<std::string> split_csv(const std::string& line) {
+std::vector<std::string> split_csv_line(const std::string& line) {
   std::vector<std::string> out;
   std::string cur;
   bool quoted = false;
@@ -44,6 +42,8 @@ std::vector<std::string> split_csv(const std::string& line) {
   }
   return out;
 }
+
+namespace {
 
 // Second derivatives M of the cubic spline through (t, y) with not-a-knot ends (the third
 // derivative is continuous at the second and the second-last sample, so M is linear over the
@@ -107,7 +107,7 @@ Trajectory::Trajectory(const std::string& path) : path_(path) {
   std::string line;
   if (!std::getline(in, line))
     throw std::runtime_error("the trajectory file '" + path + "' is empty");
-  std::vector<std::string> header = split_csv(line);
+  std::vector<std::string> header = split_csv_line(line);
   if (header.empty() || header[0] != "time")
     throw std::runtime_error(
         fmt::format("{}:1: the first column of a trajectory file must be 'time', found '{}'", path,
@@ -117,7 +117,7 @@ Trajectory::Trajectory(const std::string& path) : path_(path) {
   while (std::getline(in, line)) {
     ++lineno;
     if (line.empty() || line == "\r") continue;
-    auto f = split_csv(line);
+    auto f = split_csv_line(line);
     if (f.size() != header.size())
       throw std::runtime_error(fmt::format("{}:{}: {} fields, the header has {}", path, lineno,
                                            f.size(), header.size()));

@@ -11,6 +11,9 @@
 
 namespace mbs::rt {
 
+// The fields of one CSV line (RFC 4180 quotes; surrounding blanks trimmed).
+std::vector<std::string> split_csv_line(const std::string& line);
+
 class Trajectory {
  public:
   // Throws std::runtime_error naming the file, the line and the problem.

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <array>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -195,6 +196,80 @@ TEST(InverseDynamicsTrajectory, MissingMotionAndWrongColumnsAreErrors) {
   std::ofstream(wrong) << "time,pivot.phi,pin.phi\n0,1,0\n1,1,0\n";
   o.trajectory = wrong;
   EXPECT_NE(what().find("column 'pin.phi' is not a prescribed coordinate"), std::string::npos);
+}
+
+}  // namespace
+
+namespace {
+
+// Loads logged by "another tool", compared with the balance: the tool's own recovered loads fit
+// exactly; a wrong motor torque shows in the balance residual and the distance to the admissible
+// solutions; a torque about a passive revolute's axis is not admissible for an ideal joint.
+TEST(InverseDynamicsLogged, LoggedLoadsAreCheckedAgainstTheBalance) {
+  auto m = compile("logged", std::string(kSliderCrank) +
+                                 "  pivot.phi = 1 + 0.5*sin(2*time);\n"
+                                 "end SliderCrankTrajectory;\n");
+  ASSERT_TRUE(m);
+  const char* cols[] = {"pivot.tau",         "pin.reaction_f[1]", "pin.reaction_f[2]",
+                        "pin.reaction_f[3]", "pin.reaction_t[1]", "pin.reaction_t[2]",
+                        "pin.reaction_t[3]"};
+  mbs::rt::InverseDynamicsOptions o;
+  std::vector<std::vector<double>> ref;
+  {
+    mbs::rt::InverseDynamics id(m, o);
+    std::vector<int> idx;
+    for (const char* c : cols)
+      for (size_t i = 0; i < id.outputs().size(); ++i)
+        if (id.outputs()[i].name == c) idx.push_back(static_cast<int>(i));
+    ASSERT_EQ(idx.size(), 7u);
+    mbs::rt::InverseSample s;
+    for (int k = 0; k <= 500; ++k) {
+      ASSERT_TRUE(id.sample(k * 1e-3, s)) << id.message();
+      std::vector<double> row;
+      for (int i : idx) row.push_back(std::isnan(s.value[i]) ? 0.0 : s.value[i]);
+      ref.push_back(row);
+    }
+  }
+  auto run = [&](double dtau, double pin_axis_torque) {
+    std::string path = temp("log.csv");
+    {
+      std::ofstream f(path);
+      f.precision(17);
+      f << "time";
+      for (const char* c : cols) f << "," << c;
+      f << "\n";
+      for (size_t k = 0; k < ref.size(); ++k) {
+        f << k * 1e-3;
+        for (size_t i = 0; i < 7; ++i)
+          f << "," << ref[k][i] + (i == 0 ? dtau : 0.0) + (i == 6 ? pin_axis_torque : 0.0);
+        f << "\n";
+      }
+    }
+    mbs::rt::InverseDynamicsOptions lo;
+    lo.logged = path;
+    lo.t_end = 0.5;
+    mbs::rt::InverseDynamics id(m, lo);
+    mbs::rt::InverseSample s;
+    double bal = 0, adm = 0, dist = 0;
+    for (int k = 0; k <= 500; ++k) {
+      EXPECT_TRUE(id.sample(k * 1e-3, s)) << id.message();
+      bal = std::max(bal, s.logged_balance);
+      adm = std::max(adm, s.logged_admissibility);
+      dist = std::max(dist, s.logged_distance);
+    }
+    return std::array<double, 3>{bal, adm, dist};
+  };
+  auto ok = run(0, 0);
+  EXPECT_LT(ok[0], 1e-9);
+  EXPECT_LT(ok[1], 1e-9);
+  EXPECT_LT(ok[2], 1e-9);
+  auto wrong_torque = run(0.01, 0);
+  EXPECT_NEAR(wrong_torque[2], 0.01, 1e-9);  // the torque is unique: the log is 0.01 off
+  EXPECT_GT(wrong_torque[0], 1e-3);
+  EXPECT_LT(wrong_torque[1], 1e-9);  // but an ideal revolute can transmit it
+  auto axis = run(0, 0.5);
+  EXPECT_NEAR(axis[1], 0.5, 1e-9);  // no ideal passive revolute transmits torque about its axis
+  EXPECT_GT(axis[2], 0.1);
 }
 
 }  // namespace

@@ -81,6 +81,12 @@ int main(int argc, char** argv) {
                  "coordinates by name; optional der(NAME) and der(der(NAME)) columns, otherwise a "
                  "cubic spline through the samples gives velocities and accelerations)")
       ->type_name("FILE.csv");
+  app.add_option("--logged", iopts.logged,
+                 "inverse dynamics: compare loads logged by another tool (CSV: time, then output "
+                 "names such as liftCyl.f or boomJ.reaction_f[2]) with the balance at every "
+                 "sample: scaled balance residual, ideal-joint admissibility residual and distance "
+                 "to the admissible solutions (columns logged.* and the summary)")
+      ->type_name("FILE.csv");
   app.add_option("--rank-rtol", iopts.rank_rtol,
                  "inverse dynamics: relative part of the rank threshold atol + rtol*sigma_max of "
                  "the scaled balance matrix (default 1e-10)");
