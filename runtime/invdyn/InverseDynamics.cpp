@@ -44,6 +44,36 @@ InverseDynamics::InverseDynamics(std::shared_ptr<const CompiledModel> model,
   for (size_t c = 0; c < m_.output_names.size(); ++c)
     if (m_.output_names[c].find(".reaction_") != std::string::npos)
       outputs_.push_back({m_.output_names[c], -1, static_cast<int32_t>(c)});
+  // and every other model variable that depends on those unknowns: the outputs the user chose in
+  // the model (a CutForceTorque sensor in a frame of choice, a power P = tau*w, ...)
+  {
+    std::vector<uint8_t> depends(m_.output_names.size(), 0);
+    for (int32_t e = 0; e < m_.outputs_z.nnz(); ++e)
+      depends[static_cast<size_t>(m_.outputs_z.row[static_cast<size_t>(e)])] = 1;
+    // CutForceTorque sensors (recognised by their `resolve` parameter) are wrenches too, even
+    // where they depend on the motion alone
+    std::vector<std::string> sensors;
+    for (const auto& p : m_.parameters) {
+      const std::string suffix = ".resolve";
+      if (p.name.size() > suffix.size() &&
+          p.name.compare(p.name.size() - suffix.size(), suffix.size(), suffix) == 0)
+        sensors.push_back(p.name.substr(0, p.name.size() - suffix.size()));
+    }
+    auto is_sensor = [&](const std::string& name) {
+      for (const auto& sn : sensors)
+        for (const char* k : {".f[", ".t["})
+          if (name.rfind(sn + k, 0) == 0) return true;
+      return false;
+    };
+    for (size_t c = 0; c < m_.output_names.size(); ++c) {
+      const std::string& name = m_.output_names[c];
+      if (!(depends[c] || is_sensor(name)) || name.find(".reaction_") != std::string::npos)
+        continue;
+      bool listed = std::any_of(outputs_.begin(), outputs_.end(),
+                                [&](const InverseOutput& out) { return out.name == name; });
+      if (!listed) outputs_.push_back({name, -1, static_cast<int32_t>(c)});
+    }
+  }
   row_of_.assign(static_cast<size_t>(m_.n_eq()), -1);
   for (size_t i = 0; i < dyn_rows_.size(); ++i)
     row_of_[static_cast<size_t>(dyn_rows_[i])] = static_cast<int32_t>(i);
@@ -140,10 +170,21 @@ bool InverseDynamics::solve_positions(double t) {
     Eigen::PartialPivLU<MatrixXd>& lu = lu_;
     lu.compute(Gs);
     if (lu.rcond() < o_.rcond_min) {
+      // name the module: the rows that the near-null left singular vector involves
+      Eigen::JacobiSVD<MatrixXd> sv(Gs, Eigen::ComputeFullU);
+      VectorXd u = sv.matrixU().col(n - 1);
+      std::string rows;
+      for (int32_t k = 0; k < n; ++k) {
+        if (std::fabs(u[k]) < 0.1) continue;
+        const auto& src = m_.eq_source[static_cast<size_t>(
+            ck_.rows()[static_cast<size_t>(selected_[static_cast<size_t>(k)])])];
+        rows += fmt::format("\n  {} ({}:{})", src.text, src.file, src.line);
+      }
       message_ = fmt::format(
-          "singular configuration at t = {}: the selected closure rows lose rank (reciprocal "
-          "condition {:.3g}); the mechanism passes a singular position or the branch is lost",
-          t, lu.rcond());
+          "singular configuration at t = {}: the selected constraint rows lose rank (reciprocal "
+          "condition {:.3g}); the mechanism passes a singular position or the branch is lost. "
+          "The rows that become dependent:{}",
+          t, lu.rcond(), rows);
       return false;
     }
     if (gs.lpNorm<Eigen::Infinity>() <= o_.newton_tol) return true;  // lu_ is G at q
