@@ -5,6 +5,7 @@
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <limits>
@@ -116,6 +117,10 @@ InverseDynamics::InverseDynamics(std::shared_ptr<const CompiledModel> model,
     }
   }
   if (!o_.logged.empty()) load_logged(o_.logged);
+  crow_.assign(m_.output_names.size(), -1);
+  for (const auto& out : outputs_)
+    if (out.column >= 0 && crow_[static_cast<size_t>(out.column)] < 0)
+      crow_[static_cast<size_t>(out.column)] = static_cast<int32_t>(n_crows_++);
   oz_.resize(static_cast<size_t>(m_.outputs_z.nnz()));
   g_.resize(static_cast<size_t>(ck_.n_rows()));
   G_.resize(static_cast<size_t>(ck_.n_rows()) * static_cast<size_t>(m_.n_q));
@@ -311,7 +316,7 @@ void InverseDynamics::compare_logged(double t, InverseSample& s) {
       C(i, o.z) = 1.0;
       d[i] = 0.0;
     } else {
-      C.row(i) = C_.row(o.column);
+      C.row(i) = C_.row(crow_[static_cast<size_t>(o.column)]);
       d[i] = out0_[static_cast<size_t>(o.column)];
     }
   }
@@ -501,21 +506,33 @@ bool InverseDynamics::sample(double t, InverseSample& s) {
   s.nullity = nz - s.rank;
   s.rank_stable = rank_at(10.0) == s.rank && rank_at(0.1) == s.rank;
   const int null_active = static_cast<int>(na) - s.rank;
-  const auto& U = svd_.matrixU();
-  const auto& V = svd_.matrixV();
+  const MatrixXd& U = svd_.matrixU();
+  const MatrixXd& V = svd_.matrixV();
+  const VectorXd& bsv = bs_;
   // minimum-norm solution in the scaled active unknowns (rank-r pseudo-inverse)
   x_.setZero(na);
-  for (int k = 0; k < s.rank; ++k) x_ += V.col(k) * (U.col(k).dot(bs_) / sig[k]);
+  for (int k = 0; k < s.rank; ++k) x_ += V.col(k) * (U.col(k).dot(bsv) / sig[k]);
   s.balance = std::max(ma > 0 ? (As_ * x_ - bs_).lpNorm<Eigen::Infinity>() : 0.0,
                        amax > 0 ? free_rows / amax : free_rows);
   // wrench outputs are linear in z: out = out(z = 0) + C z, C from the symbolic kernel
   m_.outputs(v_.data(), out0_.data());
   if (any_column_) {
     m_.outputs_z.values(v_.data(), oz_.data());
-    C_.setZero(static_cast<Index>(out0_.size()), nz);
+    // only the rows of the outputs asked for (crow_: model output -> row of C_)
+    // Coefficients at rounding level are zeros, as in A: an internal wrench pair that cancels in
+    // a joint's wrench (the out-of-plane reactions of a loop in the ground joint's wrench) leaves
+    // 1e-13 behind, which must not make that wrench depend on a free multiplier.
+    double cmax = 0;
     for (int32_t e = 0; e < m_.outputs_z.nnz(); ++e)
-      C_(m_.outputs_z.row[static_cast<size_t>(e)], m_.outputs_z.col[static_cast<size_t>(e)]) =
-          oz_[static_cast<size_t>(e)];
+      if (crow_[static_cast<size_t>(m_.outputs_z.row[static_cast<size_t>(e)])] >= 0)
+        cmax = std::max(cmax, std::fabs(oz_[static_cast<size_t>(e)]));
+    const double ctol = 1e-11 * cmax;
+    C_.setZero(n_crows_, nz);
+    for (int32_t e = 0; e < m_.outputs_z.nnz(); ++e) {
+      int32_t r = crow_[static_cast<size_t>(m_.outputs_z.row[static_cast<size_t>(e)])];
+      double x = oz_[static_cast<size_t>(e)];
+      if (r >= 0 && std::fabs(x) > ctol) C_(r, m_.outputs_z.col[static_cast<size_t>(e)]) = x;
+    }
   }
   s.value.assign(outputs_.size(), std::numeric_limits<double>::quiet_NaN());
   s.unique.assign(outputs_.size(), 0);
@@ -537,7 +554,7 @@ bool InverseDynamics::sample(double t, InverseSample& s) {
       double free_dep = 0, all = 0;
       c.setZero();
       for (int32_t z = 0; z < nz; ++z) {
-        double cz = C_(o.column, z);
+        double cz = C_(crow_[static_cast<size_t>(o.column)], z);
         all = std::max(all, std::fabs(cz));
         if (col_of_z_[static_cast<size_t>(z)] < 0)
           free_dep = std::max(free_dep, std::fabs(cz));

@@ -121,9 +121,11 @@ class InverseDynamics {
   void patch_velocity(std::vector<double>& gd) const;
   void patch_bias(std::vector<double>& gam) const;
   std::vector<double> g_, G_, f_, jz_, out0_, out1_, oz_, gd_, gam_;
-  std::vector<int32_t> row_of_, rows_, cols_, col_of_z_;
+  std::vector<int32_t> row_of_, rows_, cols_, col_of_z_, crow_;
+  Eigen::Index n_crows_ = 0;
   bool any_column_ = false;
-  Eigen::MatrixXd A_, As_, C_;
+  Eigen::MatrixXd A_, As_;
+  Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> C_;  // rows: outputs
   Eigen::VectorXd b_, bs_, rs_, cs_, x_, c_;
   Eigen::JacobiSVD<Eigen::MatrixXd> svd_;
   Eigen::MatrixXd Gs_;
