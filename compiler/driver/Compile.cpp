@@ -192,7 +192,7 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
     if (v.role != VarRole::Variable) param_value[v.symbol] = v.value;
 
   // ---- kernels
-  ModelKernels kernels = build_kernels(*dae, cx);
+  ModelKernels kernels = build_kernels(*dae, cx, options.inverse_dynamics);
   mark("kernels");
   if (options.emit == "kernels") {
     print_kernels(emit_out, cx, kernels);
@@ -272,11 +272,13 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
   m->index2_residual = kernel(kernels.index2_residual, *state->jit);
   m->index2_matrix = sparse(kernels.index2_matrix, *state->jit);
   m->outputs = kernel(kernels.outputs, *state->jit);
-  m->outputs_z = sparse(kernels.outputs_z, *state->jit);
-  m->constraint_g = kernel(kernels.constraint_g, *state->jit);
-  m->constraint_G = sparse(kernels.constraint_G, *state->jit);
-  m->constraint_gd = kernel(kernels.constraint_gd, *state->jit);
-  m->constraint_gamma = kernel(kernels.constraint_gamma, *state->jit);
+  if (kernels.inverse_dynamics) {
+    m->outputs_z = sparse(kernels.outputs_z, *state->jit);
+    m->constraint_g = kernel(kernels.constraint_g, *state->jit);
+    m->constraint_G = sparse(kernels.constraint_G, *state->jit);
+    m->constraint_gd = kernel(kernels.constraint_gd, *state->jit);
+    m->constraint_gamma = kernel(kernels.constraint_gamma, *state->jit);
+  }
   m->initial_values = kernel(kernels.initial_values, *state->jit);
   for (const auto& o : dae->outputs) m->output_names.push_back(o.name);
   for (const auto& spec : specs) {

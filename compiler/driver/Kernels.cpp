@@ -56,14 +56,18 @@ MatrixKernel jacobian(sym::Context& cx, const char* name, const std::vector<Expr
 }  // namespace
 
 std::vector<codegen::KernelSpec> ModelKernels::all() const {
-  return {residual,         newton_matrix.spec, mass_matrix.spec,   init_residual,
-          init_matrix.spec, jac_q.spec,         jac_qd.spec,        jac_y.spec,
-          jac_z.spec,       index2_residual,    index2_matrix.spec, outputs,
-          outputs_z.spec,   initial_values,     constraint_g,       constraint_G.spec,
-          constraint_gd,    constraint_gamma};
+  std::vector<codegen::KernelSpec> a = {residual,        newton_matrix.spec, mass_matrix.spec,
+                                        init_residual,   init_matrix.spec,   jac_q.spec,
+                                        jac_qd.spec,     jac_y.spec,         jac_z.spec,
+                                        index2_residual, index2_matrix.spec, outputs,
+                                        initial_values};
+  if (inverse_dynamics)
+    a.insert(a.end(),
+             {outputs_z.spec, constraint_g, constraint_G.spec, constraint_gd, constraint_gamma});
+  return a;
 }
 
-ModelKernels build_kernels(const SymbolicDae& dae, sym::Context& cx) {
+ModelKernels build_kernels(const SymbolicDae& dae, sym::Context& cx, bool inverse_dynamics) {
   ModelKernels k;
   k.c_q = cx.new_symbol("solver.c_q");
   k.c_qd = cx.new_symbol("solver.c_qd");
@@ -119,7 +123,8 @@ ModelKernels build_kernels(const SymbolicDae& dae, sym::Context& cx) {
 
   // the position-level constraints alone (closure rows, unit quaternions, prescribed motion):
   // g, G = dg/dq, dg/dt and the acceleration bias gamma = d2g/dt2 at qdd = 0
-  {
+  k.inverse_dynamics = inverse_dynamics;
+  if (inverse_dynamics) {
     std::vector<Expr> cg, gd, gam;
     std::unordered_map<uint32_t, Expr> no_qdd;
     for (const auto& u : dae.q) no_qdd[u.d2] = cx.zero();
@@ -140,7 +145,7 @@ ModelKernels build_kernels(const SymbolicDae& dae, sym::Context& cx) {
 
   k.outputs.name = "outputs";
   for (const auto& o : dae.outputs) k.outputs.outputs.push_back(o.value);
-  k.outputs_z = jacobian(cx, "outputs_z", k.outputs.outputs, cz);
+  if (inverse_dynamics) k.outputs_z = jacobian(cx, "outputs_z", k.outputs.outputs, cz);
 
   k.initial_values.name = "initial_values";
   auto start = [&](Expr e) { return e ? e : cx.zero(); };
@@ -176,7 +181,7 @@ void print_kernels(std::ostream& os, const sym::Context& cx, const ModelKernels&
   list(k.index2_residual);
   matrix(k.index2_matrix);
   list(k.outputs);
-  matrix(k.outputs_z);
+  if (k.inverse_dynamics) matrix(k.outputs_z);
   list(k.initial_values);
   os << "nodes in the expression DAG: " << cx.node_count() << "\n";
 }

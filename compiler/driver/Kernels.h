@@ -28,6 +28,7 @@ struct ModelKernels {
   codegen::KernelSpec index2_residual;       // F, position constraints replaced by d/dt
   MatrixKernel index2_matrix;                // its Newton matrix (newton_matrix's columns)
   codegen::KernelSpec outputs;               // every model variable
+  bool inverse_dynamics = false;             // the next five kernels exist
   MatrixKernel outputs_z;                    // d outputs / dz (inverse dynamics: wrenches in z)
   codegen::KernelSpec constraint_g;          // the position-level rows g alone
   MatrixKernel constraint_G;                 // dg/dq
@@ -37,7 +38,9 @@ struct ModelKernels {
   std::vector<codegen::KernelSpec> all() const;
 };
 
-ModelKernels build_kernels(const SymbolicDae& dae, sym::Context& cx);
+// `inverse_dynamics` adds outputs_z and the constraint_* kernels (rt::InverseDynamics; the
+// runtime serves the constraint rows from the other kernels when they are absent).
+ModelKernels build_kernels(const SymbolicDae& dae, sym::Context& cx, bool inverse_dynamics = false);
 
 void print_kernels(std::ostream& os, const sym::Context& cx, const ModelKernels& k);
 

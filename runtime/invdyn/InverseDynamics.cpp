@@ -116,6 +116,10 @@ InverseDynamics::InverseDynamics(std::shared_ptr<const CompiledModel> model,
             "' is not a prescribed coordinate without an equation of the model");
     }
   }
+  if (m_.outputs_z.values.fn == nullptr)
+    throw std::runtime_error(
+        "the model was not compiled for inverse dynamics "
+        "(mbs::CompileOptions::inverse_dynamics)");
   if (!o_.logged.empty()) load_logged(o_.logged);
   crow_.assign(m_.output_names.size(), -1);
   for (const auto& out : outputs_)
