@@ -1062,6 +1062,11 @@ void Lowering::multipliers() {
       add_equation(cx_.symbol(l), row.span,
                    "redundant closure row at '" + row.joint + "': " + row.what +
                        " (its multiplier is left to the inverse-dynamics analysis)");
+      // and its residual as an output, so that the reconstruction is checked against the full
+      // closure conditions, the redundant rows included
+      std::string check = row.joint + ".closure_check[" + std::to_string(count[row.joint]) + "]";
+      uint32_t c = new_var(check, "residual of the redundant closure row: " + row.what, row.span);
+      add_equation(cx_.sub(cx_.symbol(c), row.residual), row.span, check + " (closure check)");
     }
     Expr lam = cx_.symbol(l);
     if (row.quaternion_of >= 0) {

@@ -116,6 +116,9 @@ InverseDynamics::InverseDynamics(std::shared_ptr<const CompiledModel> model,
             "' is not a prescribed coordinate without an equation of the model");
     }
   }
+  for (size_t c = 0; c < m_.output_names.size(); ++c)
+    if (m_.output_names[c].find(".closure_check[") != std::string::npos)
+      check_columns_.push_back(static_cast<int32_t>(c));
   if (m_.outputs_z.values.fn == nullptr)
     throw std::runtime_error(
         "the model was not compiled for inverse dynamics "
@@ -423,6 +426,11 @@ bool InverseDynamics::sample(double t, InverseSample& s) {
   ck_.velocity(v_.data(), gd);
   patch_velocity(gd);
   s.closure = inf_norm(g_);
+  if (!check_columns_.empty()) {  // the redundant rows, which the compiled model does not solve
+    m_.outputs(v_.data(), out0_.data());
+    for (int32_t c : check_columns_)
+      s.closure = std::max(s.closure, std::fabs(out0_[static_cast<size_t>(c)]));
+  }
   s.velocity = inf_norm(gd);
   s.acceleration = 0;
   for (size_t i = 0; i < g_.size(); ++i) {
@@ -518,8 +526,9 @@ bool InverseDynamics::sample(double t, InverseSample& s) {
   for (int k = 0; k < s.rank; ++k) x_ += V.col(k) * (U.col(k).dot(bsv) / sig[k]);
   s.balance = std::max(ma > 0 ? (As_ * x_ - bs_).lpNorm<Eigen::Infinity>() : 0.0,
                        amax > 0 ? free_rows / amax : free_rows);
-  // wrench outputs are linear in z: out = out(z = 0) + C z, C from the symbolic kernel
-  m_.outputs(v_.data(), out0_.data());
+  // wrench outputs are linear in z: out = out(z = 0) + C z, C from the symbolic kernel (the
+  // z slots of v_ are always 0, so the evaluation of the closure checks above can be reused)
+  if (check_columns_.empty()) m_.outputs(v_.data(), out0_.data());
   if (any_column_) {
     m_.outputs_z.values(v_.data(), oz_.data());
     // only the rows of the outputs asked for (crow_: model output -> row of C_)
@@ -546,6 +555,9 @@ bool InverseDynamics::sample(double t, InverseSample& s) {
   c_.resize(na);
   VectorXd& c = c_;
   for (size_t k = 0; k < outputs_.size(); ++k) {
+    // an output is reported only when the rank is stable under a tenfold change of the
+    // threshold: a rank that depends on the threshold means a nearly singular balance
+    if (!s.rank_stable) break;
     const InverseOutput& o = outputs_[k];
     double offset = 0;
     if (o.z >= 0) {
