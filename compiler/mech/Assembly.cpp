@@ -89,7 +89,8 @@ bool assemble_mechanism(FlatModel& flat, sym::Context& cx, DerivativeTable& ders
     }
     if (!involved.empty()) diags.note(row.span, "start values involved: " + involved);
     diags.help(
-        "change the start values (or which of them are fixed = true) so that the loop can close");
+        "give start values closer to a closed configuration (or change which of them are fixed "
+        "= true); Newton may also stop at the nearest configuration when the loop cannot close");
   };
 
   // ---- positions: Gauss-Newton with minimum-norm steps over the coordinates that are not fixed
