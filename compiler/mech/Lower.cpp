@@ -535,11 +535,6 @@ void Lowering::build_tree() {
       throw Failed{};
     }
   }
-  // cut joints' coordinates are functions of the tree coordinates (defined in cut_joints)
-  for (auto& e : elems_)
-    if (e.cut && e.info->role == Role::Edge && !is_rigid(e.el->kind)) {
-      // coordinates are created for bookkeeping only; they are not tree coordinates
-    }
   int depth = 0;
   for (const auto& n : nodes_) depth = std::max(depth, n.depth);
   recursive_ = opt_.recursive_depth >= 0 ? depth > opt_.recursive_depth : depth > 24;
@@ -636,8 +631,7 @@ void Lowering::loads() {
 }
 
 // The generalized force along a coordinate: applied effort, spring and damper.
-Expr joint_effort(Lowering*, Expr effort, Expr c, Expr d, Expr rest, Expr q, Expr dq,
-                  sym::Context& cx) {
+Expr joint_effort(Expr effort, Expr c, Expr d, Expr rest, Expr q, Expr dq, sym::Context& cx) {
   Expr e = effort;
   if (!c->is_const(0.0)) e = cx.sub(e, cx.mul(c, cx.sub(q, rest)));
   if (!d->is_const(0.0)) e = cx.sub(e, cx.mul(d, dq));
@@ -704,7 +698,8 @@ void Lowering::cut_joints() {
       what.insert(what.end(), {"rotation about x", "rotation about y", "rotation about z"});
     };
     auto angle_about = [&](const V3& axis_a, const V3& axis_b, const M3& R) {
-      // angle of R about axis_b x axis_a... : atan2(e.(R a), a.(R a)) with e = n x a
+      // the angle by which R turns axis_a toward axis_b (both unit, perpendicular, and
+      // perpendicular to R's axis): atan2(axis_b.(R axis_a), axis_a.(R axis_a))
       V3 ra = al_.mul(R, axis_a);
       return cx_.binary(sym::Op::Atan2, al_.dot(axis_b, ra), al_.dot(axis_a, ra));
     };
@@ -778,7 +773,7 @@ void Lowering::cut_joints() {
       Expr dq = ders_.total_derivative(q);
       std::string rest = c + "_rest";
       Expr E =
-          joint_effort(this, sym_of(e, effort), param(e, "c_" + c), param(e, "d_" + c),
+          joint_effort(sym_of(e, effort), param(e, "c_" + c), param(e, "d_" + c),
                        var(e.el->path + "." + rest) >= 0 ? param(e, rest) : cx_.zero(), q, dq, cx_);
       return E;
     };
@@ -864,7 +859,7 @@ void Lowering::equations_of_motion() {
       std::string c = names[j].coord;
       std::string rest = c + "_rest";
       Expr E =
-          joint_effort(this, sym_of(e, names[j].effort), param(e, "c_" + c), param(e, "d_" + c),
+          joint_effort(sym_of(e, names[j].effort), param(e, "c_" + c), param(e, "d_" + c),
                        param(e, rest), cx_.symbol(coords_[k].q), cx_.symbol(coords_[k].dq), cx_);
       row_terms_[k].push_back(cx_.neg(E));
     }

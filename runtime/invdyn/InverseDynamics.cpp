@@ -134,7 +134,6 @@ InverseDynamics::InverseDynamics(std::shared_ptr<const CompiledModel> model,
   f_.resize(static_cast<size_t>(m_.n_eq()));
   jz_.resize(static_cast<size_t>(m_.jac_z.nnz()));
   out0_.resize(m_.output_names.size());
-  out1_.resize(m_.output_names.size());
 }
 
 // n_q independent rows of G at the start, in row order (Gram-Schmidt with re-orthogonalisation).

@@ -120,7 +120,7 @@ class InverseDynamics {
   std::vector<Driven> driven_;
   void patch_velocity(std::vector<double>& gd) const;
   void patch_bias(std::vector<double>& gam) const;
-  std::vector<double> g_, G_, f_, jz_, out0_, out1_, oz_, gd_, gam_;
+  std::vector<double> g_, G_, f_, jz_, out0_, oz_, gd_, gam_;
   std::vector<int32_t> row_of_, rows_, cols_, col_of_z_, crow_;
   std::vector<int32_t> check_columns_;  // outputs <joint>.closure_check[k]: redundant rows
   Eigen::Index n_crows_ = 0;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "compiler/driver/Compile.h"
+#include "mech_test_util.h"
 #include "runtime/invdyn/InverseDynamics.h"
 
 namespace {
@@ -19,15 +20,9 @@ using mbs::rt::CompiledModel;
 
 std::shared_ptr<const CompiledModel> compile_for_inverse(const std::string& name,
                                                          const std::string& text) {
-  std::string path = testing::TempDir() + std::to_string(getpid()) + "_" + name + ".mbs";
-  std::ofstream(path) << text;
   mbs::CompileOptions o;
-  o.file = path;
   o.inverse_dynamics = true;
-  std::ostringstream emit, diag;
-  auto r = mbs::compile(o, emit, diag);
-  EXPECT_TRUE(r.ok) << diag.str();
-  return r.model;
+  return mbs::testutil::compile_source(name, text, o);
 }
 
 int output_index(const mbs::rt::InverseDynamics& id, const std::string& name) {
@@ -430,21 +425,12 @@ std::string num(double x) {
 
 std::shared_ptr<const CompiledModel> compile_forward(const std::string& name,
                                                      const std::string& text) {
-  std::string path = testing::TempDir() + std::to_string(getpid()) + "_" + name + ".mbs";
-  std::ofstream(path) << text;
-  mbs::CompileOptions o;
-  o.file = path;  // without inverse_dynamics: redundant rows removed, the crank is free
-  std::ostringstream emit, diag;
-  auto r = mbs::compile(o, emit, diag);
-  EXPECT_TRUE(r.ok) << diag.str();
-  return r.model;
+  // without inverse_dynamics: redundant rows removed, the crank is free
+  return mbs::testutil::compile_source(name, text);
 }
 
 int model_column(const CompiledModel& m, const std::string& name) {
-  for (size_t i = 0; i < m.output_names.size(); ++i)
-    if (m.output_names[i] == name) return static_cast<int>(i);
-  ADD_FAILURE() << "no output " << name;
-  return 0;
+  return mbs::testutil::output_column(m, name);
 }
 
 struct ForwardRun {

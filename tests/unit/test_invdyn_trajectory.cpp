@@ -11,13 +11,14 @@
 #include <string>
 
 #include "compiler/driver/Compile.h"
+#include "mech_test_util.h"
 #include "runtime/invdyn/InverseDynamics.h"
 #include "runtime/invdyn/Trajectory.h"
 
 namespace {
 
 std::string temp(const std::string& name) {
-  return testing::TempDir() + std::to_string(getpid()) + "_" + name;
+  return mbs::testutil::temp_path(name);
 }
 
 TEST(Trajectory, SplineIsExactForCubicsAndFileDerivativesAreUsed) {
@@ -103,15 +104,9 @@ equation
 
 std::shared_ptr<const mbs::rt::CompiledModel> compile(const std::string& name,
                                                       const std::string& text) {
-  std::string path = temp(name + ".mbs");
-  std::ofstream(path) << text;
   mbs::CompileOptions o;
-  o.file = path;
   o.inverse_dynamics = true;
-  std::ostringstream emit, diag;
-  auto r = mbs::compile(o, emit, diag);
-  EXPECT_TRUE(r.ok) << diag.str();
-  return r.model;
+  return mbs::testutil::compile_source(name, text, o);
 }
 
 std::vector<double> torques(std::shared_ptr<const mbs::rt::CompiledModel> m,

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "compiler/driver/Compile.h"
+#include "mech_test_util.h"
 #include "runtime/model/Constraints.h"
 #include "runtime/solvers/Integrator.h"
 
@@ -28,15 +29,9 @@ using mbs::rt::CompiledModel;
 // be evaluated from a state without solving for the recursive form's algebraic unknowns.
 std::shared_ptr<const CompiledModel> compile_text(const std::string& name, const std::string& text,
                                                   int recursive_depth = 1000) {
-  std::string path = testing::TempDir() + std::to_string(getpid()) + "_" + name + ".mbs";
-  std::ofstream(path) << text;
   mbs::CompileOptions o;
-  o.file = path;
   o.recursive_depth = recursive_depth;
-  std::ostringstream emit, diag;
-  auto r = mbs::compile(o, emit, diag);
-  EXPECT_TRUE(r.ok) << diag.str();
-  return r.model;
+  return mbs::testutil::compile_source(name, text, o);
 }
 
 // A trajectory through a state: polynomial in the ordinary coordinates, a great circle for each
@@ -107,10 +102,7 @@ std::vector<double> outputs(const CompiledModel& m, const std::vector<double>& v
 }
 
 int column(const CompiledModel& m, const std::string& name) {
-  for (size_t i = 0; i < m.output_names.size(); ++i)
-    if (m.output_names[i] == name) return static_cast<int>(i);
-  ADD_FAILURE() << "no output " << name;
-  return 0;
+  return mbs::testutil::output_column(m, name);
 }
 
 // A spatial tree through every joint kind, with a sensor at the end of each branch.

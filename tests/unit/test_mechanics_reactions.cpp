@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "compiler/driver/Compile.h"
+#include "mech_test_util.h"
 #include "runtime/solvers/Integrator.h"
 
 namespace {
@@ -20,16 +21,10 @@ using mbs::rt::CompiledModel;
 std::shared_ptr<const CompiledModel> compile_text(const std::string& name, const std::string& text,
                                                   bool reactions,
                                                   std::map<std::string, double> set = {}) {
-  std::string path = testing::TempDir() + std::to_string(getpid()) + "_" + name + ".mbs";
-  std::ofstream(path) << text;
   mbs::CompileOptions o;
-  o.file = path;
   o.reactions = reactions;
   o.overrides = std::move(set);
-  std::ostringstream emit, diag;
-  auto r = mbs::compile(o, emit, diag);
-  EXPECT_TRUE(r.ok) << diag.str();
-  return r.model;
+  return mbs::testutil::compile_source(name, text, o);
 }
 
 struct Run {
@@ -53,10 +48,7 @@ Run simulate(const CompiledModel& m, double t_end, double h) {
 }
 
 int column(const CompiledModel& m, const std::string& name) {
-  for (size_t i = 0; i < m.output_names.size(); ++i)
-    if (m.output_names[i] == name) return static_cast<int>(i);
-  ADD_FAILURE() << "no output " << name;
-  return 0;
+  return mbs::testutil::output_column(m, name);
 }
 
 const char* kPendulum = R"(
