@@ -535,6 +535,9 @@ std::optional<SymbolicDae> Builder::run() {
     if (v.role != VarRole::Variable) continue;
     dae.outputs.push_back({v.name, resolve(cx.symbol(v.symbol))});
   }
+  dae.body_balance = flat.body_balance;
+  for (auto& r : dae.body_balance.rows) r = resolve(r);
+  for (auto& w : dae.body_balance.wrenches) w = resolve(w);
   return std::move(dae);
 }
 

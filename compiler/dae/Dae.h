@@ -59,6 +59,7 @@ struct SymbolicDae {
   std::vector<Elimination> eliminated;
   std::vector<DaeOutput> outputs;    // every model variable, declaration order
   std::vector<uint32_t> parameters;  // parameter symbols (values: FlatModel bindings)
+  BodyBalance body_balance;          // inverse dynamics: FlatModel's, eliminations substituted
 };
 
 // Builds the DAE: alias and explicit-auxiliary elimination, order reduction of derivatives above

@@ -278,6 +278,13 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
     m->constraint_G = sparse(kernels.constraint_G, *state->jit);
     m->constraint_gd = kernel(kernels.constraint_gd, *state->jit);
     m->constraint_gamma = kernel(kernels.constraint_gamma, *state->jit);
+    m->body_rows = kernel(kernels.body_rows, *state->jit);
+    m->body_wrench = kernel(kernels.body_wrench, *state->jit);
+    m->body_rows_u = sparse(kernels.body_rows_u, *state->jit);
+    m->body_wrench_u = sparse(kernels.body_wrench_u, *state->jit);
+    m->body_row_names = dae->body_balance.row_names;
+    m->body_reaction_names = dae->body_balance.reaction_names;
+    m->body_wrench_names = dae->body_balance.wrench_names;
   }
   m->initial_values = kernel(kernels.initial_values, *state->jit);
   for (const auto& o : dae->outputs) m->output_names.push_back(o.name);

@@ -63,7 +63,8 @@ std::vector<codegen::KernelSpec> ModelKernels::all() const {
                                         initial_values};
   if (inverse_dynamics)
     a.insert(a.end(),
-             {outputs_z.spec, constraint_g, constraint_G.spec, constraint_gd, constraint_gamma});
+             {outputs_z.spec, constraint_g, constraint_G.spec, constraint_gd, constraint_gamma,
+              body_rows, body_rows_u.spec, body_wrench, body_wrench_u.spec});
   return a;
 }
 
@@ -146,6 +147,23 @@ ModelKernels build_kernels(const SymbolicDae& dae, sym::Context& cx, bool invers
   k.outputs.name = "outputs";
   for (const auto& o : dae.outputs) k.outputs.outputs.push_back(o.value);
   if (inverse_dynamics) k.outputs_z = jacobian(cx, "outputs_z", k.outputs.outputs, cz);
+  if (inverse_dynamics) {
+    const BodyBalance& bb = dae.body_balance;
+    std::vector<Column> cu = cz;
+    std::unordered_map<uint32_t, Expr> no_reactions;
+    for (uint32_t r : bb.reactions) {
+      cu.push_back({{{r, one}}});
+      no_reactions[r] = cx.zero();
+    }
+    k.body_rows.name = "body_rows";
+    for (const Expr& r : bb.rows)
+      k.body_rows.outputs.push_back(sym::substitute(cx, r, no_reactions));
+    k.body_wrench.name = "body_wrench";
+    for (const Expr& w : bb.wrenches)
+      k.body_wrench.outputs.push_back(sym::substitute(cx, w, no_reactions));
+    k.body_rows_u = jacobian(cx, "body_rows_u", bb.rows, cu);
+    k.body_wrench_u = jacobian(cx, "body_wrench_u", bb.wrenches, cu);
+  }
 
   k.initial_values.name = "initial_values";
   auto start = [&](Expr e) { return e ? e : cx.zero(); };
@@ -181,7 +199,13 @@ void print_kernels(std::ostream& os, const sym::Context& cx, const ModelKernels&
   list(k.index2_residual);
   matrix(k.index2_matrix);
   list(k.outputs);
-  if (k.inverse_dynamics) matrix(k.outputs_z);
+  if (k.inverse_dynamics) {
+    matrix(k.outputs_z);
+    list(k.body_rows);
+    matrix(k.body_rows_u);
+    list(k.body_wrench);
+    matrix(k.body_wrench_u);
+  }
   list(k.initial_values);
   os << "nodes in the expression DAG: " << cx.node_count() << "\n";
 }

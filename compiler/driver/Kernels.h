@@ -34,7 +34,12 @@ struct ModelKernels {
   MatrixKernel constraint_G;                 // dg/dq
   codegen::KernelSpec constraint_gd;         // dg/dt
   codegen::KernelSpec constraint_gamma;      // d2g/dt2 at qdd = 0
-  codegen::KernelSpec initial_values;        // start values [q | qd | y | z] from parameters
+  // the body-wise balance (SymbolicDae::body_balance; inverse dynamics of a mechanism): its rows
+  // and the joints' wrenches at zero unknowns (reaction coordinates substituted by 0, the z slots
+  // read as 0 by the caller) and their Jacobians with respect to [z | reaction coordinates]
+  codegen::KernelSpec body_rows, body_wrench;
+  MatrixKernel body_rows_u, body_wrench_u;
+  codegen::KernelSpec initial_values;  // start values [q | qd | y | z] from parameters
   std::vector<codegen::KernelSpec> all() const;
 };
 

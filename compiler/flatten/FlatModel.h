@@ -88,6 +88,21 @@ struct FrameConnection {
   std::string text;
 };
 
+// The body-wise Newton-Euler balances of a mechanism, the second formulation of inverse dynamics
+// (compiler/mech with MechOptions::inverse_dynamics; docs/inverse-dynamics.md, "The body-wise
+// balance"): six rows per moving rigid aggregate, linear in the efforts of the active joints, the
+// closure multipliers and the reaction coordinates of the tree joints. The reaction coordinates
+// are symbols of their own (not variables of the model); every joint's wrench is given in the
+// same unknowns.
+struct BodyBalance {
+  std::vector<sym::Expr> rows;              // zero when the aggregate is balanced
+  std::vector<std::string> row_names;       // "<frame>: force along x", ...
+  std::vector<uint32_t> reactions;          // reaction-coordinate symbols
+  std::vector<std::string> reaction_names;  // "<joint>.reaction[k]: force along x", ...
+  std::vector<std::string> wrench_names;    // "<joint>.reaction_f[1]", ..., "reaction_t[3]"
+  std::vector<sym::Expr> wrenches;
+};
+
 struct FlatModel {
   std::string name;
   std::string description;
@@ -97,6 +112,7 @@ struct FlatModel {
   std::vector<FlatEquation> equations;
   std::vector<MechElement> mech_elements;  // in declaration order
   std::vector<FrameConnection> frame_connections;
+  BodyBalance body_balance;  // inverse dynamics only
   // symbol -> index into vars (only variable/parameter symbols)
   std::unordered_map<uint32_t, size_t> var_of_symbol;
 };

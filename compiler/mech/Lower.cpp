@@ -6,6 +6,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <set>
 #include <unordered_map>
@@ -97,6 +98,8 @@ struct Node {
   // required wrench (inertia minus applied loads) of the node's subtree, about its origin
   std::vector<Expr> f[3], m[3];
   V3 F, M;  // totals after the backward pass
+  // inverse dynamics, body-wise balance: the tree joints' wrenches on the node (same convention)
+  std::vector<Expr> bf[3], bm[3];
 };
 
 struct Elem {
@@ -277,16 +280,20 @@ class Lowering {
   void equations_of_motion();
   void cut_force_torque();
   std::pair<V3, V3> transmitted(const Elem& e);
+  void body_balance();
+  std::pair<M3, V3> relative_by_steps(int a, int b);
   void sensors();
   void defaults();
   bool assemble();
   void print(std::ostream& os) const;
 
-  // loads on nodes (in node coordinates, about the node origin)
-  void apply(int node, const V3& f, const V3& m) {
+  // loads on nodes (in node coordinates, about the node origin); `joint`: a tree joint's wrench
+  // in the body-wise balance (Node::bf, bm)
+  void apply(int node, const V3& f, const V3& m, bool joint = false) {
+    Node& nd = nodes_[node];
     for (int i = 0; i < 3; ++i) {
-      nodes_[node].f[i].push_back(cx_.neg(f[i]));
-      nodes_[node].m[i].push_back(cx_.neg(m[i]));
+      (joint ? nd.bf : nd.f)[i].push_back(cx_.neg(f[i]));
+      (joint ? nd.bm : nd.m)[i].push_back(cx_.neg(m[i]));
     }
   }
   // A wrench (F, T) resolved in the frame of node a, acting on node b at b's origin, and the
@@ -320,6 +327,7 @@ class Lowering {
   std::vector<Elem> elems_;
   std::vector<Coord> coords_;
   std::vector<Node> nodes_;
+  size_t n_frame_nodes_ = 0;  // nodes_[0, n): frames of elements; after: inside multi-step joints
   std::map<std::string, int> node_of_frame_;
   int world_ = -1;          // element index
   int root_ = -1;           // node index
@@ -432,6 +440,7 @@ void Lowering::build_graph() {
       node_of_frame_[path] = it->second;
     }
   }
+  n_frame_nodes_ = nodes_.size();
   for (size_t i = 0; i < elems_.size(); ++i) {
     if (elems_[i].info->role != Role::World) continue;
     if (world_ >= 0) {
@@ -981,6 +990,7 @@ bool Lowering::run() {
     for (auto [p, q] : trajectory_params_)
       flat_.vars[p].value = flat_.vars[q].start ? sym::evaluate(flat_.vars[q].start, {}) : 0.0;
     multipliers();
+    if (opt_.inverse_dynamics) body_balance();  // before the backward pass adds to Node::f, m
     equations_of_motion();
     cut_force_torque();
     sensors();
@@ -1059,9 +1069,16 @@ void Lowering::multipliers() {
                        " (its multiplier is left to the inverse-dynamics analysis)");
       // and its residual as an output, so that the reconstruction is checked against the full
       // closure conditions, the redundant rows included
-      std::string check = row.joint + ".closure_check[" + std::to_string(count[row.joint]) + "]";
-      uint32_t c = new_var(check, "residual of the redundant closure row: " + row.what, row.span);
-      add_equation(cx_.sub(cx_.symbol(c), row.residual), row.span, check + " (closure check)");
+      // and velocity and acceleration forms (the total derivatives; der(der(q)) are the
+      // accelerations)
+      Expr level = row.residual;
+      for (const char* kind : {"closure_check", "closure_check_v", "closure_check_a"}) {
+        std::string check =
+            fmt::format("{}.{}[{}]", row.joint, kind, std::to_string(count[row.joint]));
+        uint32_t c = new_var(check, "residual of the redundant closure row: " + row.what, row.span);
+        add_equation(cx_.sub(cx_.symbol(c), level), row.span, check + " (closure check)");
+        level = ders_.total_derivative(level);
+      }
     }
     Expr lam = cx_.symbol(l);
     if (row.quaternion_of >= 0) {
@@ -1110,6 +1127,191 @@ std::pair<V3, V3> Lowering::transmitted(const Elem& e) {
     T = al_.add(T, al_.scale(cx_.symbol(row.multiplier), row.torque));
   }
   return {F, T};
+}
+
+// The transform of node b in node a (x_a = R x_b + r) along the tree steps between them; one of
+// the two must be an ancestor of the other (the two frames of a tree joint).
+std::pair<M3, V3> Lowering::relative_by_steps(int a, int b) {
+  auto up = [&](int from, int to) -> std::optional<std::pair<M3, V3>> {
+    M3 R = al_.identity();
+    V3 r = al_.zero3();
+    for (int n = from; n != to; n = nodes_[n].parent) {
+      if (n < 0 || n == root_) return std::nullopt;
+      const Step& s = nodes_[n].step;
+      r = al_.add(s.r, al_.mul(s.R, r));
+      R = al_.mul(s.R, R);
+    }
+    return std::make_pair(R, r);
+  };
+  if (auto ab = up(b, a)) return *ab;
+  auto ba = up(a, b);
+  M3 Rt = al_.transpose(ba->first);
+  return {Rt, al_.neg(al_.mul(Rt, ba->second))};
+}
+
+// The second formulation of the balance for inverse dynamics (seed 003): a spatial Newton-Euler
+// balance for every moving rigid aggregate (nodes joined by rigid tree edges), in which every
+// tree joint's wrench is written as reaction coordinates on a basis reciprocal to its motion plus
+// its efforts along the motion, acting on its two aggregates with opposite signs. The cut
+// joints' reaction coordinates are their multipliers (already applied to the nodes).
+void Lowering::body_balance() {
+  BodyBalance& bb = flat_.body_balance;
+  V3 ex = {cx_.one(), cx_.zero(), cx_.zero()}, ey = {cx_.zero(), cx_.one(), cx_.zero()},
+     ez = {cx_.zero(), cx_.zero(), cx_.one()};
+  for (auto& e : elems_) {
+    if (!e.in_tree || e.info->role != Role::Edge || is_rigid(e.el->kind)) continue;
+    const std::string& k = e.el->kind;
+    std::vector<std::pair<V3, V3>> basis;  // force and torque directions, frame_a axes
+    std::vector<std::string> what;
+    auto force = [&](const V3& d, const std::string& name) {
+      basis.push_back({d, al_.zero3()});
+      what.push_back("force along " + name);
+    };
+    auto torque = [&](const V3& d, const std::string& name) {
+      basis.push_back({al_.zero3(), d});
+      what.push_back("torque about " + name);
+    };
+    // the generalized force along the joint's j-th coordinate (effort, spring, damper)
+    auto effort = [&](size_t j) {
+      auto names = coordinate_names(k);
+      const Coord& c = coords_[e.coords[j]];
+      std::string q = names[j].coord;
+      return joint_effort(sym_of(e, names[j].effort), param(e, "c_" + q), param(e, "d_" + q),
+                          param(e, q + "_rest"), cx_.symbol(c.q), cx_.symbol(c.dq), cx_);
+    };
+    int A = e.nodes[0], B = e.nodes[1];
+    auto [R_ab, r_ab] = relative_by_steps(A, B);
+    V3 F = al_.zero3(), T = al_.zero3();  // efforts and given loads, frame_a axes, about b
+    V3 given_F = al_.zero3(), given_T = al_.zero3();  // applied as a pair by loads() already
+    std::array<double, 3> nn{};
+    V3 n, e1, e2;
+    if (k == "Revolute" || k == "Prismatic" || k == "Cylindrical" || k == "Planar") {
+      n = axis(e, "n", &nn);
+      auto [b1, b2] = perpendicular_basis(nn);
+      e1 = {cx_.num(b1[0]), cx_.num(b1[1]), cx_.num(b1[2])};
+      e2 = {cx_.num(b2[0]), cx_.num(b2[1]), cx_.num(b2[2])};
+    }
+    if (k == "Revolute") {
+      force(ex, "x");
+      force(ey, "y");
+      force(ez, "z");
+      torque(e1, "e1");
+      torque(e2, "e2");
+      T = al_.scale(effort(0), n);
+    } else if (k == "Prismatic") {
+      force(e1, "e1");
+      force(e2, "e2");
+      torque(ex, "x");
+      torque(ey, "y");
+      torque(ez, "z");
+      F = al_.scale(effort(0), n);
+    } else if (k == "Cylindrical") {
+      force(e1, "e1");
+      force(e2, "e2");
+      torque(e1, "e1");
+      torque(e2, "e2");
+      F = al_.scale(effort(0), n);
+      T = al_.scale(effort(1), n);
+    } else if (k == "Planar") {
+      V3 nx = axis(e, "n_x");
+      V3 ny = al_.cross(n, nx);
+      force(n, "the plane normal");
+      torque(nx, "n_x");
+      torque(ny, "n x n_x");
+      F = al_.add(al_.scale(effort(0), nx), al_.scale(effort(1), ny));
+      T = al_.scale(effort(2), n);
+    } else if (k == "Universal") {
+      V3 na = axis(e, "n_a"), nb = al_.mul(R_ab, axis(e, "n_b"));  // n_b in frame_a axes
+      force(ex, "x");
+      force(ey, "y");
+      force(ez, "z");
+      torque(al_.cross(na, nb), "n_a x n_b");
+      T = al_.add(al_.scale(effort(0), na), al_.scale(effort(1), nb));
+    } else if (k == "Spherical") {
+      force(ex, "x");
+      force(ey, "y");
+      force(ez, "z");
+      given_T = svec(e, "t");
+    } else if (k == "FreeMotion") {
+      given_F = svec(e, "f");
+      given_T = svec(e, "t");
+    } else {
+      fail(e, "has no reaction basis for the body-wise balance");
+    }
+    for (size_t j = 0; j < basis.size(); ++j) {
+      std::string name = fmt::format("{}.reaction[{}]", e.el->path, j + 1);
+      uint32_t r = cx_.new_symbol(name);
+      bb.reactions.push_back(r);
+      bb.reaction_names.push_back(name + ": " + what[j]);
+      F = al_.add(F, al_.scale(cx_.symbol(r), basis[j].first));
+      T = al_.add(T, al_.scale(cx_.symbol(r), basis[j].second));
+    }
+    // on b at its origin, and the opposite on a at the same point
+    M3 R_ba = al_.transpose(R_ab);
+    apply(B, al_.mul(R_ba, F), al_.mul(R_ba, T), true);
+    apply(A, al_.neg(F), al_.neg(al_.add(T, al_.cross(r_ab, F))), true);
+    V3 out_F = al_.add(F, given_F), out_T = al_.add(T, given_T);
+    for (int kk = 0; kk < 2; ++kk)
+      for (int i = 0; i < 3; ++i) {
+        bb.wrench_names.push_back(
+            fmt::format("{}.reaction_{}[{}]", e.el->path, kk == 0 ? "f" : "t", i + 1));
+        bb.wrenches.push_back((kk == 0 ? out_F : out_T)[i]);
+      }
+  }
+  // the cut joints' wrenches are their multipliers along the rows' directions, as reported
+  for (auto& e : elems_) {
+    if (!e.cut || e.info->role != Role::Edge || is_rigid(e.el->kind)) continue;
+    auto [F, T] = transmitted(e);
+    for (int kk = 0; kk < 2; ++kk)
+      for (int i = 0; i < 3; ++i) {
+        bb.wrench_names.push_back(
+            fmt::format("{}.reaction_{}[{}]", e.el->path, kk == 0 ? "f" : "t", i + 1));
+        bb.wrenches.push_back((kk == 0 ? F : T)[i]);
+      }
+  }
+  // rigid aggregates: a node reached by a rigid tree edge belongs to its parent's aggregate; the
+  // nodes inside multi-step joints carry no loads and are not bodies
+  std::vector<int> top(nodes_.size(), -1);
+  for (int id : order_) {
+    const Node& nd = nodes_[id];
+    bool rigid = id != root_ && is_rigid(elems_[nd.edge].el->kind);
+    top[id] = id == root_ ? root_ : rigid ? top[nd.parent] : id;
+  }
+  // each node's required wrench (inertia minus applied loads, minus the joints' wrenches) about
+  // its origin, accumulated into the aggregate's top node along the rigid steps
+  std::vector<V3> F(nodes_.size()), M(nodes_.size());
+  for (auto it = order_.rbegin(); it != order_.rend(); ++it) {
+    int id = *it;
+    Node& nd = nodes_[id];
+    for (int i = 0; i < 3; ++i) {
+      std::vector<Expr> f = nd.f[i], m = nd.m[i];
+      f.insert(f.end(), nd.bf[i].begin(), nd.bf[i].end());
+      m.insert(m.end(), nd.bm[i].begin(), nd.bm[i].end());
+      F[id][i] = cx_.add(std::span<const Expr>(f));
+      M[id][i] = cx_.add(std::span<const Expr>(m));
+    }
+    if (id == root_ || top[id] == id) continue;
+    // into the parent (same aggregate): x_parent = R x + r
+    Node& p = nodes_[nd.parent];
+    V3 fp = al_.mul(nd.step.R, F[id]);
+    V3 mp = al_.add(al_.mul(nd.step.R, M[id]), al_.cross(nd.step.r, fp));
+    for (int i = 0; i < 3; ++i) {
+      p.bf[i].push_back(fp[i]);
+      p.bm[i].push_back(mp[i]);
+    }
+  }
+  for (int id : order_) {
+    if (id == root_ || top[id] != id || static_cast<size_t>(id) >= n_frame_nodes_ ||
+        top[id] == root_)
+      continue;
+    const char* axes[] = {"x", "y", "z"};
+    for (int kk = 0; kk < 2; ++kk)
+      for (int i = 0; i < 3; ++i) {
+        bb.rows.push_back((kk == 0 ? F : M)[id][i]);
+        bb.row_names.push_back(fmt::format("balance of the body at {}: {} along its {}",
+                                           nodes_[id].name, kk == 0 ? "force" : "moment", axes[i]));
+      }
+  }
 }
 
 void Lowering::cut_force_torque() {

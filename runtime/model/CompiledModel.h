@@ -118,6 +118,13 @@ struct CompiledModel {
   // Jacobian dg/dq (rows x n_q), dg/dt and the acceleration bias gamma (d2g/dt2 with qdd = 0).
   Kernel constraint_g, constraint_gd, constraint_gamma;
   SparseKernel constraint_G;
+  // The body-wise Newton-Euler balance of a mechanism compiled for inverse dynamics (optional;
+  // docs/inverse-dynamics.md, "The body-wise balance"): its rows and the joints' wrenches at
+  // zero unknowns (the z slots of v must be 0), and their Jacobians with respect to the unknowns
+  // [z (n_z) | reaction coordinates of the tree joints (body_reaction_names)].
+  Kernel body_rows, body_wrench;
+  SparseKernel body_rows_u, body_wrench_u;
+  std::vector<std::string> body_row_names, body_reaction_names, body_wrench_names;
   // dF/d[qdd | yd]: the mass matrix (n_eq x (n_q + n_y)), for linearisation and analysis.
   SparseKernel mass_matrix;
   // Partial derivatives dF/dq (n_eq x n_q), dF/dqd (n_eq x n_q), dF/dy (n_eq x n_y) and
