@@ -133,7 +133,12 @@ InverseDynamics::InverseDynamics(std::shared_ptr<const CompiledModel> model,
   G_.resize(static_cast<size_t>(ck_.n_rows()) * static_cast<size_t>(m_.n_q));
   f_.resize(static_cast<size_t>(m_.n_eq()));
   jz_.resize(static_cast<size_t>(m_.jac_z.nnz()));
-  out0_.resize(m_.output_names.size());
+  outv_.resize(m_.output_names.size());
+  gd_.resize(g_.size());
+  gam_.resize(g_.size());
+  rhs_.resize(m_.n_q);
+  qd_.resize(m_.n_q);
+  qdd_.resize(m_.n_q);
 }
 
 // n_q independent rows of G at the start, in row order (Gram-Schmidt with re-orthogonalisation).
@@ -168,7 +173,8 @@ bool InverseDynamics::solve_positions(double t) {
   const int32_t n = m_.n_q;
   MatrixXd& Gs = Gs_;
   Gs.resize(n, n);
-  VectorXd gs(n);
+  VectorXd& gs = gs_;
+  gs.resize(n);
   for (int it = 0; it <= o_.newton_max_iter; ++it) {
     ck_.position(v_.data(), g_);
     for (int32_t k = 0; k < n; ++k)
@@ -199,9 +205,10 @@ bool InverseDynamics::solve_positions(double t) {
       return false;
     }
     if (gs.lpNorm<Eigen::Infinity>() <= o_.newton_tol) return true;  // lu_ is G at q
-    VectorXd dq = lu.solve(-gs);
+    VectorXd& dq = dq_;  // the Newton step is -dq (solving for +gs is exact under negation)
+    dq.noalias() = lu.solve(gs);
     for (int32_t j = 0; j < n; ++j)
-      v_[static_cast<size_t>(m_.q_slot[static_cast<size_t>(j)])] += dq[j];
+      v_[static_cast<size_t>(m_.q_slot[static_cast<size_t>(j)])] -= dq[j];
     if (dq.lpNorm<Eigen::Infinity>() <= 1e-15) return true;
   }
   message_ = fmt::format(
@@ -323,7 +330,7 @@ void InverseDynamics::compare_logged(double t, InverseSample& s) {
       d[i] = 0.0;
     } else {
       C.row(i) = C_.row(crow_[static_cast<size_t>(o.column)]);
-      d[i] = out0_[static_cast<size_t>(o.column)];
+      d[i] = out0_[crow_[static_cast<size_t>(o.column)]];
     }
   }
   VectorXd target = y - d;
@@ -376,6 +383,30 @@ void InverseDynamics::patch_bias(std::vector<double>& gam) const {
 }
 
 bool InverseDynamics::sample(double t, InverseSample& s) {
+  if (!reconstruct_motion(t, s)) return false;
+  build_balance();
+  analyse_balance(s);
+  if (!log_t_.empty()) compare_logged(t, s);
+  // accept the sample
+  const int32_t n = m_.n_q;
+  s.t = t;
+  s.q.resize(static_cast<size_t>(n));
+  s.qd.resize(static_cast<size_t>(n));
+  s.qdd.resize(static_cast<size_t>(n));
+  for (int32_t j = 0; j < n; ++j) {
+    s.q[j] = v_[static_cast<size_t>(m_.q_slot[j])];
+    s.qd[j] = qd_[j];
+    s.qdd[j] = qdd_[j];
+  }
+  prev_q_ = s.q;
+  prev_qd_ = s.qd;
+  prev_qdd_ = s.qdd;
+  prev_t_ = t;
+  started_ = true;
+  return true;
+}
+
+bool InverseDynamics::reconstruct_motion(double t, InverseSample& s) {
   const int32_t n = m_.n_q;
   const auto at = [&](int32_t slot) -> double& { return v_[static_cast<size_t>(slot)]; };
   at(m_.slot_time) = t;
@@ -406,39 +437,39 @@ bool InverseDynamics::sample(double t, InverseSample& s) {
   for (int32_t j = 0; j < n; ++j) at(m_.qd_slot[j]) = 0.0;
   std::vector<double>& gd = gd_;
   std::vector<double>& gam = gam_;
-  gd.resize(g_.size());
-  gam.resize(g_.size());
   ck_.velocity(v_.data(), gd);
   patch_velocity(gd);
-  VectorXd rhs(n);
+  VectorXd& rhs = rhs_;
   for (int32_t k = 0; k < n; ++k) rhs[k] = -gd[static_cast<size_t>(selected_[k])];
-  VectorXd qd = lu.solve(rhs);
-  for (int32_t j = 0; j < n; ++j) at(m_.qd_slot[j]) = qd[j];
+  qd_.noalias() = lu.solve(rhs);
+  for (int32_t j = 0; j < n; ++j) at(m_.qd_slot[j]) = qd_[j];
   // accelerations: G qdd = -gamma
   ck_.bias(v_.data(), gam);
   patch_bias(gam);
   for (int32_t k = 0; k < n; ++k) rhs[k] = -gam[static_cast<size_t>(selected_[k])];
-  VectorXd qdd = lu.solve(rhs);
-  for (int32_t j = 0; j < n; ++j) at(m_.qdd_slot[j]) = qdd[j];
+  qdd_.noalias() = lu.solve(rhs);
+  for (int32_t j = 0; j < n; ++j) at(m_.qdd_slot[j]) = qdd_[j];
   // checks on every row: g, dg/dt, d2g/dt2 = G qdd + gamma
   ck_.position(v_.data(), g_);
   ck_.velocity(v_.data(), gd);
   patch_velocity(gd);
   s.closure = inf_norm(g_);
-  if (!check_columns_.empty()) {  // the redundant rows, which the compiled model does not solve
-    m_.outputs(v_.data(), out0_.data());
-    for (int32_t c : check_columns_)
-      s.closure = std::max(s.closure, std::fabs(out0_[static_cast<size_t>(c)]));
-  }
+  // the redundant rows, which the compiled model does not solve; the z slots of v_ are 0 here
+  // (and in build_balance), so the output values are kept for the offsets out0_
+  const int32_t nz = m_.n_z;
+  for (int32_t j = 0; j < nz; ++j) at(m_.z_slot[j]) = 0.0;
+  if (any_column_ || !check_columns_.empty()) eval_outputs();
+  for (int32_t c : check_columns_)
+    s.closure = std::max(s.closure, std::fabs(outv_[static_cast<size_t>(c)]));
   s.velocity = inf_norm(gd);
   s.acceleration = 0;
   for (size_t i = 0; i < g_.size(); ++i) {
     double a = gam[i];
     for (int32_t j = 0; j < n; ++j)
-      a += G_[i * static_cast<size_t>(n) + static_cast<size_t>(j)] * qdd[j];
+      a += G_[i * static_cast<size_t>(n) + static_cast<size_t>(j)] * qdd_[j];
     s.acceleration = std::max(s.acceleration, std::fabs(a));
   }
-  const double scale_q = 1.0 + qd.lpNorm<Eigen::Infinity>() + qdd.lpNorm<Eigen::Infinity>();
+  const double scale_q = 1.0 + qd_.lpNorm<Eigen::Infinity>() + qdd_.lpNorm<Eigen::Infinity>();
   if (!(s.closure <= o_.check_tol) || !(s.velocity <= o_.check_tol * scale_q) ||
       !(s.acceleration <= o_.check_tol * scale_q * scale_q)) {
     message_ = fmt::format(
@@ -448,10 +479,16 @@ bool InverseDynamics::sample(double t, InverseSample& s) {
         t, s.closure, s.velocity, s.acceleration);
     return false;
   }
+  return true;
+}
 
-  // ---- the balance A z = b over the equations of motion
+void InverseDynamics::eval_outputs() {
+  m_.outputs(v_.data(), outv_.data());
+}
+
+// The balance A z = b over the equations of motion, and the outputs as out = out0 + C z.
+void InverseDynamics::build_balance() {
   const int32_t nz = m_.n_z, nd = static_cast<int32_t>(dyn_rows_.size());
-  for (int32_t j = 0; j < nz; ++j) at(m_.z_slot[j]) = 0.0;
   m_.residual(v_.data(), f_.data());
   m_.jac_z.values(v_.data(), jz_.data());
   A_.setZero(nd, nz);
@@ -461,6 +498,22 @@ bool InverseDynamics::sample(double t, InverseSample& s) {
     int32_t r = row_of_[static_cast<size_t>(m_.jac_z.row[static_cast<size_t>(e)])];
     if (r >= 0) A_(r, m_.jac_z.col[static_cast<size_t>(e)]) = jz_[static_cast<size_t>(e)];
   }
+  // wrench outputs are linear in z: out = out(z = 0) + C z, C from the symbolic kernel (the
+  // output values at z = 0 were evaluated with the closure checks); rows of C_: crow_
+  C_.setZero(n_crows_, nz);
+  out0_.resize(n_crows_);
+  if (!any_column_) return;
+  for (size_t c = 0; c < crow_.size(); ++c)
+    if (crow_[c] >= 0) out0_[crow_[c]] = outv_[c];
+  m_.outputs_z.values(v_.data(), oz_.data());
+  for (int32_t e = 0; e < m_.outputs_z.nnz(); ++e) {
+    int32_t r = crow_[static_cast<size_t>(m_.outputs_z.row[static_cast<size_t>(e)])];
+    if (r >= 0) C_(r, m_.outputs_z.col[static_cast<size_t>(e)]) = oz_[static_cast<size_t>(e)];
+  }
+}
+
+void InverseDynamics::analyse_balance(InverseSample& s) {
+  const Index nz = A_.cols();
   // Entries at rounding level are zeros: a reaction that does no work along any coordinate (an
   // internal wrench pair under a rigid motion) has coefficients of 1e-16 from the symbolic
   // expressions, which scaling must not blow up to O(1). Zero columns (unknowns no equation
@@ -473,8 +526,9 @@ bool InverseDynamics::sample(double t, InverseSample& s) {
   for (Index j = 0; j < A_.cols(); ++j) {
     bool any = false;
     for (Index i = 0; i < A_.rows(); ++i) {
-      if (std::fabs(A_(i, j)) <= zero_tol) A_(i, j) = 0.0;
-      any |= A_(i, j) != 0.0;
+      double& a = A_(i, j);
+      if (std::fabs(a) <= zero_tol) a = 0.0;
+      any |= a != 0.0;
     }
     if (any) cols_.push_back(static_cast<int32_t>(j));
   }
@@ -488,8 +542,8 @@ bool InverseDynamics::sample(double t, InverseSample& s) {
   const Index ma = static_cast<Index>(rows_.size()), na = static_cast<Index>(cols_.size());
   // positive diagonal scaling of equations (rows) and unknowns (columns)
   As_.resize(ma, na);
-  for (Index i = 0; i < ma; ++i)
-    for (Index j = 0; j < na; ++j) As_(i, j) = A_(rows_[i], cols_[j]);
+  for (Index j = 0; j < na; ++j)
+    for (Index i = 0; i < ma; ++i) As_(i, j) = A_(rows_[i], cols_[j]);
   rs_.resize(ma);
   cs_.setOnes(nz);
   for (Index i = 0; i < ma; ++i) {
@@ -514,106 +568,102 @@ bool InverseDynamics::sample(double t, InverseSample& s) {
     return r;
   };
   s.rank = rank_at(1.0);
-  s.nullity = nz - s.rank;
+  s.nullity = static_cast<int>(nz) - s.rank;
   s.rank_stable = rank_at(10.0) == s.rank && rank_at(0.1) == s.rank;
-  const int null_active = static_cast<int>(na) - s.rank;
+  const Index rank = s.rank, null_active = na - rank;
   const MatrixXd& U = svd_.matrixU();
   const MatrixXd& V = svd_.matrixV();
-  const VectorXd& bsv = bs_;
   // minimum-norm solution in the scaled active unknowns (rank-r pseudo-inverse)
-  x_.setZero(na);
-  for (int k = 0; k < s.rank; ++k) x_ += V.col(k) * (U.col(k).dot(bsv) / sig[k]);
+  w_.noalias() = U.leftCols(rank).transpose() * bs_;
+  w_.array() /= sig.head(rank).array();
+  x_.noalias() = V.leftCols(rank) * w_;
   s.balance = std::max(ma > 0 ? (As_ * x_ - bs_).lpNorm<Eigen::Infinity>() : 0.0,
                        amax > 0 ? free_rows / amax : free_rows);
-  // wrench outputs are linear in z: out = out(z = 0) + C z, C from the symbolic kernel (the
-  // z slots of v_ are always 0, so the evaluation of the closure checks above can be reused)
-  if (check_columns_.empty()) m_.outputs(v_.data(), out0_.data());
-  if (any_column_) {
-    m_.outputs_z.values(v_.data(), oz_.data());
-    // only the rows of the outputs asked for (crow_: model output -> row of C_)
-    // Coefficients at rounding level are zeros, as in A: an internal wrench pair that cancels in
-    // a joint's wrench (the out-of-plane reactions of a loop in the ground joint's wrench) leaves
-    // 1e-13 behind, which must not make that wrench depend on a free multiplier.
-    double cmax = 0;
-    for (int32_t e = 0; e < m_.outputs_z.nnz(); ++e)
-      if (crow_[static_cast<size_t>(m_.outputs_z.row[static_cast<size_t>(e)])] >= 0)
-        cmax = std::max(cmax, std::fabs(oz_[static_cast<size_t>(e)]));
-    const double ctol = 1e-11 * cmax;
-    C_.setZero(n_crows_, nz);
-    for (int32_t e = 0; e < m_.outputs_z.nnz(); ++e) {
-      int32_t r = crow_[static_cast<size_t>(m_.outputs_z.row[static_cast<size_t>(e)])];
-      double x = oz_[static_cast<size_t>(e)];
-      if (r >= 0 && std::fabs(x) > ctol) C_(r, m_.outputs_z.col[static_cast<size_t>(e)]) = x;
+  // Coefficients at rounding level are zeros, as in A: an internal wrench pair that cancels in
+  // a joint's wrench (the out-of-plane reactions of a loop in the ground joint's wrench) leaves
+  // 1e-13 behind, which must not make that wrench depend on a free multiplier. The nonzeros of
+  // each row of C_ are collected (c_start_, c_z_, c_val_): a joint wrench depends on a few
+  // unknowns only.
+  const Index n_c = C_.rows();
+  c_start_.assign(static_cast<size_t>(n_c) + 1, 0);
+  c_z_.clear();
+  c_val_.clear();
+  if (C_.size() > 0) {
+    const double ctol = 1e-11 * C_.lpNorm<Eigen::Infinity>();
+    for (Index i = 0; i < n_c; ++i) {
+      for (Index z = 0; z < nz; ++z) {
+        double& x = C_(i, z);
+        if (x == 0.0) continue;
+        if (std::fabs(x) <= ctol) {
+          x = 0.0;
+          continue;
+        }
+        c_z_.push_back(static_cast<int32_t>(z));
+        c_val_.push_back(x);
+      }
+      c_start_[static_cast<size_t>(i) + 1] = static_cast<int32_t>(c_z_.size());
     }
   }
-  s.value.assign(outputs_.size(), std::numeric_limits<double>::quiet_NaN());
-  s.unique.assign(outputs_.size(), 0);
+  const size_t n_out = outputs_.size();
+  s.value.assign(n_out, std::numeric_limits<double>::quiet_NaN());
+  s.unique.assign(n_out, 0);
   s.dual = 0;
   col_of_z_.assign(static_cast<size_t>(nz), -1);
   for (Index j = 0; j < na; ++j) col_of_z_[static_cast<size_t>(cols_[j])] = static_cast<int32_t>(j);
-  c_.resize(na);
-  VectorXd& c = c_;
-  for (size_t k = 0; k < outputs_.size(); ++k) {
-    // an output is reported only when the rank is stable under a tenfold change of the
-    // threshold: a rank that depends on the threshold means a nearly singular balance
-    if (!s.rank_stable) break;
+  // an output is reported only when the rank is stable under a tenfold change of the threshold:
+  // a rank that depends on the threshold means a nearly singular balance
+  if (!s.rank_stable) return;
+  // the nullspace basis of As, one row per active unknown
+  Vn_ = V.rightCols(null_active);
+  pv_.resize(null_active);
+  for (size_t k = 0; k < n_out; ++k) {
     const InverseOutput& o = outputs_[k];
+    // c over the active unknowns (scaled), as (active column, coefficient) pairs
+    cj_.clear();
+    cv_.clear();
     double offset = 0;
     if (o.z >= 0) {
       if (col_of_z_[static_cast<size_t>(o.z)] < 0) continue;  // seen by no equation: free
-      c.setZero();
-      c[col_of_z_[static_cast<size_t>(o.z)]] = cs_[o.z];  // z_j = cs_j x_j
+      cj_.push_back(col_of_z_[static_cast<size_t>(o.z)]);
+      cv_.push_back(cs_[o.z]);  // z_j = cs_j x_j
     } else {
-      // c over the active unknowns (scaled); a dependence on an unknown that no equation sees
-      // makes the output free
+      // a dependence on an unknown that no equation sees makes the output free
       double free_dep = 0, all = 0;
-      c.setZero();
-      for (int32_t z = 0; z < nz; ++z) {
-        double cz = C_(crow_[static_cast<size_t>(o.column)], z);
+      const int32_t cr = crow_[static_cast<size_t>(o.column)];
+      for (int32_t e = c_start_[static_cast<size_t>(cr)]; e < c_start_[static_cast<size_t>(cr) + 1];
+           ++e) {
+        const int32_t z = c_z_[static_cast<size_t>(e)];
+        const double cz = c_val_[static_cast<size_t>(e)];
         all = std::max(all, std::fabs(cz));
-        if (col_of_z_[static_cast<size_t>(z)] < 0)
+        if (col_of_z_[static_cast<size_t>(z)] < 0) {
           free_dep = std::max(free_dep, std::fabs(cz));
-        else
-          c[col_of_z_[static_cast<size_t>(z)]] = cz * cs_[z];
+        } else {
+          cj_.push_back(col_of_z_[static_cast<size_t>(z)]);
+          cv_.push_back(cz * cs_[z]);
+        }
       }
-      offset = out0_[static_cast<size_t>(o.column)];
+      offset = out0_[cr];
       if (free_dep > o_.unique_tol * all) continue;
     }
-    double cn = c.norm();
-    bool unique = true;
-    if (unique && cn > 0 && null_active > 0) {
-      double proj = 0;
-      for (int kk = s.rank; kk < na; ++kk) {
-        double d = V.col(kk).dot(c);
-        proj += d * d;
-      }
-      proj = std::sqrt(proj) / cn;
-      unique = proj <= o_.unique_tol;
-      // the dual vector w = pinv(As)^T c solves As^T w = c up to exactly this projection
-      if (unique) s.dual = std::max(s.dual, proj);
+    double cn2 = 0, value = 0;
+    for (size_t e = 0; e < cj_.size(); ++e) {
+      cn2 += cv_[e] * cv_[e];
+      value += cv_[e] * x_[cj_[e]];
     }
-    if (!unique) continue;
+    const double cn = std::sqrt(cn2);
+    if (cn > 0 && null_active > 0) {
+      // |V_null^T c| / |c|
+      pv_.setZero();
+      for (size_t e = 0; e < cj_.size(); ++e) pv_ += cv_[e] * Vn_.row(cj_[e]).transpose();
+      double proj = pv_.norm() / cn;
+      if (!(proj <= o_.unique_tol)) continue;
+      // the dual vector w = pinv(As)^T c solves As^T w = c up to exactly this projection
+      s.dual = std::max(s.dual, proj);
+    }
     // the value w.b of the dual vector equals c.x for the minimum-norm solution x
-    s.value[k] = c.dot(x_) + offset;
+    s.value[k] = value + offset;
     s.unique[k] = 1;
   }
-  if (!log_t_.empty()) compare_logged(t, s);
-  // accept the sample
-  s.t = t;
-  s.q.resize(static_cast<size_t>(n));
-  s.qd.resize(static_cast<size_t>(n));
-  s.qdd.resize(static_cast<size_t>(n));
-  for (int32_t j = 0; j < n; ++j) {
-    s.q[j] = at(m_.q_slot[j]);
-    s.qd[j] = qd[j];
-    s.qdd[j] = qdd[j];
-  }
-  prev_q_ = s.q;
-  prev_qd_ = s.qd;
-  prev_qdd_ = s.qdd;
-  prev_t_ = t;
-  started_ = true;
-  return true;
 }
 
 InverseDynamicsRun inverse_dynamics_to_csv(std::shared_ptr<const CompiledModel> model,

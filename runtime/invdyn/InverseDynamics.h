@@ -85,6 +85,16 @@ class InverseDynamics {
  private:
   bool select_rows();
   bool solve_positions(double t);
+  // (1) the motion at t: q by Newton on the selected closure rows, q' and q'', every row checked;
+  // leaves the output values at z = 0 (outv_) for the closure checks and the offsets
+  bool reconstruct_motion(double t, InverseSample& s);
+  void eval_outputs();
+  // (2) the balance at the reconstructed motion: A_ (equations of motion x unknowns z), b_, and
+  // per output column (row crow_[column]) out = out0_ + C_ z
+  void build_balance();
+  // (3) from A_, b_, C_, out0_ alone: zeroing, scaling, SVD, rank, the minimum-norm solution and
+  // each output's uniqueness and value
+  void analyse_balance(InverseSample& s);
   std::shared_ptr<const CompiledModel> keep_;
   const CompiledModel& m_;
   InverseDynamicsOptions o_;
@@ -120,14 +130,20 @@ class InverseDynamics {
   std::vector<Driven> driven_;
   void patch_velocity(std::vector<double>& gd) const;
   void patch_bias(std::vector<double>& gam) const;
-  std::vector<double> g_, G_, f_, jz_, out0_, oz_, gd_, gam_;
+  std::vector<double> g_, G_, f_, jz_, outv_, oz_, gd_, gam_;
   std::vector<int32_t> row_of_, rows_, cols_, col_of_z_, crow_;
   std::vector<int32_t> check_columns_;  // outputs <joint>.closure_check[k]: redundant rows
   Eigen::Index n_crows_ = 0;
   bool any_column_ = false;
   Eigen::MatrixXd A_, As_;
   Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> C_;  // rows: outputs
-  Eigen::VectorXd b_, bs_, rs_, cs_, x_, c_;
+  Eigen::VectorXd b_, bs_, rs_, cs_, x_, w_, out0_;
+  Eigen::VectorXd rhs_, qd_, qdd_, gs_, dq_;  // motion reconstruction
+  // the nonzeros of C_ by row (z, value); an output's c over the active unknowns; V_null by row
+  std::vector<int32_t> c_start_, c_z_, cj_;
+  std::vector<double> c_val_, cv_;
+  Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> Vn_;
+  Eigen::VectorXd pv_;
   Eigen::JacobiSVD<Eigen::MatrixXd> svd_;
   Eigen::MatrixXd Gs_;
   Eigen::PartialPivLU<Eigen::MatrixXd> lu_;
