@@ -361,7 +361,7 @@ void InverseDynamics::compare_logged(double t, InverseSample& s) {
   MatrixXd N = MatrixXd::Zero(nz, nn);
   Index c = 0;
   for (Index kk = s.rank; kk < na; ++kk, ++c)
-    for (Index j = 0; j < na; ++j) N(cols_[j], c) = cs_[cols_[j]] * svd_.matrixV()(j, kk);
+    for (Index j = 0; j < na; ++j) N(cols_[j], c) = cs_[cols_[j]] * Vn_(j, kk - s.rank);
   for (int32_t z = 0; z < nz; ++z)
     if (col_of_z_[static_cast<size_t>(z)] < 0) N(z, c++) = 1.0;
   VectorXd rest = target - C * zp;
@@ -558,25 +558,97 @@ void InverseDynamics::analyse_balance(InverseSample& s) {
   }
   bs_.resize(ma);
   for (Index i = 0; i < ma; ++i) bs_[i] = rs_[i] * b_[rows_[i]];
-  svd_.compute(As_, Eigen::ComputeThinU | Eigen::ComputeFullV);
-  const VectorXd& sig = svd_.singularValues();
-  const double smax = sig.size() > 0 ? sig[0] : 0.0;
+  // The SVD of As block by block: rows and columns that share no nonzero fall into independent
+  // blocks (the connected components of the pattern; a mechanism's balance splits into small
+  // groups of coupled equations and unknowns). Up to a permutation of rows and columns, which is
+  // exact, As is block diagonal, and its full SVD is the union of the blocks' full SVDs: the
+  // singular values of all blocks, singular vectors zero outside their block.
+  const Index nb_all = ma + na;
+  parent_.resize(static_cast<size_t>(nb_all));
+  for (Index k = 0; k < nb_all; ++k) parent_[static_cast<size_t>(k)] = static_cast<int32_t>(k);
+  auto find = [&](int32_t k) {
+    while (parent_[static_cast<size_t>(k)] != k) {
+      parent_[static_cast<size_t>(k)] =
+          parent_[static_cast<size_t>(parent_[static_cast<size_t>(k)])];
+      k = parent_[static_cast<size_t>(k)];
+    }
+    return k;
+  };
+  for (Index j = 0; j < na; ++j)
+    for (Index i = 0; i < ma; ++i)
+      if (As_(i, j) != 0.0) {
+        int32_t a = find(static_cast<int32_t>(i)), b = find(static_cast<int32_t>(ma + j));
+        if (a != b) parent_[static_cast<size_t>(std::max(a, b))] = std::min(a, b);
+      }
+  block_of_.assign(static_cast<size_t>(nb_all), -1);
+  size_t n_blocks = 0;
+  for (auto& r : block_rows_) r.clear();
+  for (auto& c : block_cols_) c.clear();
+  for (Index k = 0; k < nb_all; ++k) {
+    int32_t root = find(static_cast<int32_t>(k));
+    int32_t& b = block_of_[static_cast<size_t>(root)];
+    if (b < 0) {
+      b = static_cast<int32_t>(n_blocks++);
+      if (block_rows_.size() < n_blocks) {
+        block_rows_.emplace_back();
+        block_cols_.emplace_back();
+        block_.emplace_back();
+        block_svd_.emplace_back();
+      }
+    }
+    if (k < ma)
+      block_rows_[static_cast<size_t>(b)].push_back(static_cast<int32_t>(k));
+    else
+      block_cols_[static_cast<size_t>(b)].push_back(static_cast<int32_t>(k - ma));
+  }
+  double smax = 0;
+  for (size_t b = 0; b < n_blocks; ++b) {
+    const auto& br = block_rows_[b];
+    const auto& bc = block_cols_[b];
+    MatrixXd& Ab = block_[b];
+    Ab.resize(static_cast<Index>(br.size()), static_cast<Index>(bc.size()));
+    for (Index j = 0; j < Ab.cols(); ++j)
+      for (Index i = 0; i < Ab.rows(); ++i) Ab(i, j) = As_(br[i], bc[j]);
+    block_svd_[b].compute(Ab, Eigen::ComputeThinU | Eigen::ComputeFullV);
+    const VectorXd& sig = block_svd_[b].singularValues();
+    if (sig.size() > 0) smax = std::max(smax, sig[0]);
+  }
   auto rank_at = [&](double factor) {
     double tol = factor * (o_.rank_atol + o_.rank_rtol * smax);
     int r = 0;
-    for (Index k = 0; k < sig.size(); ++k) r += sig[k] > tol ? 1 : 0;
+    for (size_t b = 0; b < n_blocks; ++b) {
+      const VectorXd& sig = block_svd_[b].singularValues();
+      for (Index k = 0; k < sig.size(); ++k) r += sig[k] > tol ? 1 : 0;
+    }
     return r;
   };
   s.rank = rank_at(1.0);
   s.nullity = static_cast<int>(nz) - s.rank;
   s.rank_stable = rank_at(10.0) == s.rank && rank_at(0.1) == s.rank;
   const Index rank = s.rank, null_active = na - rank;
-  const MatrixXd& U = svd_.matrixU();
-  const MatrixXd& V = svd_.matrixV();
-  // minimum-norm solution in the scaled active unknowns (rank-r pseudo-inverse)
-  w_.noalias() = U.leftCols(rank).transpose() * bs_;
-  w_.array() /= sig.head(rank).array();
-  x_.noalias() = V.leftCols(rank) * w_;
+  // minimum-norm solution in the scaled active unknowns (rank-r pseudo-inverse), and the
+  // nullspace of As (the right singular vectors beyond the rank), one row per active unknown
+  const double tol = o_.rank_atol + o_.rank_rtol * smax;
+  x_.setZero(na);
+  Vn_.setZero(na, null_active);
+  Index next_null = 0;
+  for (size_t b = 0; b < n_blocks; ++b) {
+    const auto& br = block_rows_[b];
+    const auto& bc = block_cols_[b];
+    const auto& svd = block_svd_[b];
+    const VectorXd& sig = svd.singularValues();
+    const MatrixXd& U = svd.matrixU();
+    const MatrixXd& V = svd.matrixV();
+    Index rb = 0;
+    for (Index k = 0; k < sig.size() && sig[k] > tol; ++k, ++rb) {
+      double ub = 0;
+      for (Index i = 0; i < U.rows(); ++i) ub += U(i, k) * bs_[br[static_cast<size_t>(i)]];
+      ub /= sig[k];
+      for (Index j = 0; j < V.rows(); ++j) x_[bc[static_cast<size_t>(j)]] += V(j, k) * ub;
+    }
+    for (Index k = rb; k < V.cols(); ++k, ++next_null)
+      for (Index j = 0; j < V.rows(); ++j) Vn_(bc[static_cast<size_t>(j)], next_null) = V(j, k);
+  }
   s.balance = std::max(ma > 0 ? (As_ * x_ - bs_).lpNorm<Eigen::Infinity>() : 0.0,
                        amax > 0 ? free_rows / amax : free_rows);
   // Coefficients at rounding level are zeros, as in A: an internal wrench pair that cancels in
@@ -613,8 +685,6 @@ void InverseDynamics::analyse_balance(InverseSample& s) {
   // an output is reported only when the rank is stable under a tenfold change of the threshold:
   // a rank that depends on the threshold means a nearly singular balance
   if (!s.rank_stable) return;
-  // the nullspace basis of As, one row per active unknown
-  Vn_ = V.rightCols(null_active);
   pv_.resize(null_active);
   for (size_t k = 0; k < n_out; ++k) {
     const InverseOutput& o = outputs_[k];

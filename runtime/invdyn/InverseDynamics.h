@@ -9,10 +9,11 @@
 //      coordinates) are linear in the unknown efforts of the active joints and the closure
 //      multipliers z: A z = b; with redundant constraints A has a nullspace;
 //   3. uniqueness: after positive diagonal scaling, a full SVD of A with the rank threshold
-//      atol + rtol * sigma_max; an output c.z + d (an effort, a multiplier or a joint-wrench
-//      component) is reported only when c annihilates the nullspace (then every solution gives
-//      the same value, computed from the dual vector w with A^T w = c), otherwise as not
-//      determined.
+//      atol + rtol * sigma_max (computed block by block: the independent groups of equations and
+//      unknowns of the sparse balance, whose SVDs together are the SVD of A); an output c.z + d (an
+//      effort, a multiplier or a joint-wrench component) is reported only when c annihilates the
+//      nullspace (then every solution gives the same value, computed from the dual vector w with
+//      A^T w = c), otherwise as not determined.
 #pragma once
 
 #include <Eigen/Dense>
@@ -144,7 +145,12 @@ class InverseDynamics {
   std::vector<double> c_val_, cv_;
   Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> Vn_;
   Eigen::VectorXd pv_;
-  Eigen::JacobiSVD<Eigen::MatrixXd> svd_;
+  // the SVD of As_ by independent blocks: union-find over rows and columns, per block its rows,
+  // columns, matrix and SVD
+  std::vector<int32_t> parent_, block_of_;
+  std::vector<std::vector<int32_t>> block_rows_, block_cols_;
+  std::vector<Eigen::MatrixXd> block_;
+  std::vector<Eigen::JacobiSVD<Eigen::MatrixXd>> block_svd_;
   Eigen::MatrixXd Gs_;
   Eigen::PartialPivLU<Eigen::MatrixXd> lu_;
 };
