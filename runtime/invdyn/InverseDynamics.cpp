@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <Eigen/Dense>
+#include <Eigen/SparseCore>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -20,6 +21,7 @@ namespace {
 using Eigen::Index;
 using Eigen::MatrixXd;
 using Eigen::VectorXd;
+using SparseRows = Eigen::SparseMatrix<double, Eigen::RowMajor>;
 
 double inf_norm(const std::vector<double>& x) {
   double m = 0;
@@ -129,6 +131,25 @@ InverseDynamics::InverseDynamics(std::shared_ptr<const CompiledModel> model,
     if (out.column >= 0 && crow_[static_cast<size_t>(out.column)] < 0)
       crow_[static_cast<size_t>(out.column)] = static_cast<int32_t>(n_crows_++);
   oz_.resize(static_cast<size_t>(m_.outputs_z.nnz()));
+  // the pattern of C_: the entries of outputs_z in the rows asked for
+  {
+    std::vector<Eigen::Triplet<double>> pattern;
+    for (int32_t e = 0; e < m_.outputs_z.nnz(); ++e) {
+      int32_t r = crow_[static_cast<size_t>(m_.outputs_z.row[static_cast<size_t>(e)])];
+      if (r >= 0) pattern.emplace_back(r, m_.outputs_z.col[static_cast<size_t>(e)], 1.0);
+    }
+    C_.resize(n_crows_, m_.n_z);
+    C_.setFromTriplets(pattern.begin(), pattern.end());
+    C_.makeCompressed();
+    cpos_.assign(static_cast<size_t>(m_.outputs_z.nnz()), -1);
+    for (int32_t e = 0; e < m_.outputs_z.nnz(); ++e) {
+      int32_t r = crow_[static_cast<size_t>(m_.outputs_z.row[static_cast<size_t>(e)])];
+      if (r < 0) continue;
+      for (auto k = C_.outerIndexPtr()[r]; k < C_.outerIndexPtr()[r + 1]; ++k)
+        if (C_.innerIndexPtr()[k] == m_.outputs_z.col[static_cast<size_t>(e)])
+          cpos_[static_cast<size_t>(e)] = static_cast<int32_t>(k);
+    }
+  }
   g_.resize(static_cast<size_t>(ck_.n_rows()));
   G_.resize(static_cast<size_t>(ck_.n_rows()) * static_cast<size_t>(m_.n_q));
   f_.resize(static_cast<size_t>(m_.n_eq()));
@@ -329,7 +350,8 @@ void InverseDynamics::compare_logged(double t, InverseSample& s) {
       C(i, o.z) = 1.0;
       d[i] = 0.0;
     } else {
-      C.row(i) = C_.row(crow_[static_cast<size_t>(o.column)]);
+      for (SparseRows::InnerIterator it(C_, crow_[static_cast<size_t>(o.column)]); it; ++it)
+        C(i, it.index()) = it.value();
       d[i] = out0_[crow_[static_cast<size_t>(o.column)]];
     }
   }
@@ -500,16 +522,15 @@ void InverseDynamics::build_balance() {
   }
   // wrench outputs are linear in z: out = out(z = 0) + C z, C from the symbolic kernel (the
   // output values at z = 0 were evaluated with the closure checks); rows of C_: crow_
-  C_.setZero(n_crows_, nz);
   out0_.resize(n_crows_);
   if (!any_column_) return;
   for (size_t c = 0; c < crow_.size(); ++c)
     if (crow_[c] >= 0) out0_[crow_[c]] = outv_[c];
   m_.outputs_z.values(v_.data(), oz_.data());
-  for (int32_t e = 0; e < m_.outputs_z.nnz(); ++e) {
-    int32_t r = crow_[static_cast<size_t>(m_.outputs_z.row[static_cast<size_t>(e)])];
-    if (r >= 0) C_(r, m_.outputs_z.col[static_cast<size_t>(e)]) = oz_[static_cast<size_t>(e)];
-  }
+  double* cv = C_.valuePtr();
+  std::fill(cv, cv + C_.nonZeros(), 0.0);
+  for (size_t e = 0; e < cpos_.size(); ++e)
+    if (cpos_[e] >= 0) cv[cpos_[e]] = oz_[e];
 }
 
 void InverseDynamics::analyse_balance(InverseSample& s) {
@@ -653,28 +674,16 @@ void InverseDynamics::analyse_balance(InverseSample& s) {
                        amax > 0 ? free_rows / amax : free_rows);
   // Coefficients at rounding level are zeros, as in A: an internal wrench pair that cancels in
   // a joint's wrench (the out-of-plane reactions of a loop in the ground joint's wrench) leaves
-  // 1e-13 behind, which must not make that wrench depend on a free multiplier. The nonzeros of
-  // each row of C_ are collected (c_start_, c_z_, c_val_): a joint wrench depends on a few
-  // unknowns only.
-  const Index n_c = C_.rows();
-  c_start_.assign(static_cast<size_t>(n_c) + 1, 0);
-  c_z_.clear();
-  c_val_.clear();
-  if (C_.size() > 0) {
-    const double ctol = 1e-11 * C_.lpNorm<Eigen::Infinity>();
-    for (Index i = 0; i < n_c; ++i) {
-      for (Index z = 0; z < nz; ++z) {
-        double& x = C_(i, z);
-        if (x == 0.0) continue;
-        if (std::fabs(x) <= ctol) {
-          x = 0.0;
-          continue;
-        }
-        c_z_.push_back(static_cast<int32_t>(z));
-        c_val_.push_back(x);
-      }
-      c_start_[static_cast<size_t>(i) + 1] = static_cast<int32_t>(c_z_.size());
-    }
+  // 1e-13 behind, which must not make that wrench depend on a free multiplier.
+  {
+    double cmax = 0;
+    for (Index i = 0; i < C_.outerSize(); ++i)
+      for (SparseRows::InnerIterator it(C_, i); it; ++it)
+        cmax = std::max(cmax, std::fabs(it.value()));
+    const double ctol = 1e-11 * cmax;
+    for (Index i = 0; i < C_.outerSize(); ++i)
+      for (SparseRows::InnerIterator it(C_, i); it; ++it)
+        if (std::fabs(it.value()) <= ctol) it.valueRef() = 0.0;
   }
   const size_t n_out = outputs_.size();
   s.value.assign(n_out, std::numeric_limits<double>::quiet_NaN());
@@ -700,10 +709,10 @@ void InverseDynamics::analyse_balance(InverseSample& s) {
       // a dependence on an unknown that no equation sees makes the output free
       double free_dep = 0, all = 0;
       const int32_t cr = crow_[static_cast<size_t>(o.column)];
-      for (int32_t e = c_start_[static_cast<size_t>(cr)]; e < c_start_[static_cast<size_t>(cr) + 1];
-           ++e) {
-        const int32_t z = c_z_[static_cast<size_t>(e)];
-        const double cz = c_val_[static_cast<size_t>(e)];
+      for (SparseRows::InnerIterator it(C_, cr); it; ++it) {
+        const Index z = it.index();
+        const double cz = it.value();
+        if (cz == 0.0) continue;
         all = std::max(all, std::fabs(cz));
         if (col_of_z_[static_cast<size_t>(z)] < 0) {
           free_dep = std::max(free_dep, std::fabs(cz));

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <Eigen/Dense>
+#include <Eigen/SparseCore>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -137,12 +138,15 @@ class InverseDynamics {
   Eigen::Index n_crows_ = 0;
   bool any_column_ = false;
   Eigen::MatrixXd A_, As_;
-  Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> C_;  // rows: outputs
+  // rows: the output columns (crow_), a fixed pattern (cpos_: outputs_z entry -> its value in C_);
+  // explicit zeros are allowed
+  Eigen::SparseMatrix<double, Eigen::RowMajor> C_;
+  std::vector<int32_t> cpos_;
   Eigen::VectorXd b_, bs_, rs_, cs_, x_, w_, out0_;
   Eigen::VectorXd rhs_, qd_, qdd_, gs_, dq_;  // motion reconstruction
-  // the nonzeros of C_ by row (z, value); an output's c over the active unknowns; V_null by row
-  std::vector<int32_t> c_start_, c_z_, cj_;
-  std::vector<double> c_val_, cv_;
+  // an output's c over the active unknowns (column, value); V_null by row
+  std::vector<int32_t> cj_;
+  std::vector<double> cv_;
   Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> Vn_;
   Eigen::VectorXd pv_;
   // the SVD of As_ by independent blocks: union-find over rows and columns, per block its rows,
