@@ -278,6 +278,10 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
     m->constraint_G = sparse(kernels.constraint_G, *state->jit);
     m->constraint_gd = kernel(kernels.constraint_gd, *state->jit);
     m->constraint_gamma = kernel(kernels.constraint_gamma, *state->jit);
+    m->inverse_balance = kernel(kernels.inverse_balance, *state->jit);
+    m->inverse_output_columns = kernels.inverse_output_columns;
+    m->inverse_outputs_z_row = kernels.inverse_outputs_z.row;
+    m->inverse_outputs_z_col = kernels.inverse_outputs_z.col;
   }
   m->initial_values = kernel(kernels.initial_values, *state->jit);
   for (const auto& o : dae->outputs) m->output_names.push_back(o.name);

@@ -28,13 +28,20 @@ struct ModelKernels {
   codegen::KernelSpec index2_residual;       // F, position constraints replaced by d/dt
   MatrixKernel index2_matrix;                // its Newton matrix (newton_matrix's columns)
   codegen::KernelSpec outputs;               // every model variable
-  bool inverse_dynamics = false;             // the next five kernels exist
+  bool inverse_dynamics = false;             // the next six kernels exist
   MatrixKernel outputs_z;                    // d outputs / dz (inverse dynamics: wrenches in z)
   codegen::KernelSpec constraint_g;          // the position-level rows g alone
   MatrixKernel constraint_G;                 // dg/dq
   codegen::KernelSpec constraint_gd;         // dg/dt
   codegen::KernelSpec constraint_gamma;      // d2g/dt2 at qdd = 0
-  codegen::KernelSpec initial_values;        // start values [q | qd | y | z] from parameters
+  // what the inverse dynamics evaluates at each sample, in one kernel that shares the common
+  // subexpressions: F, the values of jac_z, the outputs it reads (inverse_output_columns: closure
+  // checks, joint wrenches, CutForceTorque sensors, every output that depends on z) and their
+  // entries of outputs_z (inverse_outputs_z: rows index inverse_output_columns)
+  codegen::KernelSpec inverse_balance;
+  std::vector<int32_t> inverse_output_columns;
+  sym::Pattern inverse_outputs_z;
+  codegen::KernelSpec initial_values;  // start values [q | qd | y | z] from parameters
   std::vector<codegen::KernelSpec> all() const;
 };
 

@@ -150,6 +150,34 @@ InverseDynamics::InverseDynamics(std::shared_ptr<const CompiledModel> model,
           cpos_[static_cast<size_t>(e)] = static_cast<int32_t>(k);
     }
   }
+  // the model's inverse_balance kernel (F, jac_z and the outputs read here, in one evaluation)
+  // when it has every output column needed; otherwise residual, jac_z, outputs and outputs_z
+  if (m_.inverse_balance.fn != nullptr) {
+    std::vector<int32_t> position(m_.output_names.size(), -1);
+    for (size_t i = 0; i < m_.inverse_output_columns.size(); ++i)
+      position[static_cast<size_t>(m_.inverse_output_columns[i])] = static_cast<int32_t>(i);
+    bool covered = std::all_of(check_columns_.begin(), check_columns_.end(),
+                               [&](int32_t c) { return position[static_cast<size_t>(c)] >= 0; });
+    for (size_t c = 0; c < crow_.size(); ++c)
+      covered = covered && (crow_[c] < 0 || position[c] >= 0);
+    ibpos_.assign(m_.inverse_outputs_z_row.size(), -1);
+    for (size_t e = 0; covered && e < ibpos_.size(); ++e) {
+      const int32_t column =
+          m_.inverse_output_columns[static_cast<size_t>(m_.inverse_outputs_z_row[e])];
+      const int32_t r = crow_[static_cast<size_t>(column)];
+      if (r < 0) continue;
+      for (auto k = C_.outerIndexPtr()[r]; k < C_.outerIndexPtr()[r + 1]; ++k)
+        if (C_.innerIndexPtr()[k] == m_.inverse_outputs_z_col[e])
+          ibpos_[e] = static_cast<int32_t>(k);
+      covered = ibpos_[e] >= 0;
+    }
+    if (covered) {
+      ib_.resize(static_cast<size_t>(m_.inverse_balance.n_out));
+      ib_outputs_ = static_cast<size_t>(m_.n_eq()) + static_cast<size_t>(m_.jac_z.nnz());
+      ib_outputs_z_ = ib_outputs_ + m_.inverse_output_columns.size();
+      combined_ = ib_.size() == ib_outputs_z_ + ibpos_.size();
+    }
+  }
   g_.resize(static_cast<size_t>(ck_.n_rows()));
   G_.resize(static_cast<size_t>(ck_.n_rows()) * static_cast<size_t>(m_.n_q));
   f_.resize(static_cast<size_t>(m_.n_eq()));
@@ -480,7 +508,7 @@ bool InverseDynamics::reconstruct_motion(double t, InverseSample& s) {
   // (and in build_balance), so the output values are kept for the offsets out0_
   const int32_t nz = m_.n_z;
   for (int32_t j = 0; j < nz; ++j) at(m_.z_slot[j]) = 0.0;
-  if (any_column_ || !check_columns_.empty()) eval_outputs();
+  eval_at_motion();
   for (int32_t c : check_columns_)
     s.closure = std::max(s.closure, std::fabs(outv_[static_cast<size_t>(c)]));
   s.velocity = inf_norm(gd);
@@ -504,15 +532,26 @@ bool InverseDynamics::reconstruct_motion(double t, InverseSample& s) {
   return true;
 }
 
-void InverseDynamics::eval_outputs() {
-  m_.outputs(v_.data(), outv_.data());
+void InverseDynamics::eval_at_motion() {
+  if (!combined_) {
+    if (any_column_ || !check_columns_.empty()) m_.outputs(v_.data(), outv_.data());
+    return;
+  }
+  m_.inverse_balance(v_.data(), ib_.data());
+  std::copy(ib_.begin(), ib_.begin() + static_cast<std::ptrdiff_t>(f_.size()), f_.begin());
+  std::copy(ib_.begin() + static_cast<std::ptrdiff_t>(f_.size()),
+            ib_.begin() + static_cast<std::ptrdiff_t>(ib_outputs_), jz_.begin());
+  for (size_t i = 0; i < m_.inverse_output_columns.size(); ++i)
+    outv_[static_cast<size_t>(m_.inverse_output_columns[i])] = ib_[ib_outputs_ + i];
 }
 
 // The balance A z = b over the equations of motion, and the outputs as out = out0 + C z.
 void InverseDynamics::build_balance() {
   const int32_t nz = m_.n_z, nd = static_cast<int32_t>(dyn_rows_.size());
-  m_.residual(v_.data(), f_.data());
-  m_.jac_z.values(v_.data(), jz_.data());
+  if (!combined_) {  // otherwise evaluated with the motion's checks (eval_at_motion)
+    m_.residual(v_.data(), f_.data());
+    m_.jac_z.values(v_.data(), jz_.data());
+  }
   A_.setZero(nd, nz);
   b_.resize(nd);
   for (int32_t i = 0; i < nd; ++i) b_[i] = -f_[static_cast<size_t>(dyn_rows_[i])];
@@ -526,9 +565,14 @@ void InverseDynamics::build_balance() {
   if (!any_column_) return;
   for (size_t c = 0; c < crow_.size(); ++c)
     if (crow_[c] >= 0) out0_[crow_[c]] = outv_[c];
-  m_.outputs_z.values(v_.data(), oz_.data());
   double* cv = C_.valuePtr();
   std::fill(cv, cv + C_.nonZeros(), 0.0);
+  if (combined_) {
+    for (size_t e = 0; e < ibpos_.size(); ++e)
+      if (ibpos_[e] >= 0) cv[ibpos_[e]] = ib_[ib_outputs_z_ + e];
+    return;
+  }
+  m_.outputs_z.values(v_.data(), oz_.data());
   for (size_t e = 0; e < cpos_.size(); ++e)
     if (cpos_[e] >= 0) cv[cpos_[e]] = oz_[e];
 }

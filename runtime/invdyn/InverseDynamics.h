@@ -90,7 +90,9 @@ class InverseDynamics {
   // (1) the motion at t: q by Newton on the selected closure rows, q' and q'', every row checked;
   // leaves the output values at z = 0 (outv_) for the closure checks and the offsets
   bool reconstruct_motion(double t, InverseSample& s);
-  void eval_outputs();
+  // at the reconstructed motion (z = 0): the outputs (outv_), with the model's inverse_balance
+  // kernel also F (f_) and jac_z (jz_) and the outputs' z-derivatives (ib_)
+  void eval_at_motion();
   // (2) the balance at the reconstructed motion: A_ (equations of motion x unknowns z), b_, and
   // per output column (row crow_[column]) out = out0_ + C_ z
   void build_balance();
@@ -142,6 +144,12 @@ class InverseDynamics {
   // explicit zeros are allowed
   Eigen::SparseMatrix<double, Eigen::RowMajor> C_;
   std::vector<int32_t> cpos_;
+  // the model's inverse_balance kernel: its values, where its outputs and their z-derivatives
+  // start, the position in C_ of each derivative (-1: not read)
+  bool combined_ = false;
+  std::vector<double> ib_;
+  size_t ib_outputs_ = 0, ib_outputs_z_ = 0;
+  std::vector<int32_t> ibpos_;
   Eigen::VectorXd b_, bs_, rs_, cs_, x_, w_, out0_;
   Eigen::VectorXd rhs_, qd_, qdd_, gs_, dq_;  // motion reconstruction
   // an output's c over the active unknowns (column, value); V_null by row
