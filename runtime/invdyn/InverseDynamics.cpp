@@ -224,6 +224,7 @@ bool InverseDynamics::solve_positions(double t) {
   Gs.resize(n, n);
   VectorXd& gs = gs_;
   gs.resize(n);
+  g_at_q_ = false;
   for (int it = 0; it <= o_.newton_max_iter; ++it) {
     ck_.position(v_.data(), g_);
     for (int32_t k = 0; k < n; ++k)
@@ -253,7 +254,10 @@ bool InverseDynamics::solve_positions(double t) {
           t, lu.rcond(), rows);
       return false;
     }
-    if (gs.lpNorm<Eigen::Infinity>() <= o_.newton_tol) return true;  // lu_ is G at q
+    if (gs.lpNorm<Eigen::Infinity>() <= o_.newton_tol) {  // lu_ is G at q, g_ is g at q
+      g_at_q_ = true;
+      return true;
+    }
     VectorXd& dq = dq_;  // the Newton step is -dq (solving for +gs is exact under negation)
     dq.noalias() = lu.solve(gs);
     for (int32_t j = 0; j < n; ++j)
@@ -500,7 +504,7 @@ bool InverseDynamics::reconstruct_motion(double t, InverseSample& s) {
   qdd_.noalias() = lu.solve(rhs);
   for (int32_t j = 0; j < n; ++j) at(m_.qdd_slot[j]) = qdd_[j];
   // checks on every row: g, dg/dt, d2g/dt2 = G qdd + gamma
-  ck_.position(v_.data(), g_);
+  if (!g_at_q_) ck_.position(v_.data(), g_);  // g(q, t) does not depend on q' or q''
   ck_.velocity(v_.data(), gd);
   patch_velocity(gd);
   s.closure = inf_norm(g_);
@@ -588,15 +592,9 @@ void InverseDynamics::analyse_balance(InverseSample& s) {
   const double zero_tol = 64 * std::numeric_limits<double>::epsilon() * std::max(amax, 1e-300);
   cols_.clear();
   rows_.clear();
-  for (Index j = 0; j < A_.cols(); ++j) {
-    bool any = false;
-    for (Index i = 0; i < A_.rows(); ++i) {
-      double& a = A_(i, j);
-      if (std::fabs(a) <= zero_tol) a = 0.0;
-      any |= a != 0.0;
-    }
-    if (any) cols_.push_back(static_cast<int32_t>(j));
-  }
+  A_ = (A_.array().abs() <= zero_tol).select(0.0, A_);
+  for (Index j = 0; j < A_.cols(); ++j)
+    if ((A_.col(j).array() != 0.0).any()) cols_.push_back(static_cast<int32_t>(j));
   double free_rows = 0;  // the largest right-hand side of an equation without unknowns
   for (Index i = 0; i < A_.rows(); ++i) {
     if (A_.row(i).lpNorm<Eigen::Infinity>() > 0)
@@ -658,7 +656,6 @@ void InverseDynamics::analyse_balance(InverseSample& s) {
         block_rows_.emplace_back();
         block_cols_.emplace_back();
         block_.emplace_back();
-        block_svd_.emplace_back();
       }
     }
     if (k < ma)
@@ -670,19 +667,31 @@ void InverseDynamics::analyse_balance(InverseSample& s) {
   for (size_t b = 0; b < n_blocks; ++b) {
     const auto& br = block_rows_[b];
     const auto& bc = block_cols_[b];
-    MatrixXd& Ab = block_[b];
-    Ab.resize(static_cast<Index>(br.size()), static_cast<Index>(bc.size()));
-    for (Index j = 0; j < Ab.cols(); ++j)
-      for (Index i = 0; i < Ab.rows(); ++i) Ab(i, j) = As_(br[i], bc[j]);
-    block_svd_[b].compute(Ab, Eigen::ComputeThinU | Eigen::ComputeFullV);
-    const VectorXd& sig = block_svd_[b].singularValues();
-    if (sig.size() > 0) smax = std::max(smax, sig[0]);
+    Block& blk = block_[b];
+    if (br.size() == 1 && bc.size() == 1) {  // [a] = sign(a) |a| 1: what JacobiSVD gives
+      const double a = As_(br[0], bc[0]);
+      blk.sig1.setConstant(1, std::fabs(a));
+      blk.U1.setConstant(1, 1, a < 0 ? -1.0 : 1.0);
+      blk.V1.setConstant(1, 1, 1.0);
+      blk.sig = &blk.sig1;
+      blk.U = &blk.U1;
+      blk.V = &blk.V1;
+    } else {
+      blk.A.resize(static_cast<Index>(br.size()), static_cast<Index>(bc.size()));
+      for (Index j = 0; j < blk.A.cols(); ++j)
+        for (Index i = 0; i < blk.A.rows(); ++i) blk.A(i, j) = As_(br[i], bc[j]);
+      blk.svd.compute(blk.A, Eigen::ComputeThinU | Eigen::ComputeFullV);
+      blk.sig = &blk.svd.singularValues();
+      blk.U = &blk.svd.matrixU();
+      blk.V = &blk.svd.matrixV();
+    }
+    if (blk.sig->size() > 0) smax = std::max(smax, (*blk.sig)[0]);
   }
   auto rank_at = [&](double factor) {
     double tol = factor * (o_.rank_atol + o_.rank_rtol * smax);
     int r = 0;
     for (size_t b = 0; b < n_blocks; ++b) {
-      const VectorXd& sig = block_svd_[b].singularValues();
+      const VectorXd& sig = *block_[b].sig;
       for (Index k = 0; k < sig.size(); ++k) r += sig[k] > tol ? 1 : 0;
     }
     return r;
@@ -700,10 +709,9 @@ void InverseDynamics::analyse_balance(InverseSample& s) {
   for (size_t b = 0; b < n_blocks; ++b) {
     const auto& br = block_rows_[b];
     const auto& bc = block_cols_[b];
-    const auto& svd = block_svd_[b];
-    const VectorXd& sig = svd.singularValues();
-    const MatrixXd& U = svd.matrixU();
-    const MatrixXd& V = svd.matrixV();
+    const VectorXd& sig = *block_[b].sig;
+    const MatrixXd& U = *block_[b].U;
+    const MatrixXd& V = *block_[b].V;
     Index rb = 0;
     for (Index k = 0; k < sig.size() && sig[k] > tol; ++k, ++rb) {
       double ub = 0;
@@ -720,14 +728,10 @@ void InverseDynamics::analyse_balance(InverseSample& s) {
   // a joint's wrench (the out-of-plane reactions of a loop in the ground joint's wrench) leaves
   // 1e-13 behind, which must not make that wrench depend on a free multiplier.
   {
-    double cmax = 0;
-    for (Index i = 0; i < C_.outerSize(); ++i)
-      for (SparseRows::InnerIterator it(C_, i); it; ++it)
-        cmax = std::max(cmax, std::fabs(it.value()));
-    const double ctol = 1e-11 * cmax;
-    for (Index i = 0; i < C_.outerSize(); ++i)
-      for (SparseRows::InnerIterator it(C_, i); it; ++it)
-        if (std::fabs(it.value()) <= ctol) it.valueRef() = 0.0;
+    C_.makeCompressed();  // (no-op when it is)
+    Eigen::Map<VectorXd> values(C_.valuePtr(), C_.nonZeros());
+    const double ctol = 1e-11 * (values.size() > 0 ? values.lpNorm<Eigen::Infinity>() : 0.0);
+    values = (values.array().abs() <= ctol).select(0.0, values);
   }
   const size_t n_out = outputs_.size();
   s.value.assign(n_out, std::numeric_limits<double>::quiet_NaN());
@@ -739,16 +743,17 @@ void InverseDynamics::analyse_balance(InverseSample& s) {
   // a rank that depends on the threshold means a nearly singular balance
   if (!s.rank_stable) return;
   pv_.resize(null_active);
+  cj_.resize(static_cast<size_t>(nz));  // at most one entry per unknown (a row of C_)
+  cv_.resize(static_cast<size_t>(nz));
   for (size_t k = 0; k < n_out; ++k) {
     const InverseOutput& o = outputs_[k];
     // c over the active unknowns (scaled), as (active column, coefficient) pairs
-    cj_.clear();
-    cv_.clear();
+    size_t nc = 0;
     double offset = 0;
     if (o.z >= 0) {
       if (col_of_z_[static_cast<size_t>(o.z)] < 0) continue;  // seen by no equation: free
-      cj_.push_back(col_of_z_[static_cast<size_t>(o.z)]);
-      cv_.push_back(cs_[o.z]);  // z_j = cs_j x_j
+      cj_[nc] = col_of_z_[static_cast<size_t>(o.z)];
+      cv_[nc++] = cs_[o.z];  // z_j = cs_j x_j
     } else {
       // a dependence on an unknown that no equation sees makes the output free
       double free_dep = 0, all = 0;
@@ -761,15 +766,15 @@ void InverseDynamics::analyse_balance(InverseSample& s) {
         if (col_of_z_[static_cast<size_t>(z)] < 0) {
           free_dep = std::max(free_dep, std::fabs(cz));
         } else {
-          cj_.push_back(col_of_z_[static_cast<size_t>(z)]);
-          cv_.push_back(cz * cs_[z]);
+          cj_[nc] = col_of_z_[static_cast<size_t>(z)];
+          cv_[nc++] = cz * cs_[z];
         }
       }
       offset = out0_[cr];
       if (free_dep > o_.unique_tol * all) continue;
     }
     double cn2 = 0, value = 0;
-    for (size_t e = 0; e < cj_.size(); ++e) {
+    for (size_t e = 0; e < nc; ++e) {
       cn2 += cv_[e] * cv_[e];
       value += cv_[e] * x_[cj_[e]];
     }
@@ -777,7 +782,7 @@ void InverseDynamics::analyse_balance(InverseSample& s) {
     if (cn > 0 && null_active > 0) {
       // |V_null^T c| / |c|
       pv_.setZero();
-      for (size_t e = 0; e < cj_.size(); ++e) pv_ += cv_[e] * Vn_.row(cj_[e]).transpose();
+      for (size_t e = 0; e < nc; ++e) pv_ += cv_[e] * Vn_.row(cj_[e]).transpose();
       double proj = pv_.norm() / cn;
       if (!(proj <= o_.unique_tol)) continue;
       // the dual vector w = pinv(As)^T c solves As^T w = c up to exactly this projection

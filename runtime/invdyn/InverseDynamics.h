@@ -87,6 +87,7 @@ class InverseDynamics {
  private:
   bool select_rows();
   bool solve_positions(double t);
+  bool g_at_q_ = false;  // solve_positions left g_ evaluated at the solution
   // (1) the motion at t: q by Newton on the selected closure rows, q' and q'', every row checked;
   // leaves the output values at z = 0 (outv_) for the closure checks and the offsets
   bool reconstruct_motion(double t, InverseSample& s);
@@ -161,8 +162,15 @@ class InverseDynamics {
   // columns, matrix and SVD
   std::vector<int32_t> parent_, block_of_;
   std::vector<std::vector<int32_t>> block_rows_, block_cols_;
-  std::vector<Eigen::MatrixXd> block_;
-  std::vector<Eigen::JacobiSVD<Eigen::MatrixXd>> block_svd_;
+  struct Block {
+    Eigen::MatrixXd A;
+    Eigen::JacobiSVD<Eigen::MatrixXd> svd;
+    Eigen::VectorXd sig1;  // a 1 x 1 block's SVD, without JacobiSVD
+    Eigen::MatrixXd U1, V1;
+    const Eigen::VectorXd* sig = nullptr;  // the block's SVD: svd's or the 1 x 1 one
+    const Eigen::MatrixXd *U = nullptr, *V = nullptr;
+  };
+  std::vector<Block> block_;
   Eigen::MatrixXd Gs_;
   Eigen::PartialPivLU<Eigen::MatrixXd> lu_;
 };
