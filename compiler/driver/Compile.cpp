@@ -285,6 +285,10 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
     m->body_row_names = dae->body_balance.row_names;
     m->body_reaction_names = dae->body_balance.reaction_names;
     m->body_wrench_names = dae->body_balance.wrench_names;
+    m->inverse_balance = kernel(kernels.inverse_balance, *state->jit);
+    m->inverse_output_columns = kernels.inverse_output_columns;
+    m->inverse_outputs_z_row = kernels.inverse_outputs_z.row;
+    m->inverse_outputs_z_col = kernels.inverse_outputs_z.col;
   }
   m->initial_values = kernel(kernels.initial_values, *state->jit);
   for (const auto& o : dae->outputs) m->output_names.push_back(o.name);

@@ -2,6 +2,7 @@
 
 #include <map>
 #include <ostream>
+#include <string>
 #include <unordered_map>
 
 namespace mbs {
@@ -64,7 +65,7 @@ std::vector<codegen::KernelSpec> ModelKernels::all() const {
   if (inverse_dynamics)
     a.insert(a.end(),
              {outputs_z.spec, constraint_g, constraint_G.spec, constraint_gd, constraint_gamma,
-              body_rows, body_rows_u.spec, body_wrench, body_wrench_u.spec});
+              inverse_balance, body_rows, body_rows_u.spec, body_wrench, body_wrench_u.spec});
   return a;
 }
 
@@ -146,7 +147,52 @@ ModelKernels build_kernels(const SymbolicDae& dae, sym::Context& cx, bool invers
 
   k.outputs.name = "outputs";
   for (const auto& o : dae.outputs) k.outputs.outputs.push_back(o.value);
-  if (inverse_dynamics) k.outputs_z = jacobian(cx, "outputs_z", k.outputs.outputs, cz);
+  if (inverse_dynamics) {
+    k.outputs_z = jacobian(cx, "outputs_z", k.outputs.outputs, cz);
+    // the outputs rt::InverseDynamics reads (it falls back to outputs and outputs_z for any
+    // other): closure checks, joint wrenches, CutForceTorque sensors (a parameter <s>.resolve,
+    // outputs <s>.f[k], <s>.t[k]) and every output that depends on z
+    const size_t n_out = dae.outputs.size();
+    std::vector<uint8_t> read(n_out, 0);
+    for (int32_t r : k.outputs_z.pattern.row) read[static_cast<size_t>(r)] = 1;
+    std::vector<std::string> sensors;
+    const std::string suffix = ".resolve";
+    for (uint32_t p : dae.parameters) {
+      const std::string& name = cx.symbol_name(p);
+      if (name.size() > suffix.size() &&
+          name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+        sensors.push_back(name.substr(0, name.size() - suffix.size()));
+    }
+    for (size_t c = 0; c < n_out; ++c) {
+      const std::string& name = dae.outputs[c].name;
+      if (name.find(".closure_check") != std::string::npos ||
+          name.find(".reaction_") != std::string::npos)
+        read[c] = 1;
+      for (const auto& s : sensors)
+        if (name.rfind(s + ".f[", 0) == 0 || name.rfind(s + ".t[", 0) == 0) read[c] = 1;
+    }
+    std::vector<int32_t> position(n_out, -1);
+    for (size_t c = 0; c < n_out; ++c) {
+      if (!read[c]) continue;
+      position[c] = static_cast<int32_t>(k.inverse_output_columns.size());
+      k.inverse_output_columns.push_back(static_cast<int32_t>(c));
+    }
+    k.inverse_balance.name = "inverse_balance";
+    auto& ib = k.inverse_balance.outputs;
+    ib = f;
+    ib.insert(ib.end(), k.jac_z.spec.outputs.begin(), k.jac_z.spec.outputs.end());
+    for (int32_t c : k.inverse_output_columns)
+      ib.push_back(k.outputs.outputs[static_cast<size_t>(c)]);
+    k.inverse_outputs_z.rows = static_cast<int32_t>(k.inverse_output_columns.size());
+    k.inverse_outputs_z.cols = k.outputs_z.pattern.cols;
+    for (size_t e = 0; e < k.outputs_z.pattern.nnz(); ++e) {
+      int32_t r = position[static_cast<size_t>(k.outputs_z.pattern.row[e])];
+      if (r < 0) continue;
+      k.inverse_outputs_z.row.push_back(r);
+      k.inverse_outputs_z.col.push_back(k.outputs_z.pattern.col[e]);
+      ib.push_back(k.outputs_z.spec.outputs[e]);
+    }
+  }
   if (inverse_dynamics) {
     const BodyBalance& bb = dae.body_balance;
     std::vector<Column> cu = cz;

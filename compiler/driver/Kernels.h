@@ -28,7 +28,7 @@ struct ModelKernels {
   codegen::KernelSpec index2_residual;       // F, position constraints replaced by d/dt
   MatrixKernel index2_matrix;                // its Newton matrix (newton_matrix's columns)
   codegen::KernelSpec outputs;               // every model variable
-  bool inverse_dynamics = false;             // the next five kernels exist
+  bool inverse_dynamics = false;             // the next six kernels exist
   MatrixKernel outputs_z;                    // d outputs / dz (inverse dynamics: wrenches in z)
   codegen::KernelSpec constraint_g;          // the position-level rows g alone
   MatrixKernel constraint_G;                 // dg/dq
@@ -39,6 +39,13 @@ struct ModelKernels {
   // read as 0 by the caller) and their Jacobians with respect to [z | reaction coordinates]
   codegen::KernelSpec body_rows, body_wrench;
   MatrixKernel body_rows_u, body_wrench_u;
+  // what the inverse dynamics evaluates at each sample, in one kernel that shares the common
+  // subexpressions: F, the values of jac_z, the outputs it reads (inverse_output_columns: closure
+  // checks, joint wrenches, CutForceTorque sensors, every output that depends on z) and their
+  // entries of outputs_z (inverse_outputs_z: rows index inverse_output_columns)
+  codegen::KernelSpec inverse_balance;
+  std::vector<int32_t> inverse_output_columns;
+  sym::Pattern inverse_outputs_z;
   codegen::KernelSpec initial_values;  // start values [q | qd | y | z] from parameters
   std::vector<codegen::KernelSpec> all() const;
 };

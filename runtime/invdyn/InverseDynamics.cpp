@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <Eigen/Dense>
+#include <Eigen/SparseCore>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -20,6 +21,7 @@ namespace {
 using Eigen::Index;
 using Eigen::MatrixXd;
 using Eigen::VectorXd;
+using SparseRows = Eigen::SparseMatrix<double, Eigen::RowMajor>;
 
 double inf_norm(const std::vector<double>& x) {
   double m = 0;
@@ -129,11 +131,63 @@ InverseDynamics::InverseDynamics(std::shared_ptr<const CompiledModel> model,
     if (out.column >= 0 && crow_[static_cast<size_t>(out.column)] < 0)
       crow_[static_cast<size_t>(out.column)] = static_cast<int32_t>(n_crows_++);
   oz_.resize(static_cast<size_t>(m_.outputs_z.nnz()));
+  // the pattern of C_: the entries of outputs_z in the rows asked for
+  {
+    std::vector<Eigen::Triplet<double>> pattern;
+    for (int32_t e = 0; e < m_.outputs_z.nnz(); ++e) {
+      int32_t r = crow_[static_cast<size_t>(m_.outputs_z.row[static_cast<size_t>(e)])];
+      if (r >= 0) pattern.emplace_back(r, m_.outputs_z.col[static_cast<size_t>(e)], 1.0);
+    }
+    C_.resize(n_crows_, m_.n_z);
+    C_.setFromTriplets(pattern.begin(), pattern.end());
+    C_.makeCompressed();
+    cpos_.assign(static_cast<size_t>(m_.outputs_z.nnz()), -1);
+    for (int32_t e = 0; e < m_.outputs_z.nnz(); ++e) {
+      int32_t r = crow_[static_cast<size_t>(m_.outputs_z.row[static_cast<size_t>(e)])];
+      if (r < 0) continue;
+      for (auto k = C_.outerIndexPtr()[r]; k < C_.outerIndexPtr()[r + 1]; ++k)
+        if (C_.innerIndexPtr()[k] == m_.outputs_z.col[static_cast<size_t>(e)])
+          cpos_[static_cast<size_t>(e)] = static_cast<int32_t>(k);
+    }
+  }
+  // the model's inverse_balance kernel (F, jac_z and the outputs read here, in one evaluation)
+  // when it has every output column needed; otherwise residual, jac_z, outputs and outputs_z
+  if (m_.inverse_balance.fn != nullptr) {
+    std::vector<int32_t> position(m_.output_names.size(), -1);
+    for (size_t i = 0; i < m_.inverse_output_columns.size(); ++i)
+      position[static_cast<size_t>(m_.inverse_output_columns[i])] = static_cast<int32_t>(i);
+    bool covered = std::all_of(check_columns_.begin(), check_columns_.end(),
+                               [&](int32_t c) { return position[static_cast<size_t>(c)] >= 0; });
+    for (size_t c = 0; c < crow_.size(); ++c)
+      covered = covered && (crow_[c] < 0 || position[c] >= 0);
+    ibpos_.assign(m_.inverse_outputs_z_row.size(), -1);
+    for (size_t e = 0; covered && e < ibpos_.size(); ++e) {
+      const int32_t column =
+          m_.inverse_output_columns[static_cast<size_t>(m_.inverse_outputs_z_row[e])];
+      const int32_t r = crow_[static_cast<size_t>(column)];
+      if (r < 0) continue;
+      for (auto k = C_.outerIndexPtr()[r]; k < C_.outerIndexPtr()[r + 1]; ++k)
+        if (C_.innerIndexPtr()[k] == m_.inverse_outputs_z_col[e])
+          ibpos_[e] = static_cast<int32_t>(k);
+      covered = ibpos_[e] >= 0;
+    }
+    if (covered) {
+      ib_.resize(static_cast<size_t>(m_.inverse_balance.n_out));
+      ib_outputs_ = static_cast<size_t>(m_.n_eq()) + static_cast<size_t>(m_.jac_z.nnz());
+      ib_outputs_z_ = ib_outputs_ + m_.inverse_output_columns.size();
+      combined_ = ib_.size() == ib_outputs_z_ + ibpos_.size();
+    }
+  }
   g_.resize(static_cast<size_t>(ck_.n_rows()));
   G_.resize(static_cast<size_t>(ck_.n_rows()) * static_cast<size_t>(m_.n_q));
   f_.resize(static_cast<size_t>(m_.n_eq()));
   jz_.resize(static_cast<size_t>(m_.jac_z.nnz()));
-  out0_.resize(m_.output_names.size());
+  outv_.resize(m_.output_names.size());
+  gd_.resize(g_.size());
+  gam_.resize(g_.size());
+  rhs_.resize(m_.n_q);
+  qd_.resize(m_.n_q);
+  qdd_.resize(m_.n_q);
 }
 
 // n_q independent rows of G at the start, in row order (Gram-Schmidt with re-orthogonalisation).
@@ -168,7 +222,9 @@ bool InverseDynamics::solve_positions(double t) {
   const int32_t n = m_.n_q;
   MatrixXd& Gs = Gs_;
   Gs.resize(n, n);
-  VectorXd gs(n);
+  VectorXd& gs = gs_;
+  gs.resize(n);
+  g_at_q_ = false;
   for (int it = 0; it <= o_.newton_max_iter; ++it) {
     ck_.position(v_.data(), g_);
     for (int32_t k = 0; k < n; ++k)
@@ -198,10 +254,14 @@ bool InverseDynamics::solve_positions(double t) {
           t, lu.rcond(), rows);
       return false;
     }
-    if (gs.lpNorm<Eigen::Infinity>() <= o_.newton_tol) return true;  // lu_ is G at q
-    VectorXd dq = lu.solve(-gs);
+    if (gs.lpNorm<Eigen::Infinity>() <= o_.newton_tol) {  // lu_ is G at q, g_ is g at q
+      g_at_q_ = true;
+      return true;
+    }
+    VectorXd& dq = dq_;  // the Newton step is -dq (solving for +gs is exact under negation)
+    dq.noalias() = lu.solve(gs);
     for (int32_t j = 0; j < n; ++j)
-      v_[static_cast<size_t>(m_.q_slot[static_cast<size_t>(j)])] += dq[j];
+      v_[static_cast<size_t>(m_.q_slot[static_cast<size_t>(j)])] -= dq[j];
     if (dq.lpNorm<Eigen::Infinity>() <= 1e-15) return true;
   }
   message_ = fmt::format(
@@ -322,8 +382,9 @@ void InverseDynamics::compare_logged(double t, InverseSample& s) {
       C(i, o.z) = 1.0;
       d[i] = 0.0;
     } else {
-      C.row(i) = C_.row(crow_[static_cast<size_t>(o.column)]);
-      d[i] = out0_[static_cast<size_t>(o.column)];
+      for (SparseRows::InnerIterator it(C_, crow_[static_cast<size_t>(o.column)]); it; ++it)
+        C(i, it.index()) = it.value();
+      d[i] = out0_[crow_[static_cast<size_t>(o.column)]];
     }
   }
   VectorXd target = y - d;
@@ -354,7 +415,7 @@ void InverseDynamics::compare_logged(double t, InverseSample& s) {
   MatrixXd N = MatrixXd::Zero(nz, nn);
   Index c = 0;
   for (Index kk = s.rank; kk < na; ++kk, ++c)
-    for (Index j = 0; j < na; ++j) N(cols_[j], c) = cs_[cols_[j]] * svd_.matrixV()(j, kk);
+    for (Index j = 0; j < na; ++j) N(cols_[j], c) = cs_[cols_[j]] * Vn_(j, kk - s.rank);
   for (int32_t z = 0; z < nz; ++z)
     if (col_of_z_[static_cast<size_t>(z)] < 0) N(z, c++) = 1.0;
   VectorXd rest = target - C * zp;
@@ -376,6 +437,30 @@ void InverseDynamics::patch_bias(std::vector<double>& gam) const {
 }
 
 bool InverseDynamics::sample(double t, InverseSample& s) {
+  if (!reconstruct_motion(t, s)) return false;
+  build_balance();
+  analyse_balance(s);
+  if (!log_t_.empty()) compare_logged(t, s);
+  // accept the sample
+  const int32_t n = m_.n_q;
+  s.t = t;
+  s.q.resize(static_cast<size_t>(n));
+  s.qd.resize(static_cast<size_t>(n));
+  s.qdd.resize(static_cast<size_t>(n));
+  for (int32_t j = 0; j < n; ++j) {
+    s.q[j] = v_[static_cast<size_t>(m_.q_slot[j])];
+    s.qd[j] = qd_[j];
+    s.qdd[j] = qdd_[j];
+  }
+  prev_q_ = s.q;
+  prev_qd_ = s.qd;
+  prev_qdd_ = s.qdd;
+  prev_t_ = t;
+  started_ = true;
+  return true;
+}
+
+bool InverseDynamics::reconstruct_motion(double t, InverseSample& s) {
   const int32_t n = m_.n_q;
   const auto at = [&](int32_t slot) -> double& { return v_[static_cast<size_t>(slot)]; };
   at(m_.slot_time) = t;
@@ -406,39 +491,39 @@ bool InverseDynamics::sample(double t, InverseSample& s) {
   for (int32_t j = 0; j < n; ++j) at(m_.qd_slot[j]) = 0.0;
   std::vector<double>& gd = gd_;
   std::vector<double>& gam = gam_;
-  gd.resize(g_.size());
-  gam.resize(g_.size());
   ck_.velocity(v_.data(), gd);
   patch_velocity(gd);
-  VectorXd rhs(n);
+  VectorXd& rhs = rhs_;
   for (int32_t k = 0; k < n; ++k) rhs[k] = -gd[static_cast<size_t>(selected_[k])];
-  VectorXd qd = lu.solve(rhs);
-  for (int32_t j = 0; j < n; ++j) at(m_.qd_slot[j]) = qd[j];
+  qd_.noalias() = lu.solve(rhs);
+  for (int32_t j = 0; j < n; ++j) at(m_.qd_slot[j]) = qd_[j];
   // accelerations: G qdd = -gamma
   ck_.bias(v_.data(), gam);
   patch_bias(gam);
   for (int32_t k = 0; k < n; ++k) rhs[k] = -gam[static_cast<size_t>(selected_[k])];
-  VectorXd qdd = lu.solve(rhs);
-  for (int32_t j = 0; j < n; ++j) at(m_.qdd_slot[j]) = qdd[j];
+  qdd_.noalias() = lu.solve(rhs);
+  for (int32_t j = 0; j < n; ++j) at(m_.qdd_slot[j]) = qdd_[j];
   // checks on every row: g, dg/dt, d2g/dt2 = G qdd + gamma
-  ck_.position(v_.data(), g_);
+  if (!g_at_q_) ck_.position(v_.data(), g_);  // g(q, t) does not depend on q' or q''
   ck_.velocity(v_.data(), gd);
   patch_velocity(gd);
   s.closure = inf_norm(g_);
-  if (!check_columns_.empty()) {  // the redundant rows, which the compiled model does not solve
-    m_.outputs(v_.data(), out0_.data());
-    for (int32_t c : check_columns_)
-      s.closure = std::max(s.closure, std::fabs(out0_[static_cast<size_t>(c)]));
-  }
+  // the redundant rows, which the compiled model does not solve; the z slots of v_ are 0 here
+  // (and in build_balance), so the output values are kept for the offsets out0_
+  const int32_t nz = m_.n_z;
+  for (int32_t j = 0; j < nz; ++j) at(m_.z_slot[j]) = 0.0;
+  eval_at_motion();
+  for (int32_t c : check_columns_)
+    s.closure = std::max(s.closure, std::fabs(outv_[static_cast<size_t>(c)]));
   s.velocity = inf_norm(gd);
   s.acceleration = 0;
   for (size_t i = 0; i < g_.size(); ++i) {
     double a = gam[i];
     for (int32_t j = 0; j < n; ++j)
-      a += G_[i * static_cast<size_t>(n) + static_cast<size_t>(j)] * qdd[j];
+      a += G_[i * static_cast<size_t>(n) + static_cast<size_t>(j)] * qdd_[j];
     s.acceleration = std::max(s.acceleration, std::fabs(a));
   }
-  const double scale_q = 1.0 + qd.lpNorm<Eigen::Infinity>() + qdd.lpNorm<Eigen::Infinity>();
+  const double scale_q = 1.0 + qd_.lpNorm<Eigen::Infinity>() + qdd_.lpNorm<Eigen::Infinity>();
   if (!(s.closure <= o_.check_tol) || !(s.velocity <= o_.check_tol * scale_q) ||
       !(s.acceleration <= o_.check_tol * scale_q * scale_q)) {
     message_ = fmt::format(
@@ -448,12 +533,29 @@ bool InverseDynamics::sample(double t, InverseSample& s) {
         t, s.closure, s.velocity, s.acceleration);
     return false;
   }
+  return true;
+}
 
-  // ---- the balance A z = b over the equations of motion
+void InverseDynamics::eval_at_motion() {
+  if (!combined_) {
+    if (any_column_ || !check_columns_.empty()) m_.outputs(v_.data(), outv_.data());
+    return;
+  }
+  m_.inverse_balance(v_.data(), ib_.data());
+  std::copy(ib_.begin(), ib_.begin() + static_cast<std::ptrdiff_t>(f_.size()), f_.begin());
+  std::copy(ib_.begin() + static_cast<std::ptrdiff_t>(f_.size()),
+            ib_.begin() + static_cast<std::ptrdiff_t>(ib_outputs_), jz_.begin());
+  for (size_t i = 0; i < m_.inverse_output_columns.size(); ++i)
+    outv_[static_cast<size_t>(m_.inverse_output_columns[i])] = ib_[ib_outputs_ + i];
+}
+
+// The balance A z = b over the equations of motion, and the outputs as out = out0 + C z.
+void InverseDynamics::build_balance() {
   const int32_t nz = m_.n_z, nd = static_cast<int32_t>(dyn_rows_.size());
-  for (int32_t j = 0; j < nz; ++j) at(m_.z_slot[j]) = 0.0;
-  m_.residual(v_.data(), f_.data());
-  m_.jac_z.values(v_.data(), jz_.data());
+  if (!combined_) {  // otherwise evaluated with the motion's checks (eval_at_motion)
+    m_.residual(v_.data(), f_.data());
+    m_.jac_z.values(v_.data(), jz_.data());
+  }
   A_.setZero(nd, nz);
   b_.resize(nd);
   for (int32_t i = 0; i < nd; ++i) b_[i] = -f_[static_cast<size_t>(dyn_rows_[i])];
@@ -461,6 +563,26 @@ bool InverseDynamics::sample(double t, InverseSample& s) {
     int32_t r = row_of_[static_cast<size_t>(m_.jac_z.row[static_cast<size_t>(e)])];
     if (r >= 0) A_(r, m_.jac_z.col[static_cast<size_t>(e)]) = jz_[static_cast<size_t>(e)];
   }
+  // wrench outputs are linear in z: out = out(z = 0) + C z, C from the symbolic kernel (the
+  // output values at z = 0 were evaluated with the closure checks); rows of C_: crow_
+  out0_.resize(n_crows_);
+  if (!any_column_) return;
+  for (size_t c = 0; c < crow_.size(); ++c)
+    if (crow_[c] >= 0) out0_[crow_[c]] = outv_[c];
+  double* cv = C_.valuePtr();
+  std::fill(cv, cv + C_.nonZeros(), 0.0);
+  if (combined_) {
+    for (size_t e = 0; e < ibpos_.size(); ++e)
+      if (ibpos_[e] >= 0) cv[ibpos_[e]] = ib_[ib_outputs_z_ + e];
+    return;
+  }
+  m_.outputs_z.values(v_.data(), oz_.data());
+  for (size_t e = 0; e < cpos_.size(); ++e)
+    if (cpos_[e] >= 0) cv[cpos_[e]] = oz_[e];
+}
+
+void InverseDynamics::analyse_balance(InverseSample& s) {
+  const Index nz = A_.cols();
   // Entries at rounding level are zeros: a reaction that does no work along any coordinate (an
   // internal wrench pair under a rigid motion) has coefficients of 1e-16 from the symbolic
   // expressions, which scaling must not blow up to O(1). Zero columns (unknowns no equation
@@ -470,14 +592,9 @@ bool InverseDynamics::sample(double t, InverseSample& s) {
   const double zero_tol = 64 * std::numeric_limits<double>::epsilon() * std::max(amax, 1e-300);
   cols_.clear();
   rows_.clear();
-  for (Index j = 0; j < A_.cols(); ++j) {
-    bool any = false;
-    for (Index i = 0; i < A_.rows(); ++i) {
-      if (std::fabs(A_(i, j)) <= zero_tol) A_(i, j) = 0.0;
-      any |= A_(i, j) != 0.0;
-    }
-    if (any) cols_.push_back(static_cast<int32_t>(j));
-  }
+  A_ = (A_.array().abs() <= zero_tol).select(0.0, A_);
+  for (Index j = 0; j < A_.cols(); ++j)
+    if ((A_.col(j).array() != 0.0).any()) cols_.push_back(static_cast<int32_t>(j));
   double free_rows = 0;  // the largest right-hand side of an equation without unknowns
   for (Index i = 0; i < A_.rows(); ++i) {
     if (A_.row(i).lpNorm<Eigen::Infinity>() > 0)
@@ -488,8 +605,8 @@ bool InverseDynamics::sample(double t, InverseSample& s) {
   const Index ma = static_cast<Index>(rows_.size()), na = static_cast<Index>(cols_.size());
   // positive diagonal scaling of equations (rows) and unknowns (columns)
   As_.resize(ma, na);
-  for (Index i = 0; i < ma; ++i)
-    for (Index j = 0; j < na; ++j) As_(i, j) = A_(rows_[i], cols_[j]);
+  for (Index j = 0; j < na; ++j)
+    for (Index i = 0; i < ma; ++i) As_(i, j) = A_(rows_[i], cols_[j]);
   rs_.resize(ma);
   cs_.setOnes(nz);
   for (Index i = 0; i < ma; ++i) {
@@ -504,116 +621,177 @@ bool InverseDynamics::sample(double t, InverseSample& s) {
   }
   bs_.resize(ma);
   for (Index i = 0; i < ma; ++i) bs_[i] = rs_[i] * b_[rows_[i]];
-  svd_.compute(As_, Eigen::ComputeThinU | Eigen::ComputeFullV);
-  const VectorXd& sig = svd_.singularValues();
-  const double smax = sig.size() > 0 ? sig[0] : 0.0;
+  // The SVD of As block by block: rows and columns that share no nonzero fall into independent
+  // blocks (the connected components of the pattern; a mechanism's balance splits into small
+  // groups of coupled equations and unknowns). Up to a permutation of rows and columns, which is
+  // exact, As is block diagonal, and its full SVD is the union of the blocks' full SVDs: the
+  // singular values of all blocks, singular vectors zero outside their block.
+  const Index nb_all = ma + na;
+  parent_.resize(static_cast<size_t>(nb_all));
+  for (Index k = 0; k < nb_all; ++k) parent_[static_cast<size_t>(k)] = static_cast<int32_t>(k);
+  auto find = [&](int32_t k) {
+    while (parent_[static_cast<size_t>(k)] != k) {
+      parent_[static_cast<size_t>(k)] =
+          parent_[static_cast<size_t>(parent_[static_cast<size_t>(k)])];
+      k = parent_[static_cast<size_t>(k)];
+    }
+    return k;
+  };
+  for (Index j = 0; j < na; ++j)
+    for (Index i = 0; i < ma; ++i)
+      if (As_(i, j) != 0.0) {
+        int32_t a = find(static_cast<int32_t>(i)), b = find(static_cast<int32_t>(ma + j));
+        if (a != b) parent_[static_cast<size_t>(std::max(a, b))] = std::min(a, b);
+      }
+  block_of_.assign(static_cast<size_t>(nb_all), -1);
+  size_t n_blocks = 0;
+  for (auto& r : block_rows_) r.clear();
+  for (auto& c : block_cols_) c.clear();
+  for (Index k = 0; k < nb_all; ++k) {
+    int32_t root = find(static_cast<int32_t>(k));
+    int32_t& b = block_of_[static_cast<size_t>(root)];
+    if (b < 0) {
+      b = static_cast<int32_t>(n_blocks++);
+      if (block_rows_.size() < n_blocks) {
+        block_rows_.emplace_back();
+        block_cols_.emplace_back();
+        block_.emplace_back();
+      }
+    }
+    if (k < ma)
+      block_rows_[static_cast<size_t>(b)].push_back(static_cast<int32_t>(k));
+    else
+      block_cols_[static_cast<size_t>(b)].push_back(static_cast<int32_t>(k - ma));
+  }
+  double smax = 0;
+  for (size_t b = 0; b < n_blocks; ++b) {
+    const auto& br = block_rows_[b];
+    const auto& bc = block_cols_[b];
+    Block& blk = block_[b];
+    if (br.size() == 1 && bc.size() == 1) {  // [a] = sign(a) |a| 1: what JacobiSVD gives
+      const double a = As_(br[0], bc[0]);
+      blk.sig1.setConstant(1, std::fabs(a));
+      blk.U1.setConstant(1, 1, a < 0 ? -1.0 : 1.0);
+      blk.V1.setConstant(1, 1, 1.0);
+      blk.sig = &blk.sig1;
+      blk.U = &blk.U1;
+      blk.V = &blk.V1;
+    } else {
+      blk.A.resize(static_cast<Index>(br.size()), static_cast<Index>(bc.size()));
+      for (Index j = 0; j < blk.A.cols(); ++j)
+        for (Index i = 0; i < blk.A.rows(); ++i) blk.A(i, j) = As_(br[i], bc[j]);
+      blk.svd.compute(blk.A, Eigen::ComputeThinU | Eigen::ComputeFullV);
+      blk.sig = &blk.svd.singularValues();
+      blk.U = &blk.svd.matrixU();
+      blk.V = &blk.svd.matrixV();
+    }
+    if (blk.sig->size() > 0) smax = std::max(smax, (*blk.sig)[0]);
+  }
   auto rank_at = [&](double factor) {
     double tol = factor * (o_.rank_atol + o_.rank_rtol * smax);
     int r = 0;
-    for (Index k = 0; k < sig.size(); ++k) r += sig[k] > tol ? 1 : 0;
+    for (size_t b = 0; b < n_blocks; ++b) {
+      const VectorXd& sig = *block_[b].sig;
+      for (Index k = 0; k < sig.size(); ++k) r += sig[k] > tol ? 1 : 0;
+    }
     return r;
   };
   s.rank = rank_at(1.0);
-  s.nullity = nz - s.rank;
+  s.nullity = static_cast<int>(nz) - s.rank;
   s.rank_stable = rank_at(10.0) == s.rank && rank_at(0.1) == s.rank;
-  const int null_active = static_cast<int>(na) - s.rank;
-  const MatrixXd& U = svd_.matrixU();
-  const MatrixXd& V = svd_.matrixV();
-  const VectorXd& bsv = bs_;
-  // minimum-norm solution in the scaled active unknowns (rank-r pseudo-inverse)
+  const Index rank = s.rank, null_active = na - rank;
+  // minimum-norm solution in the scaled active unknowns (rank-r pseudo-inverse), and the
+  // nullspace of As (the right singular vectors beyond the rank), one row per active unknown
+  const double tol = o_.rank_atol + o_.rank_rtol * smax;
   x_.setZero(na);
-  for (int k = 0; k < s.rank; ++k) x_ += V.col(k) * (U.col(k).dot(bsv) / sig[k]);
+  Vn_.setZero(na, null_active);
+  Index next_null = 0;
+  for (size_t b = 0; b < n_blocks; ++b) {
+    const auto& br = block_rows_[b];
+    const auto& bc = block_cols_[b];
+    const VectorXd& sig = *block_[b].sig;
+    const MatrixXd& U = *block_[b].U;
+    const MatrixXd& V = *block_[b].V;
+    Index rb = 0;
+    for (Index k = 0; k < sig.size() && sig[k] > tol; ++k, ++rb) {
+      double ub = 0;
+      for (Index i = 0; i < U.rows(); ++i) ub += U(i, k) * bs_[br[static_cast<size_t>(i)]];
+      ub /= sig[k];
+      for (Index j = 0; j < V.rows(); ++j) x_[bc[static_cast<size_t>(j)]] += V(j, k) * ub;
+    }
+    for (Index k = rb; k < V.cols(); ++k, ++next_null)
+      for (Index j = 0; j < V.rows(); ++j) Vn_(bc[static_cast<size_t>(j)], next_null) = V(j, k);
+  }
   s.balance = std::max(ma > 0 ? (As_ * x_ - bs_).lpNorm<Eigen::Infinity>() : 0.0,
                        amax > 0 ? free_rows / amax : free_rows);
-  // wrench outputs are linear in z: out = out(z = 0) + C z, C from the symbolic kernel (the
-  // z slots of v_ are always 0, so the evaluation of the closure checks above can be reused)
-  if (check_columns_.empty()) m_.outputs(v_.data(), out0_.data());
-  if (any_column_) {
-    m_.outputs_z.values(v_.data(), oz_.data());
-    // only the rows of the outputs asked for (crow_: model output -> row of C_)
-    // Coefficients at rounding level are zeros, as in A: an internal wrench pair that cancels in
-    // a joint's wrench (the out-of-plane reactions of a loop in the ground joint's wrench) leaves
-    // 1e-13 behind, which must not make that wrench depend on a free multiplier.
-    double cmax = 0;
-    for (int32_t e = 0; e < m_.outputs_z.nnz(); ++e)
-      if (crow_[static_cast<size_t>(m_.outputs_z.row[static_cast<size_t>(e)])] >= 0)
-        cmax = std::max(cmax, std::fabs(oz_[static_cast<size_t>(e)]));
-    const double ctol = 1e-11 * cmax;
-    C_.setZero(n_crows_, nz);
-    for (int32_t e = 0; e < m_.outputs_z.nnz(); ++e) {
-      int32_t r = crow_[static_cast<size_t>(m_.outputs_z.row[static_cast<size_t>(e)])];
-      double x = oz_[static_cast<size_t>(e)];
-      if (r >= 0 && std::fabs(x) > ctol) C_(r, m_.outputs_z.col[static_cast<size_t>(e)]) = x;
-    }
+  // Coefficients at rounding level are zeros, as in A: an internal wrench pair that cancels in
+  // a joint's wrench (the out-of-plane reactions of a loop in the ground joint's wrench) leaves
+  // 1e-13 behind, which must not make that wrench depend on a free multiplier.
+  {
+    C_.makeCompressed();  // (no-op when it is)
+    Eigen::Map<VectorXd> values(C_.valuePtr(), C_.nonZeros());
+    const double ctol = 1e-11 * (values.size() > 0 ? values.lpNorm<Eigen::Infinity>() : 0.0);
+    values = (values.array().abs() <= ctol).select(0.0, values);
   }
-  s.value.assign(outputs_.size(), std::numeric_limits<double>::quiet_NaN());
-  s.unique.assign(outputs_.size(), 0);
+  const size_t n_out = outputs_.size();
+  s.value.assign(n_out, std::numeric_limits<double>::quiet_NaN());
+  s.unique.assign(n_out, 0);
   s.dual = 0;
   col_of_z_.assign(static_cast<size_t>(nz), -1);
   for (Index j = 0; j < na; ++j) col_of_z_[static_cast<size_t>(cols_[j])] = static_cast<int32_t>(j);
-  c_.resize(na);
-  VectorXd& c = c_;
-  for (size_t k = 0; k < outputs_.size(); ++k) {
-    // an output is reported only when the rank is stable under a tenfold change of the
-    // threshold: a rank that depends on the threshold means a nearly singular balance
-    if (!s.rank_stable) break;
+  // an output is reported only when the rank is stable under a tenfold change of the threshold:
+  // a rank that depends on the threshold means a nearly singular balance
+  if (!s.rank_stable) return;
+  pv_.resize(null_active);
+  cj_.resize(static_cast<size_t>(nz));  // at most one entry per unknown (a row of C_)
+  cv_.resize(static_cast<size_t>(nz));
+  for (size_t k = 0; k < n_out; ++k) {
     const InverseOutput& o = outputs_[k];
+    // c over the active unknowns (scaled), as (active column, coefficient) pairs
+    size_t nc = 0;
     double offset = 0;
     if (o.z >= 0) {
       if (col_of_z_[static_cast<size_t>(o.z)] < 0) continue;  // seen by no equation: free
-      c.setZero();
-      c[col_of_z_[static_cast<size_t>(o.z)]] = cs_[o.z];  // z_j = cs_j x_j
+      cj_[nc] = col_of_z_[static_cast<size_t>(o.z)];
+      cv_[nc++] = cs_[o.z];  // z_j = cs_j x_j
     } else {
-      // c over the active unknowns (scaled); a dependence on an unknown that no equation sees
-      // makes the output free
+      // a dependence on an unknown that no equation sees makes the output free
       double free_dep = 0, all = 0;
-      c.setZero();
-      for (int32_t z = 0; z < nz; ++z) {
-        double cz = C_(crow_[static_cast<size_t>(o.column)], z);
+      const int32_t cr = crow_[static_cast<size_t>(o.column)];
+      for (SparseRows::InnerIterator it(C_, cr); it; ++it) {
+        const Index z = it.index();
+        const double cz = it.value();
+        if (cz == 0.0) continue;
         all = std::max(all, std::fabs(cz));
-        if (col_of_z_[static_cast<size_t>(z)] < 0)
+        if (col_of_z_[static_cast<size_t>(z)] < 0) {
           free_dep = std::max(free_dep, std::fabs(cz));
-        else
-          c[col_of_z_[static_cast<size_t>(z)]] = cz * cs_[z];
+        } else {
+          cj_[nc] = col_of_z_[static_cast<size_t>(z)];
+          cv_[nc++] = cz * cs_[z];
+        }
       }
-      offset = out0_[static_cast<size_t>(o.column)];
+      offset = out0_[cr];
       if (free_dep > o_.unique_tol * all) continue;
     }
-    double cn = c.norm();
-    bool unique = true;
-    if (unique && cn > 0 && null_active > 0) {
-      double proj = 0;
-      for (int kk = s.rank; kk < na; ++kk) {
-        double d = V.col(kk).dot(c);
-        proj += d * d;
-      }
-      proj = std::sqrt(proj) / cn;
-      unique = proj <= o_.unique_tol;
-      // the dual vector w = pinv(As)^T c solves As^T w = c up to exactly this projection
-      if (unique) s.dual = std::max(s.dual, proj);
+    double cn2 = 0, value = 0;
+    for (size_t e = 0; e < nc; ++e) {
+      cn2 += cv_[e] * cv_[e];
+      value += cv_[e] * x_[cj_[e]];
     }
-    if (!unique) continue;
+    const double cn = std::sqrt(cn2);
+    if (cn > 0 && null_active > 0) {
+      // |V_null^T c| / |c|
+      pv_.setZero();
+      for (size_t e = 0; e < nc; ++e) pv_ += cv_[e] * Vn_.row(cj_[e]).transpose();
+      double proj = pv_.norm() / cn;
+      if (!(proj <= o_.unique_tol)) continue;
+      // the dual vector w = pinv(As)^T c solves As^T w = c up to exactly this projection
+      s.dual = std::max(s.dual, proj);
+    }
     // the value w.b of the dual vector equals c.x for the minimum-norm solution x
-    s.value[k] = c.dot(x_) + offset;
+    s.value[k] = value + offset;
     s.unique[k] = 1;
   }
-  if (!log_t_.empty()) compare_logged(t, s);
-  // accept the sample
-  s.t = t;
-  s.q.resize(static_cast<size_t>(n));
-  s.qd.resize(static_cast<size_t>(n));
-  s.qdd.resize(static_cast<size_t>(n));
-  for (int32_t j = 0; j < n; ++j) {
-    s.q[j] = at(m_.q_slot[j]);
-    s.qd[j] = qd[j];
-    s.qdd[j] = qdd[j];
-  }
-  prev_q_ = s.q;
-  prev_qd_ = s.qd;
-  prev_qdd_ = s.qdd;
-  prev_t_ = t;
-  started_ = true;
-  return true;
 }
 
 InverseDynamicsRun inverse_dynamics_to_csv(std::shared_ptr<const CompiledModel> model,

@@ -9,13 +9,15 @@
 //      coordinates) are linear in the unknown efforts of the active joints and the closure
 //      multipliers z: A z = b; with redundant constraints A has a nullspace;
 //   3. uniqueness: after positive diagonal scaling, a full SVD of A with the rank threshold
-//      atol + rtol * sigma_max; an output c.z + d (an effort, a multiplier or a joint-wrench
-//      component) is reported only when c annihilates the nullspace (then every solution gives
-//      the same value, computed from the dual vector w with A^T w = c), otherwise as not
-//      determined.
+//      atol + rtol * sigma_max (computed block by block: the independent groups of equations and
+//      unknowns of the sparse balance, whose SVDs together are the SVD of A); an output c.z + d (an
+//      effort, a multiplier or a joint-wrench component) is reported only when c annihilates the
+//      nullspace (then every solution gives the same value, computed from the dual vector w with
+//      A^T w = c), otherwise as not determined.
 #pragma once
 
 #include <Eigen/Dense>
+#include <Eigen/SparseCore>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -85,6 +87,19 @@ class InverseDynamics {
  private:
   bool select_rows();
   bool solve_positions(double t);
+  bool g_at_q_ = false;  // solve_positions left g_ evaluated at the solution
+  // (1) the motion at t: q by Newton on the selected closure rows, q' and q'', every row checked;
+  // leaves the output values at z = 0 (outv_) for the closure checks and the offsets
+  bool reconstruct_motion(double t, InverseSample& s);
+  // at the reconstructed motion (z = 0): the outputs (outv_), with the model's inverse_balance
+  // kernel also F (f_) and jac_z (jz_) and the outputs' z-derivatives (ib_)
+  void eval_at_motion();
+  // (2) the balance at the reconstructed motion: A_ (equations of motion x unknowns z), b_, and
+  // per output column (row crow_[column]) out = out0_ + C_ z
+  void build_balance();
+  // (3) from A_, b_, C_, out0_ alone: zeroing, scaling, SVD, rank, the minimum-norm solution and
+  // each output's uniqueness and value
+  void analyse_balance(InverseSample& s);
   std::shared_ptr<const CompiledModel> keep_;
   const CompiledModel& m_;
   InverseDynamicsOptions o_;
@@ -120,15 +135,42 @@ class InverseDynamics {
   std::vector<Driven> driven_;
   void patch_velocity(std::vector<double>& gd) const;
   void patch_bias(std::vector<double>& gam) const;
-  std::vector<double> g_, G_, f_, jz_, out0_, oz_, gd_, gam_;
+  std::vector<double> g_, G_, f_, jz_, outv_, oz_, gd_, gam_;
   std::vector<int32_t> row_of_, rows_, cols_, col_of_z_, crow_;
   std::vector<int32_t> check_columns_;  // outputs <joint>.closure_check[k]: redundant rows
   Eigen::Index n_crows_ = 0;
   bool any_column_ = false;
   Eigen::MatrixXd A_, As_;
-  Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> C_;  // rows: outputs
-  Eigen::VectorXd b_, bs_, rs_, cs_, x_, c_;
-  Eigen::JacobiSVD<Eigen::MatrixXd> svd_;
+  // rows: the output columns (crow_), a fixed pattern (cpos_: outputs_z entry -> its value in C_);
+  // explicit zeros are allowed
+  Eigen::SparseMatrix<double, Eigen::RowMajor> C_;
+  std::vector<int32_t> cpos_;
+  // the model's inverse_balance kernel: its values, where its outputs and their z-derivatives
+  // start, the position in C_ of each derivative (-1: not read)
+  bool combined_ = false;
+  std::vector<double> ib_;
+  size_t ib_outputs_ = 0, ib_outputs_z_ = 0;
+  std::vector<int32_t> ibpos_;
+  Eigen::VectorXd b_, bs_, rs_, cs_, x_, w_, out0_;
+  Eigen::VectorXd rhs_, qd_, qdd_, gs_, dq_;  // motion reconstruction
+  // an output's c over the active unknowns (column, value); V_null by row
+  std::vector<int32_t> cj_;
+  std::vector<double> cv_;
+  Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> Vn_;
+  Eigen::VectorXd pv_;
+  // the SVD of As_ by independent blocks: union-find over rows and columns, per block its rows,
+  // columns, matrix and SVD
+  std::vector<int32_t> parent_, block_of_;
+  std::vector<std::vector<int32_t>> block_rows_, block_cols_;
+  struct Block {
+    Eigen::MatrixXd A;
+    Eigen::JacobiSVD<Eigen::MatrixXd> svd;
+    Eigen::VectorXd sig1;  // a 1 x 1 block's SVD, without JacobiSVD
+    Eigen::MatrixXd U1, V1;
+    const Eigen::VectorXd* sig = nullptr;  // the block's SVD: svd's or the 1 x 1 one
+    const Eigen::MatrixXd *U = nullptr, *V = nullptr;
+  };
+  std::vector<Block> block_;
   Eigen::MatrixXd Gs_;
   Eigen::PartialPivLU<Eigen::MatrixXd> lu_;
 };

@@ -125,6 +125,13 @@ struct CompiledModel {
   Kernel body_rows, body_wrench;
   SparseKernel body_rows_u, body_wrench_u;
   std::vector<std::string> body_row_names, body_reaction_names, body_wrench_names;
+  // For inverse dynamics, optional: what rt::InverseDynamics evaluates at each reconstructed
+  // motion, in one kernel that shares the common subexpressions: F (n_eq values), the values of
+  // jac_z (its order), the outputs in the columns inverse_output_columns (closure checks, joint
+  // wrenches, CutForceTorque sensors, every output that depends on z), then the entries of
+  // outputs_z in those rows (inverse_outputs_z_row: position in inverse_output_columns; _col: z).
+  Kernel inverse_balance;
+  std::vector<int32_t> inverse_output_columns, inverse_outputs_z_row, inverse_outputs_z_col;
   // dF/d[qdd | yd]: the mass matrix (n_eq x (n_q + n_y)), for linearisation and analysis.
   SparseKernel mass_matrix;
   // Partial derivatives dF/dq (n_eq x n_q), dF/dqd (n_eq x n_q), dF/dy (n_eq x n_y) and
