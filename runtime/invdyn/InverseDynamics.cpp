@@ -131,20 +131,62 @@ InverseDynamics::InverseDynamics(std::shared_ptr<const CompiledModel> model,
     if (out.column >= 0 && crow_[static_cast<size_t>(out.column)] < 0)
       crow_[static_cast<size_t>(out.column)] = static_cast<int32_t>(n_crows_++);
   oz_.resize(static_cast<size_t>(m_.outputs_z.nnz()));
-  // the pattern of C_: the entries of outputs_z in the rows asked for
+  // the body-wise balance: its unknowns are [z | reaction coordinates of the tree joints], and
+  // the joint wrenches come from its own kernel (body_wrench) in those unknowns
+  body_ = o_.balance == BalanceForm::Bodies;
+  served_.assign(static_cast<size_t>(n_crows_), -1);
+  if (body_) {
+    if (m_.body_rows.fn == nullptr || m_.body_rows_u.values.fn == nullptr ||
+        m_.body_wrench.fn == nullptr || m_.body_wrench_u.values.fn == nullptr)
+      throw std::runtime_error(
+          "the model has no body-wise balance (it has no mechanism, or it was not compiled for "
+          "inverse dynamics)");
+    for (size_t w = 0; w < m_.body_wrench_names.size(); ++w)
+      for (size_t c = 0; c < m_.output_names.size(); ++c)
+        if (crow_[c] >= 0 && m_.output_names[c] == m_.body_wrench_names[w])
+          served_[static_cast<size_t>(crow_[c])] = static_cast<int32_t>(w);
+    brow_.resize(static_cast<size_t>(m_.body_rows.n_out));
+    bru_.resize(static_cast<size_t>(m_.body_rows_u.nnz()));
+    bw_.resize(static_cast<size_t>(m_.body_wrench.n_out));
+    bwu_.resize(static_cast<size_t>(m_.body_wrench_u.nnz()));
+  }
+  const int32_t n_unknowns =
+      body_ ? m_.n_z + static_cast<int32_t>(m_.body_reaction_names.size()) : m_.n_z;
+  auto is_served = [&](int32_t r) { return served_[static_cast<size_t>(r)] >= 0; };
+  // the pattern of C_: the entries of outputs_z in the rows asked for (and, in the body-wise
+  // form, the entries of body_wrench_u in the rows of the joint wrenches)
+  std::vector<int32_t> wrench_crow(m_.body_wrench_names.size(), -1);
+  for (int32_t r = 0; r < static_cast<int32_t>(served_.size()); ++r)
+    if (served_[static_cast<size_t>(r)] >= 0) wrench_crow[static_cast<size_t>(served_[r])] = r;
   {
     std::vector<Eigen::Triplet<double>> pattern;
     for (int32_t e = 0; e < m_.outputs_z.nnz(); ++e) {
       int32_t r = crow_[static_cast<size_t>(m_.outputs_z.row[static_cast<size_t>(e)])];
-      if (r >= 0) pattern.emplace_back(r, m_.outputs_z.col[static_cast<size_t>(e)], 1.0);
+      if (r >= 0 && !is_served(r))
+        pattern.emplace_back(r, m_.outputs_z.col[static_cast<size_t>(e)], 1.0);
     }
-    C_.resize(n_crows_, m_.n_z);
+    if (body_)
+      for (int32_t e = 0; e < m_.body_wrench_u.nnz(); ++e) {
+        int32_t r = wrench_crow[static_cast<size_t>(m_.body_wrench_u.row[static_cast<size_t>(e)])];
+        if (r >= 0) pattern.emplace_back(r, m_.body_wrench_u.col[static_cast<size_t>(e)], 1.0);
+      }
+    C_.resize(n_crows_, n_unknowns);
     C_.setFromTriplets(pattern.begin(), pattern.end());
     C_.makeCompressed();
+    auto position = [&](int32_t r, int32_t col) {
+      for (auto k = C_.outerIndexPtr()[r]; k < C_.outerIndexPtr()[r + 1]; ++k)
+        if (C_.innerIndexPtr()[k] == col) return static_cast<int32_t>(k);
+      return -1;
+    };
+    bpos_.assign(body_ ? static_cast<size_t>(m_.body_wrench_u.nnz()) : 0, -1);
+    for (size_t e = 0; e < bpos_.size(); ++e) {
+      int32_t r = wrench_crow[static_cast<size_t>(m_.body_wrench_u.row[e])];
+      if (r >= 0) bpos_[e] = position(r, m_.body_wrench_u.col[e]);
+    }
     cpos_.assign(static_cast<size_t>(m_.outputs_z.nnz()), -1);
     for (int32_t e = 0; e < m_.outputs_z.nnz(); ++e) {
       int32_t r = crow_[static_cast<size_t>(m_.outputs_z.row[static_cast<size_t>(e)])];
-      if (r < 0) continue;
+      if (r < 0 || is_served(r)) continue;
       for (auto k = C_.outerIndexPtr()[r]; k < C_.outerIndexPtr()[r + 1]; ++k)
         if (C_.innerIndexPtr()[k] == m_.outputs_z.col[static_cast<size_t>(e)])
           cpos_[static_cast<size_t>(e)] = static_cast<int32_t>(k);
@@ -165,7 +207,7 @@ InverseDynamics::InverseDynamics(std::shared_ptr<const CompiledModel> model,
       const int32_t column =
           m_.inverse_output_columns[static_cast<size_t>(m_.inverse_outputs_z_row[e])];
       const int32_t r = crow_[static_cast<size_t>(column)];
-      if (r < 0) continue;
+      if (r < 0 || is_served(r)) continue;
       for (auto k = C_.outerIndexPtr()[r]; k < C_.outerIndexPtr()[r + 1]; ++k)
         if (C_.innerIndexPtr()[k] == m_.inverse_outputs_z_col[e])
           ibpos_[e] = static_cast<int32_t>(k);
@@ -366,7 +408,7 @@ void InverseDynamics::load_logged(const std::string& path) {
 //   balance = |R (A z* - b)|             (scaled: how far those loads are from the balance)
 //   distance = min |C z + d - y| over the solutions of A z = b (the admissible family)
 void InverseDynamics::compare_logged(double t, InverseSample& s) {
-  const Index L = static_cast<Index>(log_output_.size()), nz = m_.n_z;
+  const Index L = static_cast<Index>(log_output_.size()), nz = A_.cols();
   VectorXd y(L), d(L);
   MatrixXd C = MatrixXd::Zero(L, nz);
   // linear interpolation of the log at t (exact at its own times)
@@ -552,25 +594,45 @@ void InverseDynamics::eval_at_motion() {
 // The balance A z = b over the equations of motion, and the outputs as out = out0 + C z.
 void InverseDynamics::build_balance() {
   const int32_t nz = m_.n_z, nd = static_cast<int32_t>(dyn_rows_.size());
-  if (!combined_) {  // otherwise evaluated with the motion's checks (eval_at_motion)
-    m_.residual(v_.data(), f_.data());
-    m_.jac_z.values(v_.data(), jz_.data());
+  if (body_) {
+    // six rows per body, unknowns [z | reaction coordinates]; the z slots of v_ are 0
+    m_.body_rows(v_.data(), brow_.data());
+    m_.body_rows_u.values(v_.data(), bru_.data());
+    A_.setZero(m_.body_rows_u.rows, m_.body_rows_u.cols);
+    b_.resize(m_.body_rows_u.rows);
+    for (Index i = 0; i < b_.size(); ++i) b_[i] = -brow_[static_cast<size_t>(i)];
+    for (int32_t e = 0; e < m_.body_rows_u.nnz(); ++e)
+      A_(m_.body_rows_u.row[static_cast<size_t>(e)], m_.body_rows_u.col[static_cast<size_t>(e)]) =
+          bru_[static_cast<size_t>(e)];
+  } else {
+    if (!combined_) {  // otherwise evaluated with the motion's checks (eval_at_motion)
+      m_.residual(v_.data(), f_.data());
+      m_.jac_z.values(v_.data(), jz_.data());
+    }
+    A_.setZero(nd, nz);
+    b_.resize(nd);
+    for (int32_t i = 0; i < nd; ++i) b_[i] = -f_[static_cast<size_t>(dyn_rows_[i])];
+    for (int32_t e = 0; e < m_.jac_z.nnz(); ++e) {
+      int32_t r = row_of_[static_cast<size_t>(m_.jac_z.row[static_cast<size_t>(e)])];
+      if (r >= 0) A_(r, m_.jac_z.col[static_cast<size_t>(e)]) = jz_[static_cast<size_t>(e)];
+    }
   }
-  A_.setZero(nd, nz);
-  b_.resize(nd);
-  for (int32_t i = 0; i < nd; ++i) b_[i] = -f_[static_cast<size_t>(dyn_rows_[i])];
-  for (int32_t e = 0; e < m_.jac_z.nnz(); ++e) {
-    int32_t r = row_of_[static_cast<size_t>(m_.jac_z.row[static_cast<size_t>(e)])];
-    if (r >= 0) A_(r, m_.jac_z.col[static_cast<size_t>(e)]) = jz_[static_cast<size_t>(e)];
-  }
-  // wrench outputs are linear in z: out = out(z = 0) + C z, C from the symbolic kernel (the
-  // output values at z = 0 were evaluated with the closure checks); rows of C_: crow_
+  // wrench outputs are linear in the unknowns: out = out(0) + C u, C from the symbolic kernels
+  // (the output values at z = 0 were evaluated with the closure checks); rows of C_: crow_
   out0_.resize(n_crows_);
   if (!any_column_) return;
   for (size_t c = 0; c < crow_.size(); ++c)
     if (crow_[c] >= 0) out0_[crow_[c]] = outv_[c];
   double* cv = C_.valuePtr();
   std::fill(cv, cv + C_.nonZeros(), 0.0);
+  if (body_) {  // the joint wrenches of the body-wise form
+    m_.body_wrench(v_.data(), bw_.data());
+    m_.body_wrench_u.values(v_.data(), bwu_.data());
+    for (size_t r = 0; r < served_.size(); ++r)
+      if (served_[r] >= 0) out0_[static_cast<Index>(r)] = bw_[static_cast<size_t>(served_[r])];
+    for (size_t e = 0; e < bpos_.size(); ++e)
+      if (bpos_[e] >= 0) cv[bpos_[e]] = bwu_[e];
+  }
   if (combined_) {
     for (size_t e = 0; e < ibpos_.size(); ++e)
       if (ibpos_[e] >= 0) cv[ibpos_[e]] = ib_[ib_outputs_z_ + e];

@@ -30,7 +30,17 @@
 
 namespace mbs::rt {
 
+// The balance whose uniqueness is analysed (docs/inverse-dynamics.md, "The balance"):
+//   Tree:   the equations of motion of the tree coordinates (the Newton-Euler balances of the
+//           subtrees projected on the coordinates; unknowns: active efforts, closure
+//           multipliers), the default;
+//   Bodies: six Newton-Euler rows per moving rigid aggregate, every tree joint's wrench on
+//           reaction coordinates of its own (five for a revolute or prismatic joint).
+// The two have the same solution family; Bodies is the seed's literal form and a cross-check.
+enum class BalanceForm : uint8_t { Tree, Bodies };
+
 struct InverseDynamicsOptions {
+  BalanceForm balance = BalanceForm::Tree;
   double t_end = 1.0;
   double h = 1e-3;
   double rank_atol = 1e-12;  // rank threshold: atol + rtol * sigma_max (seed 003)
@@ -145,6 +155,11 @@ class InverseDynamics {
   // explicit zeros are allowed
   Eigen::SparseMatrix<double, Eigen::RowMajor> C_;
   std::vector<int32_t> cpos_;
+  // the body-wise balance (BalanceForm::Bodies): per row of C_ the body_wrench output serving it
+  // (-1: outputs_z), the position in C_ of each body_wrench_u entry, the kernels' values
+  bool body_ = false;
+  std::vector<int32_t> served_, bpos_;
+  std::vector<double> brow_, bru_, bw_, bwu_;
   // the model's inverse_balance kernel: its values, where its outputs and their z-derivatives
   // start, the position in C_ of each derivative (-1: not read)
   bool combined_ = false;

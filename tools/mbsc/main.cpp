@@ -92,6 +92,12 @@ int main(int argc, char** argv) {
                  "the scaled balance matrix (default 1e-10)");
   app.add_option("--rank-atol", iopts.rank_atol,
                  "inverse dynamics: absolute part of the rank threshold (default 1e-12)");
+  std::string balance = "tree";
+  app.add_option("--balance", balance,
+                 "inverse dynamics: the balance analysed: 'tree' (the equations of motion of the "
+                 "tree coordinates, the default) or 'bodies' (six Newton-Euler rows per body, "
+                 "every joint's wrench on reaction coordinates of its own; same answers, slower)")
+      ->check(CLI::IsMember({"tree", "bodies"}));
   bool no_cache = false;
   app.add_flag("--no-cache", no_cache,
                "compile every kernel afresh: neither read nor write the object cache "
@@ -135,6 +141,7 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   if (inverse) copts.inverse_dynamics = true;
+  iopts.balance = balance == "bodies" ? mbs::rt::BalanceForm::Bodies : mbs::rt::BalanceForm::Tree;
   if (!trajectory.empty() && !inverse) {
     std::cerr << "mbsc: error: --trajectory is an input of --inverse-dynamics\n";
     return kExitUsage;
