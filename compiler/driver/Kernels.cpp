@@ -62,9 +62,12 @@ std::vector<codegen::KernelSpec> ModelKernels::all() const {
                                         jac_qd.spec,     jac_y.spec,         jac_z.spec,
                                         index2_residual, index2_matrix.spec, outputs,
                                         initial_values};
-  if (inverse_dynamics)
-    a.insert(a.end(), {outputs_z.spec, constraint_g, constraint_G.spec, constraint_gd,
-                       constraint_gamma, inverse_balance});
+  if (inverse_dynamics) {
+    // first: the kernels rt::InverseDynamics calls at every sample (see per_sample_inverse)
+    a.insert(a.begin(),
+             {constraint_g, constraint_G.spec, constraint_gd, constraint_gamma, inverse_balance});
+    a.push_back(outputs_z.spec);
+  }
   return a;
 }
 
