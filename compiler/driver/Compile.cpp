@@ -217,6 +217,12 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
         {k.name, sym::topological_order(k.outputs).size(), k.outputs.size()});
   codegen::JitOptions jopts;
   jopts.opt_level = options.opt_level;
+  // the kernels the inverse dynamics evaluates at every sample are optimised in addition to the
+  // usual budget (which the code generator spends in the order of `specs`)
+  if (kernels.inverse_dynamics)
+    for (size_t i = 0; i < ModelKernels::per_sample_inverse; ++i)
+      jopts.max_optimised_total_nodes +=
+          sym::topological_order(specs[i].outputs).size() + specs[i].outputs.size();
   jopts.cache_dir = options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
   if (jopts.cache_dir == "off") jopts.cache_dir.clear();
   state->jit =

@@ -47,7 +47,9 @@ struct ModelKernels {
   std::vector<int32_t> inverse_output_columns;
   sym::Pattern inverse_outputs_z;
   codegen::KernelSpec initial_values;  // start values [q | qd | y | z] from parameters
+  // every kernel; with inverse_dynamics the per_sample_inverse ones first
   std::vector<codegen::KernelSpec> all() const;
+  static constexpr size_t per_sample_inverse = 5;
 };
 
 // `inverse_dynamics` adds outputs_z and the constraint_* kernels (rt::InverseDynamics; the
