@@ -166,7 +166,7 @@ class InverseDynamics {
   std::vector<double> ib_;
   size_t ib_outputs_ = 0, ib_outputs_z_ = 0;
   std::vector<int32_t> ibpos_;
-  Eigen::VectorXd b_, bs_, rs_, cs_, x_, w_, out0_;
+  Eigen::VectorXd b_, bs_, rs_, cs_, x_, out0_;
   Eigen::VectorXd rhs_, qd_, qdd_, gs_, dq_;  // motion reconstruction
   // an output's c over the active unknowns (column, value); V_null by row
   std::vector<int32_t> cj_;
