@@ -12,6 +12,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "runtime/invdyn/Modules.h"
 #include "runtime/io/CsvWriter.h"
 
 namespace mbs::rt {
@@ -118,9 +119,15 @@ InverseDynamics::InverseDynamics(std::shared_ptr<const CompiledModel> model,
             "' is not a prescribed coordinate without an equation of the model");
     }
   }
+  // the residuals of the redundant closure rows (position, velocity, acceleration forms)
   for (size_t c = 0; c < m_.output_names.size(); ++c)
-    if (m_.output_names[c].find(".closure_check[") != std::string::npos)
-      check_columns_.push_back(static_cast<int32_t>(c));
+    for (int8_t level = 0; level < 3; ++level)
+      if (m_.output_names[c].find(level == 0   ? ".closure_check["
+                                  : level == 1 ? ".closure_check_v["
+                                               : ".closure_check_a[") != std::string::npos) {
+        check_columns_.push_back(static_cast<int32_t>(c));
+        check_level_.push_back(level);
+      }
   if (m_.outputs_z.values.fn == nullptr)
     throw std::runtime_error(
         "the model was not compiled for inverse dynamics "
@@ -260,56 +267,114 @@ bool InverseDynamics::select_rows() {
   return true;
 }
 
+// The selected rows fall apart into closed-chain modules (Modules.h): their coordinates, rows
+// and an LU each, solved independently.
+void InverseDynamics::make_modules() {
+  const auto all = ck_.row_columns();
+  std::vector<std::vector<int32_t>> columns;
+  std::vector<std::string> text;
+  for (int32_t r : selected_) {
+    columns.push_back(all[static_cast<size_t>(r)]);
+    text.push_back(m_.eq_source[static_cast<size_t>(ck_.rows()[static_cast<size_t>(r)])].text);
+  }
+  modules_.clear();
+  for (auto& found : find_modules(columns, text, m_.n_q)) {
+    Module mod;
+    mod.rows = std::move(found.rows);
+    mod.coords = std::move(found.coords);
+    mod.name = std::move(found.name);
+    const auto n = static_cast<Index>(mod.rows.size());
+    mod.G.resize(n, n);
+    mod.g.resize(n);
+    mod.x.resize(n);
+    modules_.push_back(std::move(mod));
+  }
+}
+
+// x = G_sel^-1 r (r over the selected rows, x over the coordinates) by forward substitution over
+// the modules: each module's block solves for its coordinates, the earlier modules' coordinates
+// entering through G's off-diagonal blocks (G_ and the modules' LUs at the same q).
+void InverseDynamics::solve_modules(const VectorXd& r, VectorXd& x) {
+  const auto n = static_cast<size_t>(m_.n_q);
+  x.setZero(m_.n_q);
+  for (Module& mod : modules_) {
+    const auto nm = static_cast<Index>(mod.rows.size());
+    for (Index k = 0; k < nm; ++k) {
+      const auto sel = static_cast<size_t>(mod.rows[static_cast<size_t>(k)]);
+      const double* Grow = &G_[static_cast<size_t>(selected_[sel]) * n];
+      double coupling = 0;  // the module's own coordinates are still 0 in x
+      for (size_t j = 0; j < n; ++j) coupling += Grow[j] * x[static_cast<Index>(j)];
+      mod.g[k] = r[static_cast<Index>(sel)] - coupling;
+    }
+    mod.x.noalias() = mod.lu.solve(mod.g);
+    for (Index k = 0; k < nm; ++k) x[mod.coords[static_cast<size_t>(k)]] = mod.x[k];
+  }
+}
+
 bool InverseDynamics::solve_positions(double t) {
   const int32_t n = m_.n_q;
-  MatrixXd& Gs = Gs_;
-  Gs.resize(n, n);
   VectorXd& gs = gs_;
   gs.resize(n);
-  g_at_q_ = false;
+  double worst = INFINITY;
+  const Module* worst_module = modules_.empty() ? nullptr : &modules_.front();
   for (int it = 0; it <= o_.newton_max_iter; ++it) {
     ck_.position(v_.data(), g_);
-    for (int32_t k = 0; k < n; ++k)
-      gs[k] = g_[static_cast<size_t>(selected_[static_cast<size_t>(k)])];
-    if (!gs.allFinite()) break;
     ck_.jacobian(v_.data(), G_);
     for (int32_t k = 0; k < n; ++k)
-      for (int32_t j = 0; j < n; ++j)
-        Gs(k, j) = G_[static_cast<size_t>(selected_[static_cast<size_t>(k)] * n + j)];
-    Eigen::PartialPivLU<MatrixXd>& lu = lu_;
-    lu.compute(Gs);
-    if (lu.rcond() < o_.rcond_min) {
-      // name the module: the rows that the near-null left singular vector involves
-      Eigen::JacobiSVD<MatrixXd> sv(Gs, Eigen::ComputeFullU);
-      VectorXd u = sv.matrixU().col(n - 1);
+      gs[k] = g_[static_cast<size_t>(selected_[static_cast<size_t>(k)])];
+    // per module: its residual, and its block of G factored (singular: a stop naming it)
+    worst = 0;
+    for (Module& mod : modules_) {
+      const auto nm = static_cast<Index>(mod.rows.size());
+      double res = 0;
+      for (Index k = 0; k < nm; ++k) {
+        const double gk = gs[mod.rows[static_cast<size_t>(k)]];
+        res = std::isfinite(gk) ? std::max(res, std::fabs(gk)) : INFINITY;
+        const auto row = static_cast<size_t>(selected_[static_cast<size_t>(mod.rows[k])]);
+        for (Index j = 0; j < nm; ++j)
+          mod.G(k, j) = G_[row * static_cast<size_t>(n) +
+                           static_cast<size_t>(mod.coords[static_cast<size_t>(j)])];
+      }
+      if (!(res <= worst)) {
+        worst = res;
+        worst_module = &mod;
+      }
+      mod.lu.compute(mod.G);
+      if (mod.lu.rcond() >= o_.rcond_min) continue;
+      // name the rows that the near-null left singular vector involves
+      Eigen::JacobiSVD<MatrixXd> sv(mod.G, Eigen::ComputeFullU);
+      VectorXd u = sv.matrixU().col(nm - 1);
       std::string rows;
-      for (int32_t k = 0; k < n; ++k) {
+      for (Index k = 0; k < nm; ++k) {
         if (std::fabs(u[k]) < 0.1) continue;
-        const auto& src = m_.eq_source[static_cast<size_t>(
-            ck_.rows()[static_cast<size_t>(selected_[static_cast<size_t>(k)])])];
+        const auto& src = m_.eq_source[static_cast<size_t>(ck_.rows()[static_cast<size_t>(
+            selected_[static_cast<size_t>(mod.rows[static_cast<size_t>(k)])])])];
         rows += fmt::format("\n  {} ({}:{})", src.text, src.file, src.line);
       }
       message_ = fmt::format(
-          "singular configuration at t = {}: the selected constraint rows lose rank (reciprocal "
-          "condition {:.3g}); the mechanism passes a singular position or the branch is lost. "
-          "The rows that become dependent:{}",
-          t, lu.rcond(), rows);
+          "singular configuration at t = {} in the module of {}: its constraint rows lose rank "
+          "(reciprocal condition {:.3g}); the mechanism passes a singular position or the "
+          "branch is lost. The rows that become dependent:{}",
+          t, mod.name, mod.lu.rcond(), rows);
       return false;
     }
-    if (gs.lpNorm<Eigen::Infinity>() <= o_.newton_tol) {  // lu_ is G at q, g_ is g at q
+    if (!std::isfinite(worst)) break;
+    if (worst <= o_.newton_tol) {  // G_, g_ and the modules' LUs are at q
       g_at_q_ = true;
       return true;
     }
-    VectorXd& dq = dq_;  // the Newton step is -dq (solving for +gs is exact under negation)
-    dq.noalias() = lu.solve(gs);
+    // the Newton step of all modules at once (their Jacobian is block triangular): -dq
+    VectorXd& dq = dq_;
+    solve_modules(gs, dq);
     for (int32_t j = 0; j < n; ++j)
       v_[static_cast<size_t>(m_.q_slot[static_cast<size_t>(j)])] -= dq[j];
-    if (dq.lpNorm<Eigen::Infinity>() <= 1e-15) return true;
+    g_at_q_ = false;
   }
   message_ = fmt::format(
-      "the motion cannot be reconstructed at t = {}: Newton on the closure equations did not "
-      "converge (residual {:.3g}); the prescribed motion may leave the mechanism's workspace",
-      t, gs.lpNorm<Eigen::Infinity>());
+      "the motion cannot be reconstructed at t = {}: Newton on the closure equations of the "
+      "module of {} did not converge (residual {:.3g}); the prescribed motion may leave the "
+      "mechanism's workspace",
+      t, worst_module ? worst_module->name : std::string("?"), worst);
   return false;
 }
 
@@ -521,6 +586,7 @@ bool InverseDynamics::reconstruct_motion(double t, InverseSample& s) {
   }
   if (!started_) {
     if (!select_rows()) return false;
+    make_modules();
   } else {
     // prediction from the previous accepted sample (second-order Taylor)
     double h = t - prev_t_;
@@ -528,7 +594,6 @@ bool InverseDynamics::reconstruct_motion(double t, InverseSample& s) {
       at(m_.q_slot[j]) = prev_q_[j] + h * prev_qd_[j] + 0.5 * h * h * prev_qdd_[j];
   }
   if (!solve_positions(t)) return false;
-  const Eigen::PartialPivLU<MatrixXd>& lu = lu_;  // G of the selected rows at the solution
   // velocities: G qd = -g_t (the velocity form at qd = 0 is g_t)
   for (int32_t j = 0; j < n; ++j) at(m_.qd_slot[j]) = 0.0;
   std::vector<double>& gd = gd_;
@@ -537,13 +602,13 @@ bool InverseDynamics::reconstruct_motion(double t, InverseSample& s) {
   patch_velocity(gd);
   VectorXd& rhs = rhs_;
   for (int32_t k = 0; k < n; ++k) rhs[k] = -gd[static_cast<size_t>(selected_[k])];
-  qd_.noalias() = lu.solve(rhs);
+  solve_modules(rhs, qd_);
   for (int32_t j = 0; j < n; ++j) at(m_.qd_slot[j]) = qd_[j];
   // accelerations: G qdd = -gamma
   ck_.bias(v_.data(), gam);
   patch_bias(gam);
   for (int32_t k = 0; k < n; ++k) rhs[k] = -gam[static_cast<size_t>(selected_[k])];
-  qdd_.noalias() = lu.solve(rhs);
+  solve_modules(rhs, qdd_);
   for (int32_t j = 0; j < n; ++j) at(m_.qdd_slot[j]) = qdd_[j];
   // checks on every row: g, dg/dt, d2g/dt2 = G qdd + gamma
   if (!g_at_q_) ck_.position(v_.data(), g_);  // g(q, t) does not depend on q' or q''
@@ -555,10 +620,14 @@ bool InverseDynamics::reconstruct_motion(double t, InverseSample& s) {
   const int32_t nz = m_.n_z;
   for (int32_t j = 0; j < nz; ++j) at(m_.z_slot[j]) = 0.0;
   eval_at_motion();
-  for (int32_t c : check_columns_)
-    s.closure = std::max(s.closure, std::fabs(outv_[static_cast<size_t>(c)]));
   s.velocity = inf_norm(gd);
   s.acceleration = 0;
+  for (size_t k = 0; k < check_columns_.size(); ++k) {
+    double& worst = check_level_[k] == 0   ? s.closure
+                    : check_level_[k] == 1 ? s.velocity
+                                           : s.acceleration;
+    worst = std::max(worst, std::fabs(outv_[static_cast<size_t>(check_columns_[k])]));
+  }
   for (size_t i = 0; i < g_.size(); ++i) {
     double a = gam[i];
     for (int32_t j = 0; j < n; ++j)

@@ -88,6 +88,13 @@ class InverseDynamics {
 
   const std::vector<InverseOutput>& outputs() const { return outputs_; }
   const std::vector<int32_t>& selected_rows() const { return selected_; }
+  // The closed-chain modules of the reconstruction, after the first sample: per module its name
+  // and its coordinates (indices of CompiledModel::q).
+  std::vector<std::pair<std::string, std::vector<int32_t>>> modules() const {
+    std::vector<std::pair<std::string, std::vector<int32_t>>> out;
+    for (const auto& m : modules_) out.emplace_back(m.name, m.coords);
+    return out;
+  }
 
   // Reconstructs and analyses the sample at t (the first call must be at the model's start
   // time). Returns false with message() set when the motion cannot be reconstructed.
@@ -147,7 +154,10 @@ class InverseDynamics {
   void patch_bias(std::vector<double>& gam) const;
   std::vector<double> g_, G_, f_, jz_, outv_, oz_, gd_, gam_;
   std::vector<int32_t> row_of_, rows_, cols_, col_of_z_, crow_;
-  std::vector<int32_t> check_columns_;  // outputs <joint>.closure_check[k]: redundant rows
+  // outputs <joint>.closure_check[k], closure_check_v[k], closure_check_a[k]: the redundant
+  // rows' residuals and their first and second time derivatives (level 0, 1, 2)
+  std::vector<int32_t> check_columns_;
+  std::vector<int8_t> check_level_;
   Eigen::Index n_crows_ = 0;
   bool any_column_ = false;
   Eigen::MatrixXd A_, As_;
@@ -186,8 +196,18 @@ class InverseDynamics {
     const Eigen::MatrixXd *U = nullptr, *V = nullptr;
   };
   std::vector<Block> block_;
-  Eigen::MatrixXd Gs_;
-  Eigen::PartialPivLU<Eigen::MatrixXd> lu_;
+  // the closed-chain modules of the selected rows (Modules.h): rows (positions in selected_),
+  // coordinates, name, and per Newton solve their G, LU, residual and step
+  struct Module {
+    std::vector<int32_t> rows, coords;
+    std::string name;
+    Eigen::MatrixXd G;
+    Eigen::PartialPivLU<Eigen::MatrixXd> lu;
+    Eigen::VectorXd g, x;
+  };
+  std::vector<Module> modules_;
+  void make_modules();
+  void solve_modules(const Eigen::VectorXd& r, Eigen::VectorXd& x);
 };
 
 struct InverseDynamicsRun {

@@ -2,8 +2,7 @@
 // row per sample (increasing times). Columns `der(NAME)` and `der(der(NAME))` give velocities and
 // accelerations; a coordinate without them is interpolated by a cubic spline with not-a-knot
 // ends through its samples, which gives continuous values, velocities and accelerations. Quoted
-// names
-// ("a,b") are understood.
+// names ("a,b") are understood.
 #pragma once
 
 #include <string>
@@ -23,6 +22,7 @@ class Trajectory {
   int index(const std::string& name) const;  // -1 when the file has no such coordinate
   double t_first() const { return t_.front(); }
   double t_last() const { return t_.back(); }
+  const std::vector<double>& times() const { return t_; }  // the file's sample times
   // Value, velocity and acceleration of coordinate i at t (t_first <= t <= t_last).
   void eval(int i, double t, double& q, double& qd, double& qdd) const;
 

@@ -42,6 +42,21 @@ int32_t ConstraintKinematics::jacobian(const double* v, std::span<double> G) {
   return st;
 }
 
+std::vector<std::vector<int32_t>> ConstraintKinematics::row_columns() const {
+  std::vector<std::vector<int32_t>> cols(rows_.size());
+  const SparseKernel& J = own_ ? m_.constraint_G : m_.jac_q;
+  for (int32_t k = 0; k < J.nnz(); ++k) {
+    int32_t r = J.row[static_cast<size_t>(k)];
+    if (!own_) r = row_of_eq_[static_cast<size_t>(r)];
+    if (r >= 0) cols[static_cast<size_t>(r)].push_back(J.col[static_cast<size_t>(k)]);
+  }
+  for (auto& c : cols) {
+    std::sort(c.begin(), c.end());
+    c.erase(std::unique(c.begin(), c.end()), c.end());
+  }
+  return cols;
+}
+
 int32_t ConstraintKinematics::velocity(const double* v, std::span<double> gd) {
   if (own_) return m_.constraint_gd(v, gd.data());
   int32_t st = m_.index2_residual(v, f_.data());

@@ -26,6 +26,8 @@ class ConstraintKinematics {
   // Equation indices of the position-level rows, in equation order.
   const std::vector<int32_t>& rows() const { return rows_; }
   int32_t n_rows() const { return static_cast<int32_t>(rows_.size()); }
+  // The structure of G: per row, the coordinates it depends on (structural non-zeros).
+  std::vector<std::vector<int32_t>> row_columns() const;
 
   // Each reads the symbol vector v (q, qd, qdd, t and parameters in their slots) and writes
   // n_rows values (jacobian: n_rows x n_q, row-major). Return: 0, or the kernel's status.

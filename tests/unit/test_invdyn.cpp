@@ -192,6 +192,103 @@ TEST(InverseDynamics, RedundantParallelogramReportsOnlyWhatIsDetermined) {
   EXPECT_LT(worst, 1e-8);
 }
 
+// The reconstruction works per closed-chain module: the manipulator's loops are solved apart,
+// and a stop names the module (the slider-crank with a rod shorter than the crank leaves its
+// workspace where sin(phi) = l / r).
+TEST(InverseDynamics, ModulesAreSolvedApartAndAStopNamesTheModule) {
+  std::ifstream in(std::string(MBS_SOURCE_DIR) + "/examples/mechanics/hybrid_manipulator.mbs");
+  std::stringstream text;
+  text << in.rdbuf();
+  auto hm = compile_for_inverse("modules_manipulator", text.str());
+  ASSERT_TRUE(hm);
+  mbs::rt::InverseDynamicsOptions o;
+  mbs::rt::InverseDynamics id(hm, o);
+  mbs::rt::InverseSample s;
+  ASSERT_TRUE(id.sample(0.0, s)) << id.message();
+  auto modules = id.modules();
+  std::string names;
+  size_t coords = 0;
+  for (const auto& [name, c] : modules) {
+    names += name + "\n";
+    coords += c.size();
+    EXPECT_FALSE(c.empty());
+  }
+  std::printf("modules:\n%s", names.c_str());
+  EXPECT_EQ(coords, static_cast<size_t>(hm->n_q));
+  EXPECT_GE(modules.size(), 3u) << names;
+
+  std::string crank = kSliderCrank;
+  crank.replace(crank.find("parameter Real l = 0.3;"), 23, "parameter Real l = 0.095;");
+  crank.replace(crank.find("s(start = 0.35)"), 15, "s(start = 0.1)");
+  auto sc = compile_for_inverse("modules_short_rod", crank);
+  ASSERT_TRUE(sc);
+  mbs::rt::InverseDynamics short_rod(sc, o);
+  int k = 0;
+  while (k <= 1000 && short_rod.sample(k * 1e-3, s)) ++k;
+  EXPECT_EQ(k, 127);  // sin(1 + 2 t) = 0.95 at t = 0.1266
+  EXPECT_NE(short_rod.message().find("t = 0.127"), std::string::npos) << short_rod.message();
+  EXPECT_NE(short_rod.message().find("module of the loop closed at 'slide'"), std::string::npos)
+      << short_rod.message();
+}
+
+// The redundant rows of the parallelogram (not solved by the compiled model) are checked at
+// every sample through outputs <cut joint>.closure_check[k] and their first and second time
+// derivatives closure_check_v[k], closure_check_a[k]: those must be the derivatives of the
+// position residual along q(t) = q + t q' + t^2/2 q'' (central differences, at a state off the
+// constraints so that the residuals are not zero), and zero along the reconstructed motion.
+TEST(InverseDynamics, RedundantRowsAreCheckedAtVelocityAndAccelerationLevel) {
+  auto m = compile_for_inverse("parallelogram_checks", kParallelogram);
+  ASSERT_TRUE(m);
+  std::vector<int> pos, vel, acc;
+  for (size_t c = 0; c < m->output_names.size(); ++c) {
+    const std::string& n = m->output_names[c];
+    if (n.find(".closure_check[") != std::string::npos) pos.push_back(static_cast<int>(c));
+    if (n.find(".closure_check_v[") != std::string::npos) vel.push_back(static_cast<int>(c));
+    if (n.find(".closure_check_a[") != std::string::npos) acc.push_back(static_cast<int>(c));
+  }
+  ASSERT_FALSE(pos.empty());
+  ASSERT_EQ(pos.size(), vel.size());
+  ASSERT_EQ(pos.size(), acc.size());
+  std::vector<double> v = m->v0, out(m->output_names.size());
+  const size_t n = static_cast<size_t>(m->n_q);
+  std::vector<double> q(n), qd(n), qdd(n);
+  for (size_t j = 0; j < n; ++j) {
+    q[j] = v[static_cast<size_t>(m->q_slot[j])] + 0.1 * static_cast<double>(j + 1);
+    qd[j] = 0.7 - 0.3 * static_cast<double>(j);
+    qdd[j] = -0.4 + 0.5 * static_cast<double>(j);
+  }
+  const double t0 = 0.3;
+  auto residuals = [&](double dt) {
+    for (size_t j = 0; j < n; ++j) {
+      v[static_cast<size_t>(m->q_slot[j])] = q[j] + dt * qd[j] + 0.5 * dt * dt * qdd[j];
+      v[static_cast<size_t>(m->qd_slot[j])] = qd[j] + dt * qdd[j];
+      v[static_cast<size_t>(m->qdd_slot[j])] = qdd[j];
+    }
+    v[static_cast<size_t>(m->slot_time)] = t0 + dt;
+    m->outputs(v.data(), out.data());
+    return out;
+  };
+  const double h = 1e-4;
+  auto plus = residuals(h), minus = residuals(-h), at = residuals(0.0);
+  double largest = 0;
+  for (size_t k = 0; k < pos.size(); ++k) {
+    const size_t p = static_cast<size_t>(pos[k]);
+    largest = std::max(largest, std::fabs(at[static_cast<size_t>(vel[k])]));
+    EXPECT_NEAR(at[static_cast<size_t>(vel[k])], (plus[p] - minus[p]) / (2 * h), 1e-7);
+    EXPECT_NEAR(at[static_cast<size_t>(acc[k])], (plus[p] - 2 * at[p] + minus[p]) / (h * h), 1e-5);
+  }
+  EXPECT_GT(largest, 0.1);  // off the constraints: the comparison is not 0 = 0
+  // along the reconstructed motion every check is at rounding level
+  mbs::rt::InverseDynamicsOptions o;
+  mbs::rt::InverseDynamics id(m, o);
+  mbs::rt::InverseSample s;
+  for (int k = 0; k <= 100; ++k) {
+    ASSERT_TRUE(id.sample(k * 1e-2, s)) << id.message();
+    EXPECT_LT(s.velocity, 1e-12);
+    EXPECT_LT(s.acceleration, 1e-11);
+  }
+}
+
 }  // namespace
 
 // ---- appended tests: a four-bar against virtual work, and forward-inverse consistency
