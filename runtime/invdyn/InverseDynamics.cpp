@@ -944,11 +944,14 @@ InverseDynamicsRun inverse_dynamics_to_csv(std::shared_ptr<const CompiledModel> 
   CsvWriter csv(csv_path, names);
   csv.set_nan_as_empty(true);
   const double t0 = m.v0[static_cast<size_t>(m.slot_time)];
-  const int64_t steps = std::max<int64_t>(0, std::llround((options.t_end - t0) / options.h));
+  const int64_t steps = options.times.empty()
+                            ? std::max<int64_t>(0, std::llround((options.t_end - t0) / options.h))
+                            : static_cast<int64_t>(options.times.size()) - 1;
   std::vector<double> row(names.size());
   InverseSample s;
   for (int64_t k = 0; k <= steps; ++k) {
-    const double t = t0 + static_cast<double>(k) * options.h;
+    const double t = options.times.empty() ? t0 + static_cast<double>(k) * options.h
+                                           : options.times[static_cast<size_t>(k)];
     if (!id.sample(t, s)) {
       run.message = id.message();
       csv.close();

@@ -51,6 +51,8 @@ struct InverseDynamicsOptions {
   double check_tol = 1e-8;   // closure, velocity and acceleration residuals at every sample
   double rcond_min = 1e-10;  // below: a singular configuration
   std::string trajectory;    // CSV file with the motion of the prescribed joints without equations
+  // the sample times; empty: t0, t0 + h, ..., t_end (inverse_dynamics_to_csv)
+  std::vector<double> times;
   // CSV file of loads logged by another tool (time, then output names: efforts, multipliers,
   // <joint>.reaction_f[k] / reaction_t[k], ...), compared with the balance at every sample
   std::string logged;
@@ -223,7 +225,8 @@ struct InverseDynamicsRun {
   bool rank_stable = true;
 };
 
-// Runs from the model's start time to t_end in steps of h and writes a CSV row per sample: time,
+// Runs from the model's start time to t_end in steps of h (or at options.times) and writes a CSV
+// row per sample: time,
 // every coordinate, then every output (empty where it is not determined). Rows are flushed as the
 // run goes. Throws std::runtime_error if the file cannot be written.
 InverseDynamicsRun inverse_dynamics_to_csv(std::shared_ptr<const CompiledModel> model,

@@ -291,3 +291,92 @@ TEST(Cli, WarnsAboutUndampedNewmarkOnIndex3Constraints) {
 }
 
 }  // namespace
+
+// mbsc --inverse-dynamics: a crank motion from a trajectory file, sampled at the file's own times
+// when neither --t-end nor --step is given; the crank torque against the closed form (massless
+// crank and rod, slider m = 2 on a track along x: tau = m x'' dx/dphi); the body-wise balance
+// gives the same file; a motion past the workspace stops with exit code 3 and keeps the rows.
+TEST(Cli, InverseDynamicsOfATrajectoryFileAtItsOwnTimes) {
+  const std::string model_text = R"(
+model SliderCrankCli
+  import Mechanics.*;
+  parameter Real r = 0.1;
+  parameter Real l = 0.3;
+  World world(g = {0, -9.81, 0});
+  Revolute pivot(prescribed = true, phi(start = 1));
+  Body crank(m = 0, r_cm = {r/2, 0, 0}, I = zeros(3, 3));
+  FixedTranslation arm(r = {r, 0, 0});
+  Revolute pin(phi(start = -1.2));
+  Body rod(m = 0, r_cm = {l/2, 0, 0}, I = zeros(3, 3));
+  FixedTranslation rodEnd(r = {l, 0, 0});
+  Revolute wrist;
+  Prismatic slide(n = {1, 0, 0}, s(start = 0.35));
+  Body slider(m = 2, I = zeros(3, 3));
+equation
+  connect(world.frame, pivot.frame_a);   connect(pivot.frame_b, crank.frame_a);
+  connect(crank.frame_a, arm.frame_a);   connect(arm.frame_b, pin.frame_a);
+  connect(pin.frame_b, rod.frame_a);     connect(rod.frame_a, rodEnd.frame_a);
+  connect(rodEnd.frame_b, wrist.frame_a);
+  connect(world.frame, slide.frame_a);   connect(slide.frame_b, slider.frame_a);
+  connect(wrist.frame_b, slider.frame_a);
+end SliderCrankCli;
+)";
+  std::string model = tmp("id_cli.mbs"), traj = tmp("id_cli_traj.csv");
+  std::ofstream(model) << model_text;
+  {
+    std::ofstream f(traj);
+    f << "time,pivot.phi\n";
+    for (int k = 0; k <= 50; ++k) {
+      double t = k * 0.013;  // not a multiple of any default step
+      f << t << "," << 1 + 2 * t << "\n";
+    }
+  }
+  std::string tree = tmp("id_cli_tree.csv"), bodies = tmp("id_cli_bodies.csv");
+  Result r = mbsc("'" + model + "' --inverse-dynamics --trajectory '" + traj + "' --output '" +
+                  tree + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("determined uniquely in every sample:\n  pivot.tau"), std::string::npos)
+      << r.err;
+  Result rb = mbsc("'" + model + "' --inverse-dynamics --balance bodies --trajectory '" + traj +
+                   "' --output '" + bodies + "'");
+  ASSERT_EQ(rb.code, 0) << rb.err;
+  auto rows = read_csv(tree), rows_b = read_csv(bodies);
+  ASSERT_EQ(rows.size(), 52u);  // the header and the file's 51 times
+  ASSERT_EQ(rows_b.size(), rows.size());
+  size_t tau = 0;
+  for (size_t c = 0; c < rows[0].size(); ++c)
+    if (rows[0][c] == "pivot.tau") tau = c;
+  ASSERT_GT(tau, 0u);
+  const double rr = 0.1, l = 0.3, m = 2, w = 2;
+  for (size_t k = 1; k < rows.size(); ++k) {
+    double t = std::stod(rows[k][0]);
+    EXPECT_NEAR(t, (k - 1) * 0.013, 1e-12);
+    double phi = 1 + 2 * t, s = std::sin(phi), c = std::cos(phi);
+    double S = std::sqrt(l * l - rr * rr * s * s);
+    double dx = -rr * s - rr * rr * s * c / S;
+    double d2x =
+        -rr * c - rr * rr * (c * c - s * s) / S - std::pow(rr, 4) * s * s * c * c / (S * S * S);
+    EXPECT_NEAR(std::stod(rows[k][tau]), m * d2x * w * w * dx, 1e-9) << "t = " << t;
+    ASSERT_EQ(rows_b[k].size(), rows[k].size());
+    for (size_t col = 1; col < rows[k].size(); ++col) {
+      ASSERT_EQ(rows[k][col].empty(), rows_b[k][col].empty()) << rows[0][col] << " t = " << t;
+      if (!rows[k][col].empty()) {
+        EXPECT_NEAR(std::stod(rows[k][col]), std::stod(rows_b[k][col]), 1e-9)
+            << rows[0][col] << " t = " << t;
+      }
+    }
+  }
+  // a rod shorter than the crank: the motion leaves the workspace where sin(phi) = l / r
+  std::string short_model = model_text;
+  short_model.replace(short_model.find("parameter Real l = 0.3;"), 23, "parameter Real l = 0.095;");
+  short_model.replace(short_model.find("s(start = 0.35)"), 15, "s(start = 0.1)");
+  std::ofstream(model) << short_model;
+  std::string stopped = tmp("id_cli_stop.csv");
+  Result rs = mbsc("'" + model + "' --inverse-dynamics --trajectory '" + traj + "' --output '" +
+                   stopped + "'");
+  EXPECT_EQ(rs.code, 3) << rs.err;
+  EXPECT_NE(rs.err.find("module of the loop closed at 'slide' did not converge"), std::string::npos)
+      << rs.err;
+  auto kept = read_csv(stopped);
+  EXPECT_EQ(kept.size(), 1u + 10u);  // t = 0, ..., 0.117 (sin(1 + 2t) = 0.95 at t = 0.1266)
+}

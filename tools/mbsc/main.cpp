@@ -190,6 +190,23 @@ int main(int argc, char** argv) {
     io.t_end = sopts.t_end;
     io.h = sopts.h;
     io.trajectory = trajectory;
+    // with a trajectory file and neither --t-end nor --step: its own sample times from t0
+    if (!trajectory.empty() && app.count("--t-end") == 0 && app.count("--step") == 0) {
+      const double t0 = model.v0[static_cast<size_t>(model.slot_time)];
+      try {
+        const mbs::rt::Trajectory file(trajectory);
+        for (double t : file.times())
+          if (t >= t0 - 1e-12) io.times.push_back(t);
+      } catch (const std::exception& e) {
+        std::cerr << "mbsc: error: " << e.what() << "\n";
+        return kExitUsage;
+      }
+      if (io.times.empty()) {
+        std::cerr << "mbsc: error: the trajectory file '" << trajectory
+                  << "' has no sample at or after the model's start time " << t0 << "\n";
+        return kExitUsage;
+      }
+    }
     auto t_run = std::chrono::steady_clock::now();
     mbs::rt::InverseDynamicsRun run;
     try {
