@@ -4,6 +4,7 @@
 // core, without writing a file. Issue 5's target: under one second for the 30,001 samples.
 //
 //   build/release/bench/bench_invdyn --benchmark_repetitions=3
+// (the second benchmark: the body-wise balance, --balance bodies, on 601 samples)
 #include <benchmark/benchmark.h>
 
 #include <sstream>
@@ -49,6 +50,31 @@ void BM_ManipulatorInverseDynamics30s(benchmark::State& state) {
   state.counters["unique_at_end"] = static_cast<double>(unique);
 }
 BENCHMARK(BM_ManipulatorInverseDynamics30s)->Unit(benchmark::kMillisecond)->Iterations(1);
+
+// The same trajectory with the body-wise balance (--balance bodies: 84 x 97, one block), every
+// 50 ms: 601 samples. The cross-check's cost per sample.
+void BM_ManipulatorBodyWiseBalance601(benchmark::State& state) {
+  auto model = compile_manipulator();
+  if (!model) {
+    state.SkipWithError("compile failed");
+    return;
+  }
+  mbs::rt::InverseDynamicsOptions o;
+  o.balance = mbs::rt::BalanceForm::Bodies;
+  for (auto _ : state) {
+    mbs::rt::InverseDynamics id(model, o);
+    mbs::rt::InverseSample s;
+    for (int k = 0; k <= 600; ++k) {
+      if (!id.sample(k * 0.05, s)) {
+        state.SkipWithError(id.message().c_str());
+        return;
+      }
+    }
+    benchmark::DoNotOptimize(s.value.data());
+  }
+  state.counters["samples"] = 601;
+}
+BENCHMARK(BM_ManipulatorBodyWiseBalance601)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 }  // namespace
 

@@ -267,6 +267,71 @@ TEST(InverseDynamicsBodies, EveryJointKindsReactionBasisGivesTheRecursionsWrench
   EXPECT_EQ(c.unique_outputs, 8 + 24);
 }
 
+// Outputs of the user's choice: a CutForceTorque sensor resolved in the world and a variable of
+// the model computed from an effort (the crank power) are analysed like the joint wrenches. The
+// slider (m = 2, on a passive track along x) gets its x acceleration from the rod alone:
+// sensor.f[1] = m x'' with x = r cos(phi) + sqrt(l^2 - r^2 sin^2 phi), phi = 1 + 2t; the power
+// is tau * 2.
+const char* kChosenOutputs = R"(
+model ChosenOutputs
+  import Mechanics.*;
+  parameter Real r = 0.1;
+  parameter Real l = 0.3;
+  World world(g = {0, -9.81, 0});
+  Revolute pivot(prescribed = true, phi(start = 1));
+  Body crank(m = 0, r_cm = {r/2, 0, 0}, I = zeros(3, 3));
+  FixedTranslation arm(r = {r, 0, 0});
+  Revolute pin(phi(start = -1.2));
+  Body rod(m = 0, r_cm = {l/2, 0, 0}, I = zeros(3, 3));
+  FixedTranslation rodEnd(r = {l, 0, 0});
+  Revolute wrist;
+  CutForceTorque sensor(resolve = 3);
+  Prismatic slide(n = {1, 0, 0}, s(start = 0.35));
+  Body slider(m = 2, I = zeros(3, 3));
+  Real P "crank power";
+equation
+  connect(world.frame, pivot.frame_a);   connect(pivot.frame_b, crank.frame_a);
+  connect(crank.frame_a, arm.frame_a);   connect(arm.frame_b, pin.frame_a);
+  connect(pin.frame_b, rod.frame_a);     connect(rod.frame_a, rodEnd.frame_a);
+  connect(rodEnd.frame_b, wrist.frame_a);
+  connect(wrist.frame_b, sensor.frame_a); connect(sensor.frame_b, slider.frame_a);
+  connect(world.frame, slide.frame_a);   connect(slide.frame_b, slider.frame_a);
+  pivot.phi = 1 + 2*time;
+  P = pivot.tau*der(pivot.phi);
+end ChosenOutputs;
+)";
+
+TEST(InverseDynamicsBodies, SensorsAndModelVariablesOfTheUsersChoiceAreOutputs) {
+  auto m = compile_for_inverse("bodies_chosen_outputs", kChosenOutputs);
+  ASSERT_TRUE(m);
+  InverseDynamicsOptions o;
+  InverseDynamics id(m, o);
+  auto index = [&](const std::string& name) {
+    for (size_t i = 0; i < id.outputs().size(); ++i)
+      if (id.outputs()[i].name == name) return static_cast<int>(i);
+    ADD_FAILURE() << "no output " << name;
+    return 0;
+  };
+  const int fx = index("sensor.f[1]"), P = index("P"), tau = index("pivot.tau");
+  const double r = 0.1, l = 0.3, ms = 2, w = 2;
+  InverseSample s;
+  double worst = 0;
+  for (int k = 0; k <= 100; ++k) {
+    const double t = k * 1e-2;
+    ASSERT_TRUE(id.sample(t, s)) << id.message();
+    ASSERT_TRUE(s.unique[fx] && s.unique[P] && s.unique[tau]) << "t = " << t;
+    double phi = 1 + w * t, sn = std::sin(phi), cs = std::cos(phi);
+    double S = std::sqrt(l * l - r * r * sn * sn);
+    double d2x = -r * cs - r * r * (cs * cs - sn * sn) / S -
+                 std::pow(r, 4) * sn * sn * cs * cs / (S * S * S);
+    worst = std::max(worst, std::fabs(s.value[fx] - ms * d2x * w * w));
+    EXPECT_NEAR(s.value[P], w * s.value[tau], 1e-12);
+  }
+  EXPECT_LT(worst, 1e-10);
+  Comparison c = compare_forms(m, 1.0, 1e-2);
+  EXPECT_EQ(c.samples, 101);
+}
+
 // The example manipulator (14 bodies, four loops, redundant side links): the seed's count, 84
 // equations and 97 unknowns with nullity 13, and the same answers as the default form.
 TEST(InverseDynamicsBodies, HybridManipulatorGivesTheTreeAnswers) {
@@ -275,6 +340,9 @@ TEST(InverseDynamicsBodies, HybridManipulatorGivesTheTreeAnswers) {
   auto m = compile_for_inverse("bodies_hybrid_manipulator", text);
   ASSERT_TRUE(m);
   EXPECT_EQ(m->body_row_names.size(), 84u);
+  EXPECT_EQ(m->body_reaction_names.size(),
+            70u);  // 14 tree joints x 5; + 7 efforts + 20 multipliers
+  EXPECT_EQ(m->n_z, 27);
   Comparison c = compare_forms(m, 30.0, 0.5);
   EXPECT_EQ(c.samples, 61);
   EXPECT_EQ(c.nullity_bodies, 13);
