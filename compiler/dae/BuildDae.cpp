@@ -86,6 +86,7 @@ struct Builder {
     Span span;
     std::string text;
     bool alive = true;
+    const FlatEquation* source = nullptr;  // null for equations the pass adds
   };
   std::vector<Eq> eqs;
   SymbolicDae dae;
@@ -295,7 +296,7 @@ std::optional<SymbolicDae> Builder::run() {
       dae.parameters.push_back(v.symbol);
     if (v.start) start[v.symbol] = v.start;
   }
-  for (const auto& e : flat.equations) eqs.push_back({e.residual, e.span, e.text});
+  for (const auto& e : flat.equations) eqs.push_back({e.residual, e.span, e.text, true, &e});
   if (unknown_var.empty() && eqs.empty()) {
     diags.report(DiagKind::no_unknowns, flat.span, {});
     return std::nullopt;
@@ -483,6 +484,11 @@ std::optional<SymbolicDae> Builder::run() {
     de.residual = eq.r;
     de.span = eq.span;
     de.text = eq.text;
+    if (eq.source) {
+      de.role = eq.source->role;
+      de.param = eq.source->param;
+      de.subject = eq.source->subject;
+    }
     bool has_high = false, has_z = false, has_qd = false, has_q = false, has_y = false;
     for (uint32_t s : sym::free_symbols(eq.r)) {
       has_high |= highest_set.count(s) != 0;
@@ -533,7 +539,7 @@ std::optional<SymbolicDae> Builder::run() {
   // ---- outputs: every model variable, declaration order
   for (const auto& v : flat.vars) {
     if (v.role != VarRole::Variable) continue;
-    dae.outputs.push_back({v.name, resolve(cx.symbol(v.symbol))});
+    dae.outputs.push_back({v.name, resolve(cx.symbol(v.symbol)), v.output_role});
   }
   dae.body_balance = flat.body_balance;
   for (auto& r : dae.body_balance.rows) r = resolve(r);

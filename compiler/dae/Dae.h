@@ -35,13 +35,17 @@ struct DaeEquation {
   Span span;
   std::string text;
   rt::EquationLevel level = rt::EquationLevel::Dynamic;
-  sym::Expr init_residual = nullptr;      // index-reduced form for initial accelerations
-  sym::Expr velocity_residual = nullptr;  // position-level: its first time derivative
+  sym::Expr init_residual = nullptr;                // index-reduced form for initial accelerations
+  sym::Expr velocity_residual = nullptr;            // position-level: its first time derivative
+  rt::EquationRole role = rt::EquationRole::Model;  // FlatEquation's
+  int64_t param = -1;
+  std::string subject;
 };
 
 struct DaeOutput {
   std::string name;
   sym::Expr value;
+  rt::OutputRole role = rt::OutputRole::Variable;
 };
 
 struct Elimination {

@@ -265,6 +265,9 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
   for (const auto& e : dae->equations) {
     m->eq_level.push_back(e.level);
     m->eq_source.push_back(source_ref(sources, e.span, e.text));
+    m->eq_role.push_back(e.role);
+    m->eq_param_slot.push_back(e.param >= 0 ? static_cast<int32_t>(e.param) : -1);
+    m->eq_subject.push_back(e.subject);
   }
   m->residual = kernel(kernels.residual, *state->jit);
   m->newton_matrix = sparse(kernels.newton_matrix, *state->jit);
@@ -297,7 +300,10 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
     m->inverse_outputs_z_col = kernels.inverse_outputs_z.col;
   }
   m->initial_values = kernel(kernels.initial_values, *state->jit);
-  for (const auto& o : dae->outputs) m->output_names.push_back(o.name);
+  for (const auto& o : dae->outputs) {
+    m->output_names.push_back(o.name);
+    m->output_role.push_back(o.role);
+  }
   for (const auto& spec : specs) {
     if (state->jit->lookup(spec.name)) continue;
     diags.report(DiagKind::jit_failed, Span{}, {"no code for kernel '" + spec.name + "'"});

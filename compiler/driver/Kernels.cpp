@@ -154,27 +154,13 @@ ModelKernels build_kernels(const SymbolicDae& dae, sym::Context& cx, bool invers
   if (inverse_dynamics) {
     k.outputs_z = jacobian(cx, "outputs_z", k.outputs.outputs, cz);
     // the outputs rt::InverseDynamics reads (it falls back to outputs and outputs_z for any
-    // other): closure checks, joint wrenches, CutForceTorque sensors (a parameter <s>.resolve,
-    // outputs <s>.f[k], <s>.t[k]) and every output that depends on z
+    // other): every output with a role (closure checks, joint and sensor wrenches) and every
+    // output that depends on z
     const size_t n_out = dae.outputs.size();
     std::vector<uint8_t> read(n_out, 0);
     for (int32_t r : k.outputs_z.pattern.row) read[static_cast<size_t>(r)] = 1;
-    std::vector<std::string> sensors;
-    const std::string suffix = ".resolve";
-    for (uint32_t p : dae.parameters) {
-      const std::string& name = cx.symbol_name(p);
-      if (name.size() > suffix.size() &&
-          name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
-        sensors.push_back(name.substr(0, name.size() - suffix.size()));
-    }
-    for (size_t c = 0; c < n_out; ++c) {
-      const std::string& name = dae.outputs[c].name;
-      if (name.find(".closure_check") != std::string::npos ||
-          name.find(".reaction_") != std::string::npos)
-        read[c] = 1;
-      for (const auto& s : sensors)
-        if (name.rfind(s + ".f[", 0) == 0 || name.rfind(s + ".t[", 0) == 0) read[c] = 1;
-    }
+    for (size_t c = 0; c < n_out; ++c)
+      if (dae.outputs[c].role != rt::OutputRole::Variable) read[c] = 1;
     std::vector<int32_t> position(n_out, -1);
     for (size_t c = 0; c < n_out; ++c) {
       if (!read[c]) continue;

@@ -12,6 +12,7 @@
 
 #include "compiler/diag/Diagnostics.h"
 #include "compiler/symbolic/Expr.h"
+#include "runtime/model/Roles.h"
 
 namespace mbs {
 
@@ -33,6 +34,7 @@ struct FlatVar {
   bool keep = false;          // never eliminated by the DAE pass (recursive multibody form)
   bool multiplier = false;    // the Lagrange multiplier of a position-level constraint
   bool second_order = false;  // an ODE2 coordinate even if no equation has its 2nd derivative
+  rt::OutputRole output_role = rt::OutputRole::Variable;  // what the runtime reads it as
   std::string unit;
   std::string description;
   Span span;  // the declaration
@@ -43,6 +45,9 @@ struct FlatEquation {
   Span span;
   std::string text;    // the equation as written (for messages), e.g. "x^2 + y^2 = L^2"
   std::string origin;  // instance path the equation came from ("" for the top model)
+  rt::EquationRole role = rt::EquationRole::Model;
+  int64_t param = -1;   // Trajectory: the parameter symbol the row reads
+  std::string subject;  // Closure: the cut joint's path; Trajectory: the coordinate's name
 };
 
 // The symbols of time derivatives: der(s) for a variable symbol s, created on first use.

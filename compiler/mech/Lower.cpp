@@ -171,13 +171,16 @@ class Lowering {
   }
   struct Failed {};
 
-  void add_equation(Expr lhs_minus_rhs, Span span, std::string text) {
+  FlatEquation& add_equation(Expr lhs_minus_rhs, Span span, std::string text,
+                             rt::EquationRole role = rt::EquationRole::Model) {
     FlatEquation eq;
     eq.residual = lhs_minus_rhs;
     eq.span = span;
     eq.text = std::move(text);
     eq.origin = "mechanics";
+    eq.role = role;
     new_equations_.push_back(std::move(eq));
+    return new_equations_.back();
   }
   void define(const Elem& e, const std::string& member, Expr value) {
     const FlatVar& v = fv(e, member);
@@ -879,7 +882,7 @@ void Lowering::equations_of_motion() {
     if (!elems_[c.elem].in_tree) continue;
     const Elem& e = elems_[c.elem];
     add_equation(cx_.add(std::span<const Expr>(row_terms_[k])), e.el->span,
-                 "equation of motion along " + e.el->path + "." + c.name);
+                 "equation of motion along " + e.el->path + "." + c.name, rt::EquationRole::Motion);
   }
 }
 
@@ -961,8 +964,11 @@ void Lowering::defaults() {
         var_index_[name] = flat_.vars.size();
         trajectory_params_.push_back({flat_.vars.size(), static_cast<size_t>(qi)});
         flat_.vars.push_back(p);
-        add_equation(cx_.sub(cx_.symbol(qs), cx_.symbol(p.symbol)), e.el->span,
-                     "trajectory of " + flat_.vars[qi].name);
+        FlatEquation& eq =
+            add_equation(cx_.sub(cx_.symbol(qs), cx_.symbol(p.symbol)), e.el->span,
+                         "trajectory of " + flat_.vars[qi].name, rt::EquationRole::Trajectory);
+        eq.param = p.symbol;
+        eq.subject = flat_.vars[qi].name;
       }
     if (k == "Spherical" || k == "FreeMotion" || k == "WorldForce" || k == "FrameForce")
       for (int i = 1; i <= 3; ++i) {
@@ -1059,7 +1065,10 @@ void Lowering::multipliers() {
     flat_.vars.back().multiplier = keep_[j];
     row.multiplier = l;
     if (keep_[j]) {
-      add_equation(row.residual, row.span, "closure at '" + row.joint + "': " + row.what);
+      FlatEquation& eq =
+          add_equation(row.residual, row.span, "closure at '" + row.joint + "': " + row.what,
+                       row.quaternion_of < 0 ? rt::EquationRole::Closure : rt::EquationRole::Model);
+      if (row.quaternion_of < 0) eq.subject = row.joint;
     } else {
       // inverse dynamics: the reaction of a redundant row still acts on the bodies; the balance
       // analysis finds that the motion does not determine it (this placeholder row is not part
@@ -1072,10 +1081,15 @@ void Lowering::multipliers() {
       // and velocity and acceleration forms (the total derivatives; der(der(q)) are the
       // accelerations)
       Expr level = row.residual;
-      for (const char* kind : {"closure_check", "closure_check_v", "closure_check_a"}) {
+      const std::pair<const char*, rt::OutputRole> kinds[] = {
+          {"closure_check", rt::OutputRole::ClosureCheck},
+          {"closure_check_v", rt::OutputRole::ClosureCheckVelocity},
+          {"closure_check_a", rt::OutputRole::ClosureCheckAcceleration}};
+      for (const auto& [kind, role] : kinds) {
         std::string check =
             fmt::format("{}.{}[{}]", row.joint, kind, std::to_string(count[row.joint]));
         uint32_t c = new_var(check, "residual of the redundant closure row: " + row.what, row.span);
+        flat_.vars.back().output_role = role;
         add_equation(cx_.sub(cx_.symbol(c), level), row.span, check + " (closure check)");
         level = ders_.total_derivative(level);
       }
@@ -1329,6 +1343,10 @@ void Lowering::cut_force_torque() {
     }
     define3(e, "f", F);
     define3(e, "t", T);
+    for (const char* member : {"f", "t"})
+      for (int i = 1; i <= 3; ++i)
+        flat_.vars[static_cast<size_t>(var(fmt::format("{}.{}[{}]", e.el->path, member, i)))]
+            .output_role = rt::OutputRole::SensorWrench;
   }
   if (!opt_.reactions && !opt_.inverse_dynamics) return;
   // --reactions: the wrench every joint transmits, as outputs
@@ -1342,6 +1360,7 @@ void Lowering::cut_force_torque() {
                               k == 0 ? "force frame_a's side exerts on frame_b's side, frame_a"
                                      : "torque about frame_b's origin, frame_a",
                               e.el->span);
+        flat_.vars.back().output_role = rt::OutputRole::JointWrench;
         add_equation(cx_.sub(cx_.symbol(sy), (k == 0 ? F : T)[i]), e.el->span,
                      name + " (reaction wrench)");
       }

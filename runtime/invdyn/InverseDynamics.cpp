@@ -36,43 +36,36 @@ InverseDynamics::InverseDynamics(std::shared_ptr<const CompiledModel> model,
                                  const InverseDynamicsOptions& o)
     : keep_(std::move(model)), m_(*keep_), o_(o), ck_(m_) {
   v_ = m_.v0;
+  auto eq_role = [&](int32_t i) {
+    return m_.eq_role.empty() ? EquationRole::Model : m_.eq_role[static_cast<size_t>(i)];
+  };
+  auto output_role = [&](size_t c) {
+    return m_.output_role.empty() ? OutputRole::Variable : m_.output_role[c];
+  };
   // the balance: the equations of motion the multibody lowering wrote (one per tree
-  // coordinate, with or without inertia), recognised by their text
+  // coordinate, with or without inertia)
   for (int32_t i = 0; i < m_.n_eq(); ++i)
-    if (m_.eq_source[static_cast<size_t>(i)].text.rfind("equation of motion along ", 0) == 0)
-      dyn_rows_.push_back(i);
+    if (eq_role(i) == EquationRole::Motion) dyn_rows_.push_back(i);
   // requested outputs: every unknown of the balance (efforts of the active joints, multipliers),
   // then every joint-wrench component the model outputs
   for (int32_t j = 0; j < m_.n_z; ++j)
     outputs_.push_back({m_.z[static_cast<size_t>(j)].name, j, -1});
   for (size_t c = 0; c < m_.output_names.size(); ++c)
-    if (m_.output_names[c].find(".reaction_") != std::string::npos)
+    if (output_role(c) == OutputRole::JointWrench)
       outputs_.push_back({m_.output_names[c], -1, static_cast<int32_t>(c)});
-  // and every other model variable that depends on those unknowns: the outputs the user chose in
-  // the model (a CutForceTorque sensor in a frame of choice, a power P = tau*w, ...)
+  // and the outputs the user chose in the model: CutForceTorque sensors (wrenches even where they
+  // depend on the motion alone) and every other model variable that depends on those unknowns (a
+  // power P = tau*w, ...)
   {
     std::vector<uint8_t> depends(m_.output_names.size(), 0);
     for (int32_t e = 0; e < m_.outputs_z.nnz(); ++e)
       depends[static_cast<size_t>(m_.outputs_z.row[static_cast<size_t>(e)])] = 1;
-    // CutForceTorque sensors (recognised by their `resolve` parameter) are wrenches too, even
-    // where they depend on the motion alone
-    std::vector<std::string> sensors;
-    for (const auto& p : m_.parameters) {
-      const std::string suffix = ".resolve";
-      if (p.name.size() > suffix.size() &&
-          p.name.compare(p.name.size() - suffix.size(), suffix.size(), suffix) == 0)
-        sensors.push_back(p.name.substr(0, p.name.size() - suffix.size()));
-    }
-    auto is_sensor = [&](const std::string& name) {
-      for (const auto& sn : sensors)
-        for (const char* k : {".f[", ".t["})
-          if (name.rfind(sn + k, 0) == 0) return true;
-      return false;
-    };
     for (size_t c = 0; c < m_.output_names.size(); ++c) {
-      const std::string& name = m_.output_names[c];
-      if (!(depends[c] || is_sensor(name)) || name.find(".reaction_") != std::string::npos)
+      const OutputRole role = output_role(c);
+      if (role != OutputRole::SensorWrench && !(depends[c] && role == OutputRole::Variable))
         continue;
+      // an unknown of the balance is also a model variable (pivot.tau): listed once
+      const std::string& name = m_.output_names[c];
       bool listed = std::any_of(outputs_.begin(), outputs_.end(),
                                 [&](const InverseOutput& out) { return out.name == name; });
       if (!listed) outputs_.push_back({name, -1, static_cast<int32_t>(c)});
@@ -83,16 +76,12 @@ InverseDynamics::InverseDynamics(std::shared_ptr<const CompiledModel> model,
     row_of_[static_cast<size_t>(dyn_rows_[i])] = static_cast<int32_t>(i);
   any_column_ = std::any_of(outputs_.begin(), outputs_.end(),
                             [](const InverseOutput& out) { return out.column >= 0; });
-  // coordinates driven by a trajectory: rows "trajectory of NAME" (q = NAME_trajectory)
+  // coordinates driven by a trajectory: rows q = <q>_trajectory of role Trajectory
   for (int32_t r = 0; r < ck_.n_rows(); ++r) {
-    const std::string& text =
-        m_.eq_source[static_cast<size_t>(ck_.rows()[static_cast<size_t>(r)])].text;
-    const std::string prefix = "trajectory of ";
-    if (text.rfind(prefix, 0) != 0) continue;
-    std::string name = text.substr(prefix.size());
-    int32_t slot = -1;
-    for (size_t p = 0; p < m_.parameters.size(); ++p)
-      if (m_.parameters[p].name == name + "_trajectory") slot = m_.parameter_slot[p];
+    const int32_t eq = ck_.rows()[static_cast<size_t>(r)];
+    if (eq_role(eq) != EquationRole::Trajectory) continue;
+    const std::string& name = m_.eq_subject[static_cast<size_t>(eq)];  // the file's column
+    const int32_t slot = m_.eq_param_slot[static_cast<size_t>(eq)];
     driven_.push_back({r, slot, -1});
     if (o_.trajectory.empty())
       throw std::runtime_error("the prescribed coordinate '" + name +
@@ -120,14 +109,16 @@ InverseDynamics::InverseDynamics(std::shared_ptr<const CompiledModel> model,
     }
   }
   // the residuals of the redundant closure rows (position, velocity, acceleration forms)
-  for (size_t c = 0; c < m_.output_names.size(); ++c)
-    for (int8_t level = 0; level < 3; ++level)
-      if (m_.output_names[c].find(level == 0   ? ".closure_check["
-                                  : level == 1 ? ".closure_check_v["
-                                               : ".closure_check_a[") != std::string::npos) {
-        check_columns_.push_back(static_cast<int32_t>(c));
-        check_level_.push_back(level);
-      }
+  for (size_t c = 0; c < m_.output_names.size(); ++c) {
+    const OutputRole role = output_role(c);
+    const int8_t level = role == OutputRole::ClosureCheck               ? 0
+                         : role == OutputRole::ClosureCheckVelocity     ? 1
+                         : role == OutputRole::ClosureCheckAcceleration ? 2
+                                                                        : -1;
+    if (level < 0) continue;
+    check_columns_.push_back(static_cast<int32_t>(c));
+    check_level_.push_back(level);
+  }
   if (m_.outputs_z.values.fn == nullptr)
     throw std::runtime_error(
         "the model was not compiled for inverse dynamics "
@@ -272,13 +263,16 @@ bool InverseDynamics::select_rows() {
 void InverseDynamics::make_modules() {
   const auto all = ck_.row_columns();
   std::vector<std::vector<int32_t>> columns;
-  std::vector<std::string> text;
+  std::vector<std::string> joint, text;
   for (int32_t r : selected_) {
+    const auto eq = static_cast<size_t>(ck_.rows()[static_cast<size_t>(r)]);
     columns.push_back(all[static_cast<size_t>(r)]);
-    text.push_back(m_.eq_source[static_cast<size_t>(ck_.rows()[static_cast<size_t>(r)])].text);
+    const bool closure = !m_.eq_role.empty() && m_.eq_role[eq] == EquationRole::Closure;
+    joint.push_back(closure ? m_.eq_subject[eq] : std::string());
+    text.push_back(m_.eq_source[eq].text);
   }
   modules_.clear();
-  for (auto& found : find_modules(columns, text, m_.n_q)) {
+  for (auto& found : find_modules(columns, joint, text, m_.n_q)) {
     Module mod;
     mod.rows = std::move(found.rows);
     mod.coords = std::move(found.coords);

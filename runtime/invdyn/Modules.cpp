@@ -6,6 +6,7 @@
 namespace mbs::rt {
 
 std::vector<ReconstructionModule> find_modules(const std::vector<std::vector<int32_t>>& columns,
+                                               const std::vector<std::string>& row_joint,
                                                const std::vector<std::string>& row_text,
                                                int32_t n_coords) {
   const auto n_rows = static_cast<int32_t>(columns.size());
@@ -75,10 +76,9 @@ std::vector<ReconstructionModule> find_modules(const std::vector<std::vector<int
   for (auto& mod : modules) {
     std::vector<std::string> joints, others;
     for (int32_t r : mod.rows) {
+      const std::string& j = row_joint[static_cast<size_t>(r)];
       const std::string& text = row_text[static_cast<size_t>(r)];
-      const std::string prefix = "closure at '";
-      if (text.rfind(prefix, 0) == 0) {
-        std::string j = text.substr(prefix.size(), text.find('\'', prefix.size()) - prefix.size());
+      if (!j.empty()) {
         if (std::find(joints.begin(), joints.end(), j) == joints.end()) joints.push_back(j);
       } else if (std::find(others.begin(), others.end(), text) == others.end()) {
         others.push_back(text);

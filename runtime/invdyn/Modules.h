@@ -20,9 +20,10 @@ struct ReconstructionModule {
 // The block-triangular decomposition of the rows' structure: a matching of rows to coordinates,
 // then the strongly connected components of "row r involves the coordinate matched to row s"
 // (Tarjan), in an order in which each module only depends on earlier ones. `columns[i]`: the
-// coordinates selected row i depends on; `row_text[i]`: its equation text (a closure row reads
-// "closure at '<joint>': ...", a trajectory row "trajectory of <coordinate>"), for the name.
+// coordinates selected row i depends on; for the name, `row_joint[i]`: the cut joint of a
+// closure row (else ""), `row_text[i]`: the equation's text.
 std::vector<ReconstructionModule> find_modules(const std::vector<std::vector<int32_t>>& columns,
+                                               const std::vector<std::string>& row_joint,
                                                const std::vector<std::string>& row_text,
                                                int32_t n_coords);
 

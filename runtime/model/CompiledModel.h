@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/model/Roles.h"
+
 namespace mbs::rt {
 
 using KernelFn = int32_t (*)(const double* v, double* out);
@@ -84,6 +86,12 @@ struct CompiledModel {
   int32_t n_eq() const { return n_q + n_y + n_z; }
   std::vector<EquationLevel> eq_level;  // size n_eq
   std::vector<SourceRef> eq_source;     // size n_eq
+  // size n_eq (or empty: all Model): what each equation is for; for a Trajectory row the slot of
+  // the parameter it reads (else -1); the subject: a Closure row's cut joint, a Trajectory row's
+  // coordinate (else "")
+  std::vector<EquationRole> eq_role;
+  std::vector<int32_t> eq_param_slot;
+  std::vector<std::string> eq_subject;
 
   // ---- kernels
   // F(v): n_eq residuals.
@@ -110,6 +118,7 @@ struct CompiledModel {
   // Values written to result files: one per column, in column order (after "time").
   Kernel outputs;
   std::vector<std::string> output_names;
+  std::vector<OutputRole> output_role;  // per output (or empty: all Variable)
 
   // d outputs / dz (outputs x n_z): how the outputs depend on the algebraic unknowns (the joint
   // wrenches of a mechanism on its multipliers and efforts, for inverse dynamics). Optional.

@@ -1,0 +1,27 @@
+// What an equation or an output of a compiled model is for, as the runtime needs to know it:
+// written by the compiler's passes (compiler/mech for a mechanism), carried through the DAE into
+// rt::CompiledModel, so that no part of the runtime recognises rows or outputs by their text.
+#pragma once
+
+#include <cstdint>
+
+namespace mbs::rt {
+
+enum class EquationRole : uint8_t {
+  Model,       // an equation of the user's model, or one the compiler derived from it
+  Motion,      // a mechanism's equation of motion along one tree coordinate
+  Closure,     // a closure row of a cut joint (CompiledModel::eq_subject: the joint)
+  Trajectory,  // q = <q>_trajectory: a prescribed coordinate driven at run time (eq_subject: q,
+               // eq_param_slot: the parameter)
+};
+
+enum class OutputRole : uint8_t {
+  Variable,                  // a model variable
+  JointWrench,               // <joint>.reaction_f[k] / reaction_t[k]
+  SensorWrench,              // a CutForceTorque sensor's f[k] / t[k]
+  ClosureCheck,              // a redundant closure row's residual (inverse dynamics)
+  ClosureCheckVelocity,      // its first time derivative
+  ClosureCheckAcceleration,  // its second time derivative
+};
+
+}  // namespace mbs::rt
