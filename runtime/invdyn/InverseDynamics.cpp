@@ -805,10 +805,17 @@ void InverseDynamics::analyse_balance(InverseSample& s) {
       blk.A.resize(static_cast<Index>(br.size()), static_cast<Index>(bc.size()));
       for (Index j = 0; j < blk.A.cols(); ++j)
         for (Index i = 0; i < blk.A.rows(); ++i) blk.A(i, j) = As_(br[i], bc[j]);
-      blk.svd.compute(blk.A, Eigen::ComputeThinU | Eigen::ComputeFullV);
-      blk.sig = &blk.svd.singularValues();
-      blk.U = &blk.svd.matrixU();
-      blk.V = &blk.svd.matrixV();
+      if (blk.A.cols() <= kJacobiMaxCols) {
+        blk.svd.compute(blk.A, Eigen::ComputeThinU | Eigen::ComputeFullV);
+        blk.sig = &blk.svd.singularValues();
+        blk.U = &blk.svd.matrixU();
+        blk.V = &blk.svd.matrixV();
+      } else {  // a large block (the body-wise balance): divide and conquer
+        blk.bdc.compute(blk.A, Eigen::ComputeThinU | Eigen::ComputeFullV);
+        blk.sig = &blk.bdc.singularValues();
+        blk.U = &blk.bdc.matrixU();
+        blk.V = &blk.bdc.matrixV();
+      }
     }
     if (blk.sig->size() > 0) smax = std::max(smax, (*blk.sig)[0]);
   }

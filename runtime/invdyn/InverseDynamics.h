@@ -189,10 +189,12 @@ class InverseDynamics {
   // columns, matrix and SVD
   std::vector<int32_t> parent_, block_of_;
   std::vector<std::vector<int32_t>> block_rows_, block_cols_;
+  static constexpr Eigen::Index kJacobiMaxCols = 32;
   struct Block {
     Eigen::MatrixXd A;
-    Eigen::JacobiSVD<Eigen::MatrixXd> svd;
-    Eigen::VectorXd sig1;  // a 1 x 1 block's SVD, without JacobiSVD
+    Eigen::JacobiSVD<Eigen::MatrixXd> svd;  // blocks of up to kJacobiMaxCols columns
+    Eigen::BDCSVD<Eigen::MatrixXd> bdc;     // larger ones
+    Eigen::VectorXd sig1;                   // a 1 x 1 block's SVD, without JacobiSVD
     Eigen::MatrixXd U1, V1;
     const Eigen::VectorXd* sig = nullptr;  // the block's SVD: svd's or the 1 x 1 one
     const Eigen::MatrixXd *U = nullptr, *V = nullptr;
