@@ -191,6 +191,8 @@ ModelKernels build_kernels(const SymbolicDae& dae, sym::Context& cx, bool invers
       cu.push_back({{{r, one}}});
       no_reactions[r] = cx.zero();
     }
+    for (const auto& u : dae.z) k.body_columns.push_back(u.name);
+    for (const auto& n : bb.reaction_names) k.body_columns.push_back(n);
     k.body_rows.name = "body_rows";
     for (const Expr& r : bb.rows)
       k.body_rows.outputs.push_back(sym::substitute(cx, r, no_reactions));
@@ -237,7 +239,15 @@ void print_kernels(std::ostream& os, const sym::Context& cx, const ModelKernels&
   list(k.outputs);
   if (k.inverse_dynamics) {
     matrix(k.outputs_z);
+    list(k.constraint_g);
+    matrix(k.constraint_G);
+    list(k.constraint_gd);
+    list(k.constraint_gamma);
+    list(k.inverse_balance);
     list(k.body_rows);
+    os << "columns of body_rows_u and body_wrench_u:\n";
+    for (size_t j = 0; j < k.body_columns.size(); ++j)
+      os << "  [" << j << "] " << k.body_columns[j] << "\n";
     matrix(k.body_rows_u);
     list(k.body_wrench);
     matrix(k.body_wrench_u);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <iosfwd>
+#include <string>
 #include <vector>
 
 #include "compiler/codegen/Jit.h"
@@ -39,6 +40,7 @@ struct ModelKernels {
   // read as 0 by the caller) and their Jacobians with respect to [z | reaction coordinates]
   codegen::KernelSpec body_rows, body_wrench;
   MatrixKernel body_rows_u, body_wrench_u;
+  std::vector<std::string> body_columns;  // the unknowns: z's names, then the reaction coordinates
   // what the inverse dynamics evaluates at each sample, in one kernel that shares the common
   // subexpressions: F, the values of jac_z, the outputs it reads (inverse_output_columns: closure
   // checks, joint wrenches, CutForceTorque sensors, every output that depends on z) and their

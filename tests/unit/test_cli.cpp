@@ -337,6 +337,13 @@ end SliderCrankCli;
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("determined uniquely in every sample:\n  pivot.tau"), std::string::npos)
       << r.err;
+  // the body-wise balance's unknowns, with their directions, in the kernels pass
+  Result emit = mbsc("'" + model + "' --inverse-dynamics --emit=kernels");
+  ASSERT_EQ(emit.code, 0) << emit.err;
+  EXPECT_NE(emit.out.find("columns of body_rows_u and body_wrench_u:\n  [0] pivot.tau\n"),
+            std::string::npos);
+  EXPECT_NE(emit.out.find("] pin.reaction[4]: torque about e1\n"), std::string::npos);
+  EXPECT_NE(emit.out.find("kernel inverse_balance ("), std::string::npos);
   Result rb = mbsc("'" + model + "' --inverse-dynamics --balance bodies --trajectory '" + traj +
                    "' --output '" + bodies + "'");
   ASSERT_EQ(rb.code, 0) << rb.err;
