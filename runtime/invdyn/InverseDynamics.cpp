@@ -354,7 +354,6 @@ bool InverseDynamics::solve_positions(double t) {
     }
     if (!std::isfinite(worst)) break;
     if (worst <= o_.newton_tol) {  // G_, g_ and the modules' LUs are at q
-      g_at_q_ = true;
       return true;
     }
     // the Newton step of all modules at once (their Jacobian is block triangular): -dq
@@ -362,7 +361,6 @@ bool InverseDynamics::solve_positions(double t) {
     solve_modules(gs, dq);
     for (int32_t j = 0; j < n; ++j)
       v_[static_cast<size_t>(m_.q_slot[static_cast<size_t>(j)])] -= dq[j];
-    g_at_q_ = false;
   }
   message_ = fmt::format(
       "the motion cannot be reconstructed at t = {}: Newton on the closure equations of the "
@@ -605,7 +603,8 @@ bool InverseDynamics::reconstruct_motion(double t, InverseSample& s) {
   solve_modules(rhs, qdd_);
   for (int32_t j = 0; j < n; ++j) at(m_.qdd_slot[j]) = qdd_[j];
   // checks on every row: g, dg/dt, d2g/dt2 = G qdd + gamma
-  if (!g_at_q_) ck_.position(v_.data(), g_);  // g(q, t) does not depend on q' or q''
+  // g_ is g at the solution (solve_positions returns only after evaluating it there, and
+  // g(q, t) does not depend on q' or q'')
   ck_.velocity(v_.data(), gd);
   patch_velocity(gd);
   s.closure = inf_norm(g_);

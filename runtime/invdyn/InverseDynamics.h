@@ -106,7 +106,6 @@ class InverseDynamics {
  private:
   bool select_rows();
   bool solve_positions(double t);
-  bool g_at_q_ = false;  // solve_positions left g_ evaluated at the solution
   // (1) the motion at t: q by Newton on the selected closure rows, q' and q'', every row checked;
   // leaves the output values at z = 0 (outv_) for the closure checks and the offsets
   bool reconstruct_motion(double t, InverseSample& s);

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "invdyn_models.h"
+
 namespace {
 
 struct Result {
@@ -297,30 +299,8 @@ TEST(Cli, WarnsAboutUndampedNewmarkOnIndex3Constraints) {
 // crank and rod, slider m = 2 on a track along x: tau = m x'' dx/dphi); the body-wise balance
 // gives the same file; a motion past the workspace stops with exit code 3 and keeps the rows.
 TEST(Cli, InverseDynamicsOfATrajectoryFileAtItsOwnTimes) {
-  const std::string model_text = R"(
-model SliderCrankCli
-  import Mechanics.*;
-  parameter Real r = 0.1;
-  parameter Real l = 0.3;
-  World world(g = {0, -9.81, 0});
-  Revolute pivot(prescribed = true, phi(start = 1));
-  Body crank(m = 0, r_cm = {r/2, 0, 0}, I = zeros(3, 3));
-  FixedTranslation arm(r = {r, 0, 0});
-  Revolute pin(phi(start = -1.2));
-  Body rod(m = 0, r_cm = {l/2, 0, 0}, I = zeros(3, 3));
-  FixedTranslation rodEnd(r = {l, 0, 0});
-  Revolute wrist;
-  Prismatic slide(n = {1, 0, 0}, s(start = 0.35));
-  Body slider(m = 2, I = zeros(3, 3));
-equation
-  connect(world.frame, pivot.frame_a);   connect(pivot.frame_b, crank.frame_a);
-  connect(crank.frame_a, arm.frame_a);   connect(arm.frame_b, pin.frame_a);
-  connect(pin.frame_b, rod.frame_a);     connect(rod.frame_a, rodEnd.frame_a);
-  connect(rodEnd.frame_b, wrist.frame_a);
-  connect(world.frame, slide.frame_a);   connect(slide.frame_b, slider.frame_a);
-  connect(wrist.frame_b, slider.frame_a);
-end SliderCrankCli;
-)";
+  const mbs::testutil::SliderCrank crank("SliderCrankCli", "");  // pivot.phi from the file
+  const std::string model_text = crank.text();
   std::string model = tmp("id_cli.mbs"), traj = tmp("id_cli_traj.csv");
   std::ofstream(model) << model_text;
   {
@@ -358,12 +338,8 @@ end SliderCrankCli;
   for (size_t k = 1; k < rows.size(); ++k) {
     double t = std::stod(rows[k][0]);
     EXPECT_NEAR(t, (k - 1) * 0.013, 1e-12);
-    double phi = 1 + 2 * t, s = std::sin(phi), c = std::cos(phi);
-    double S = std::sqrt(l * l - rr * rr * s * s);
-    double dx = -rr * s - rr * rr * s * c / S;
-    double d2x =
-        -rr * c - rr * rr * (c * c - s * s) / S - std::pow(rr, 4) * s * s * c * c / (S * S * S);
-    EXPECT_NEAR(std::stod(rows[k][tau]), m * d2x * w * w * dx, 1e-9) << "t = " << t;
+    const auto x = mbs::testutil::slider_x(rr, l, 1 + w * t);
+    EXPECT_NEAR(std::stod(rows[k][tau]), m * x.d2x * w * w * x.dx, 1e-9) << "t = " << t;
     ASSERT_EQ(rows_b[k].size(), rows[k].size());
     for (size_t col = 1; col < rows[k].size(); ++col) {
       ASSERT_EQ(rows[k][col].empty(), rows_b[k][col].empty()) << rows[0][col] << " t = " << t;
@@ -374,10 +350,10 @@ end SliderCrankCli;
     }
   }
   // a rod shorter than the crank: the motion leaves the workspace where sin(phi) = l / r
-  std::string short_model = model_text;
-  short_model.replace(short_model.find("parameter Real l = 0.3;"), 23, "parameter Real l = 0.095;");
-  short_model.replace(short_model.find("s(start = 0.35)"), 15, "s(start = 0.1)");
-  std::ofstream(model) << short_model;
+  mbs::testutil::SliderCrank short_rod = crank;
+  short_rod.l = "0.095";
+  short_rod.slide_start = "0.1";
+  std::ofstream(model) << short_rod.text();
   std::string stopped = tmp("id_cli_stop.csv");
   Result rs = mbsc("'" + model + "' --inverse-dynamics --trajectory '" + traj + "' --output '" +
                    stopped + "'");

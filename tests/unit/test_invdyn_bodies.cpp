@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "invdyn_models.h"
 #include "mech_test_util.h"
 #include "runtime/invdyn/InverseDynamics.h"
 
@@ -26,20 +27,9 @@ using mbs::rt::CompiledModel;
 using mbs::rt::InverseDynamics;
 using mbs::rt::InverseDynamicsOptions;
 using mbs::rt::InverseSample;
-
-std::shared_ptr<const CompiledModel> compile_for_inverse(const std::string& name,
-                                                         const std::string& text) {
-  mbs::CompileOptions o;
-  o.inverse_dynamics = true;
-  return mbs::testutil::compile_source(name, text, o);
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using mbs::testutil::compile_for_inverse;
+using mbs::testutil::inverse_output;
+using mbs::testutil::source_file;
 
 std::string replace(std::string text, const std::string& from, const std::string& to) {
   size_t p = text.find(from);
@@ -115,29 +105,13 @@ Comparison compare_forms(const std::shared_ptr<const CompiledModel>& m, double t
 
 // The slider-crank of test_invdyn.cpp with masses on every link: out-of-plane reactions not
 // determined (nullity 3), in-plane ones and the crank torque determined.
-const char* kSliderCrank = R"(
-model SliderCrankBodies
-  import Mechanics.*;
-  World world(g = {0, -9.81, 0});
-  Revolute pivot(prescribed = true, phi(start = 1));
-  Body crank(m = 0.4, r_cm = {0.05, 0, 0}, I = diagonal({1e-4, 4e-4, 4e-4}));
-  FixedTranslation arm(r = {0.1, 0, 0});
-  Revolute pin(phi(start = -1.2));
-  Body rod(m = 0.8, r_cm = {0.15, 0.01, 0}, I = diagonal({1e-4, 6e-3, 6e-3}));
-  FixedTranslation rodEnd(r = {0.3, 0, 0});
-  Revolute wrist;
-  Prismatic slide(n = {1, 0, 0}, s(start = 0.35));
-  Body slider(m = 2, I = diagonal({1e-3, 1e-3, 1e-3}));
-equation
-  connect(world.frame, pivot.frame_a);   connect(pivot.frame_b, crank.frame_a);
-  connect(crank.frame_a, arm.frame_a);   connect(arm.frame_b, pin.frame_a);
-  connect(pin.frame_b, rod.frame_a);     connect(rod.frame_a, rodEnd.frame_a);
-  connect(rodEnd.frame_b, wrist.frame_a);
-  connect(world.frame, slide.frame_a);   connect(slide.frame_b, slider.frame_a);
-  connect(wrist.frame_b, slider.frame_a);
-  pivot.phi = 1 + 2*time + 0.2*sin(5*time);
-end SliderCrankBodies;
-)";
+const std::string kSliderCrank = [] {
+  mbs::testutil::SliderCrank c("SliderCrankBodies", "pivot.phi = 1 + 2*time + 0.2*sin(5*time);");
+  c.crank = "m = 0.4, r_cm = {0.05, 0, 0}, I = diagonal({1e-4, 4e-4, 4e-4})";
+  c.rod = "m = 0.8, r_cm = {0.15, 0.01, 0}, I = diagonal({1e-4, 6e-3, 6e-3})";
+  c.slider = "m = 2, I = diagonal({1e-3, 1e-3, 1e-3})";
+  return c.text();
+}();
 
 TEST(InverseDynamicsBodies, SliderCrankGivesTheTreeAnswers) {
   auto m = compile_for_inverse("bodies_slider_crank", kSliderCrank);
@@ -154,46 +128,10 @@ TEST(InverseDynamicsBodies, SliderCrankGivesTheTreeAnswers) {
   EXPECT_GT(c.not_determined, 0);
 }
 
-// The redundant parallelogram (three cranks on one coupler): the cranks' axial forces are not
-// determined in either form.
-const char* kParallelogram = R"(
-model ParallelogramBodies
-  import Mechanics.*;
-  World world(g = {0, -9.81, 0});
-  Revolute jA(prescribed = true, phi(start = 1.0));
-  FixedTranslation crankA(r = {1, 0, 0});
-  Body bA(m = 1, r_cm = {0.5, 0, 0}, I = zeros(3, 3));
-  Revolute cA(phi(start = -1.0));
-  FixedTranslation coupler(r = {2, 0, 0});
-  Body bC(m = 3, r_cm = {1, 0, 0});
-  FixedTranslation ground(r = {2, 0, 0});
-  Revolute jB(phi(start = 1.0));
-  FixedTranslation crankB(r = {1, 0, 0});
-  Body bB(m = 1, r_cm = {0.5, 0, 0}, I = zeros(3, 3));
-  Revolute cB(cut = true);
-  FixedTranslation ground2(r = {1, 0, 0});
-  Revolute jM(phi(start = 1.0));
-  FixedTranslation crankM(r = {1, 0, 0});
-  Body bM(m = 1, r_cm = {0.5, 0, 0}, I = zeros(3, 3));
-  FixedTranslation mid(r = {1, 0, 0});
-  Revolute cM(cut = true);
-equation
-  connect(world.frame, jA.frame_a);      connect(jA.frame_b, crankA.frame_a);
-  connect(jA.frame_b, bA.frame_a);       connect(crankA.frame_b, cA.frame_a);
-  connect(cA.frame_b, coupler.frame_a);  connect(cA.frame_b, bC.frame_a);
-  connect(world.frame, ground.frame_a);  connect(ground.frame_b, jB.frame_a);
-  connect(jB.frame_b, crankB.frame_a);   connect(jB.frame_b, bB.frame_a);
-  connect(crankB.frame_b, cB.frame_a);   connect(coupler.frame_b, cB.frame_b);
-  connect(world.frame, ground2.frame_a); connect(ground2.frame_b, jM.frame_a);
-  connect(jM.frame_b, crankM.frame_a);   connect(jM.frame_b, bM.frame_a);
-  connect(crankM.frame_b, cM.frame_a);   connect(cA.frame_b, mid.frame_a);
-  connect(mid.frame_b, cM.frame_b);
-  jA.phi = 1.0 + 0.3*sin(2*time);
-end ParallelogramBodies;
-)";
-
+// The redundant parallelogram (three cranks on one coupler, invdyn_models.h): the cranks' axial
+// forces are not determined in either form.
 TEST(InverseDynamicsBodies, RedundantParallelogramGivesTheTreeAnswers) {
-  auto m = compile_for_inverse("bodies_parallelogram", kParallelogram);
+  auto m = compile_for_inverse("bodies_parallelogram", mbs::testutil::kParallelogram);
   ASSERT_TRUE(m);
   Comparison c = compare_forms(m, 1.0, 1e-2);
   EXPECT_EQ(c.samples, 101);
@@ -206,8 +144,7 @@ TEST(InverseDynamicsBodies, RedundantParallelogramGivesTheTreeAnswers) {
 // The spatial RSUR four-bar of the examples with its crank prescribed: a Universal joint in the
 // tree (reactions: three forces and the torque about n_a x n_b) and a cut Spherical joint.
 TEST(InverseDynamicsBodies, SpatialFourBarWithUniversalAndSphericalGivesTheTreeAnswers) {
-  std::string text =
-      read_file(std::string(MBS_SOURCE_DIR) + "/examples/mechanics/spatial_four_bar.mbs");
+  std::string text = source_file("examples/mechanics/spatial_four_bar.mbs");
   text = replace(text, "phi(start = 0, fixed = true), w(start = 8, fixed = true)",
                  "prescribed = true, phi(start = 0)");
   text = replace(text, "end SpatialFourBar;", "  crank.phi = 8*time;\nend SpatialFourBar;");
@@ -272,47 +209,21 @@ TEST(InverseDynamicsBodies, EveryJointKindsReactionBasisGivesTheRecursionsWrench
 // slider (m = 2, on a passive track along x) gets its x acceleration from the rod alone:
 // sensor.f[1] = m x'' with x = r cos(phi) + sqrt(l^2 - r^2 sin^2 phi), phi = 1 + 2t; the power
 // is tau * 2.
-const char* kChosenOutputs = R"(
-model ChosenOutputs
-  import Mechanics.*;
-  parameter Real r = 0.1;
-  parameter Real l = 0.3;
-  World world(g = {0, -9.81, 0});
-  Revolute pivot(prescribed = true, phi(start = 1));
-  Body crank(m = 0, r_cm = {r/2, 0, 0}, I = zeros(3, 3));
-  FixedTranslation arm(r = {r, 0, 0});
-  Revolute pin(phi(start = -1.2));
-  Body rod(m = 0, r_cm = {l/2, 0, 0}, I = zeros(3, 3));
-  FixedTranslation rodEnd(r = {l, 0, 0});
-  Revolute wrist;
-  CutForceTorque sensor(resolve = 3);
-  Prismatic slide(n = {1, 0, 0}, s(start = 0.35));
-  Body slider(m = 2, I = zeros(3, 3));
-  Real P "crank power";
-equation
-  connect(world.frame, pivot.frame_a);   connect(pivot.frame_b, crank.frame_a);
-  connect(crank.frame_a, arm.frame_a);   connect(arm.frame_b, pin.frame_a);
-  connect(pin.frame_b, rod.frame_a);     connect(rod.frame_a, rodEnd.frame_a);
-  connect(rodEnd.frame_b, wrist.frame_a);
-  connect(wrist.frame_b, sensor.frame_a); connect(sensor.frame_b, slider.frame_a);
-  connect(world.frame, slide.frame_a);   connect(slide.frame_b, slider.frame_a);
-  pivot.phi = 1 + 2*time;
-  P = pivot.tau*der(pivot.phi);
-end ChosenOutputs;
-)";
+const std::string kChosenOutputs = [] {
+  mbs::testutil::SliderCrank c("ChosenOutputs",
+                               "pivot.phi = 1 + 2*time;\n  P = pivot.tau*der(pivot.phi);");
+  c.sensor = true;
+  c.declarations = "  Real P \"crank power\";\n";
+  return c.text();
+}();
 
 TEST(InverseDynamicsBodies, SensorsAndModelVariablesOfTheUsersChoiceAreOutputs) {
   auto m = compile_for_inverse("bodies_chosen_outputs", kChosenOutputs);
   ASSERT_TRUE(m);
   InverseDynamicsOptions o;
   InverseDynamics id(m, o);
-  auto index = [&](const std::string& name) {
-    for (size_t i = 0; i < id.outputs().size(); ++i)
-      if (id.outputs()[i].name == name) return static_cast<int>(i);
-    ADD_FAILURE() << "no output " << name;
-    return 0;
-  };
-  const int fx = index("sensor.f[1]"), P = index("P"), tau = index("pivot.tau");
+  const int fx = inverse_output(id, "sensor.f[1]"), P = inverse_output(id, "P"),
+            tau = inverse_output(id, "pivot.tau");
   const double r = 0.1, l = 0.3, ms = 2, w = 2;
   InverseSample s;
   double worst = 0;
@@ -320,10 +231,7 @@ TEST(InverseDynamicsBodies, SensorsAndModelVariablesOfTheUsersChoiceAreOutputs) 
     const double t = k * 1e-2;
     ASSERT_TRUE(id.sample(t, s)) << id.message();
     ASSERT_TRUE(s.unique[fx] && s.unique[P] && s.unique[tau]) << "t = " << t;
-    double phi = 1 + w * t, sn = std::sin(phi), cs = std::cos(phi);
-    double S = std::sqrt(l * l - r * r * sn * sn);
-    double d2x = -r * cs - r * r * (cs * cs - sn * sn) / S -
-                 std::pow(r, 4) * sn * sn * cs * cs / (S * S * S);
+    const double d2x = mbs::testutil::slider_x(r, l, 1 + w * t).d2x;
     worst = std::max(worst, std::fabs(s.value[fx] - ms * d2x * w * w));
     EXPECT_NEAR(s.value[P], w * s.value[tau], 1e-12);
   }
@@ -335,8 +243,7 @@ TEST(InverseDynamicsBodies, SensorsAndModelVariablesOfTheUsersChoiceAreOutputs) 
 // The example manipulator (14 bodies, four loops, redundant side links): the seed's count, 84
 // equations and 97 unknowns with nullity 13, and the same answers as the default form.
 TEST(InverseDynamicsBodies, HybridManipulatorGivesTheTreeAnswers) {
-  std::string text =
-      read_file(std::string(MBS_SOURCE_DIR) + "/examples/mechanics/hybrid_manipulator.mbs");
+  std::string text = source_file("examples/mechanics/hybrid_manipulator.mbs");
   auto m = compile_for_inverse("bodies_hybrid_manipulator", text);
   ASSERT_TRUE(m);
   EXPECT_EQ(m->body_row_names.size(), 84u);

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "compiler/driver/Compile.h"
+#include "invdyn_models.h"
 #include "mech_test_util.h"
 #include "runtime/invdyn/InverseDynamics.h"
 #include "runtime/invdyn/Trajectory.h"
@@ -78,44 +79,18 @@ TEST(Trajectory, BadFilesAreClearErrors) {
   EXPECT_NE(message("time,x\n0,1\n").find("at least two samples"), std::string::npos);
 }
 
-const char* kSliderCrank = R"(
-model SliderCrankTrajectory
-  import Mechanics.*;
-  parameter Real r = 0.1;
-  parameter Real l = 0.3;
-  World world(g = {0, -9.81, 0});
-  Revolute pivot(prescribed = true, phi(start = 1));
-  Body crank(m = 0.5, r_cm = {r/2, 0, 0}, I = diag({1e-4, 5e-4, 5e-4}));
-  FixedTranslation arm(r = {r, 0, 0});
-  Revolute pin(phi(start = -1.2));
-  Body rod(m = 1, r_cm = {l/2, 0, 0}, I = diag({1e-4, 8e-3, 8e-3}));
-  FixedTranslation rodEnd(r = {l, 0, 0});
-  Revolute wrist;
-  Prismatic slide(n = {1, 0, 0}, s(start = 0.35));
-  Body slider(m = 2, I = zeros(3, 3));
-equation
-  connect(world.frame, pivot.frame_a);   connect(pivot.frame_b, crank.frame_a);
-  connect(crank.frame_a, arm.frame_a);   connect(arm.frame_b, pin.frame_a);
-  connect(pin.frame_b, rod.frame_a);     connect(rod.frame_a, rodEnd.frame_a);
-  connect(rodEnd.frame_b, wrist.frame_a);
-  connect(world.frame, slide.frame_a);   connect(slide.frame_b, slider.frame_a);
-  connect(wrist.frame_b, slider.frame_a);
-)";
-
-std::shared_ptr<const mbs::rt::CompiledModel> compile(const std::string& name,
-                                                      const std::string& text) {
-  mbs::CompileOptions o;
-  o.inverse_dynamics = true;
-  return mbs::testutil::compile_source(name, text, o);
+// the slider-crank (invdyn_models.h) with mass on crank and rod; `equations` as the test needs
+mbs::testutil::SliderCrank slider_crank(const std::string& equations) {
+  mbs::testutil::SliderCrank c("SliderCrankTrajectory", equations);
+  c.crank = "m = 0.5, r_cm = {r/2, 0, 0}, I = diag({1e-4, 5e-4, 5e-4})";
+  c.rod = "m = 1, r_cm = {l/2, 0, 0}, I = diag({1e-4, 8e-3, 8e-3})";
+  return c;
 }
 
 std::vector<double> torques(std::shared_ptr<const mbs::rt::CompiledModel> m,
                             const mbs::rt::InverseDynamicsOptions& o, int samples) {
   mbs::rt::InverseDynamics id(m, o);
-  int k_tau = -1;
-  for (size_t i = 0; i < id.outputs().size(); ++i)
-    if (id.outputs()[i].name == "pivot.tau") k_tau = static_cast<int>(i);
-  EXPECT_GE(k_tau, 0);
+  const int k_tau = mbs::testutil::inverse_output(id, "pivot.tau");
   std::vector<double> tau;
   mbs::rt::InverseSample s;
   for (int k = 0; k <= samples; ++k) {
@@ -129,10 +104,9 @@ std::vector<double> torques(std::shared_ptr<const mbs::rt::CompiledModel> m,
 }
 
 TEST(InverseDynamicsTrajectory, FileGivesTheSameEffortsAsTheEquation) {
-  auto with_equation = compile("traj_eq", std::string(kSliderCrank) +
-                                              "  pivot.phi = 1 + 0.5*sin(2*time);\n"
-                                              "end SliderCrankTrajectory;\n");
-  auto driven = compile("traj_file", std::string(kSliderCrank) + "end SliderCrankTrajectory;\n");
+  auto with_equation = mbs::testutil::compile_for_inverse(
+      "traj_eq", slider_crank("pivot.phi = 1 + 0.5*sin(2*time);").text());
+  auto driven = mbs::testutil::compile_for_inverse("traj_file", slider_crank("").text());
   ASSERT_TRUE(with_equation && driven);
   // exact derivatives in the file: the same numbers
   std::string exact = temp("exact.csv"), coarse = temp("coarse.csv");
@@ -175,7 +149,7 @@ TEST(InverseDynamicsTrajectory, FileGivesTheSameEffortsAsTheEquation) {
 }
 
 TEST(InverseDynamicsTrajectory, MissingMotionAndWrongColumnsAreErrors) {
-  auto driven = compile("traj_missing", std::string(kSliderCrank) + "end SliderCrankTrajectory;\n");
+  auto driven = mbs::testutil::compile_for_inverse("traj_missing", slider_crank("").text());
   ASSERT_TRUE(driven);
   mbs::rt::InverseDynamicsOptions o;
   auto what = [&]() {
@@ -201,9 +175,8 @@ namespace {
 // exactly; a wrong motor torque shows in the balance residual and the distance to the admissible
 // solutions; a torque about a passive revolute's axis is not admissible for an ideal joint.
 TEST(InverseDynamicsLogged, LoggedLoadsAreCheckedAgainstTheBalance) {
-  auto m = compile("logged", std::string(kSliderCrank) +
-                                 "  pivot.phi = 1 + 0.5*sin(2*time);\n"
-                                 "end SliderCrankTrajectory;\n");
+  auto m = mbs::testutil::compile_for_inverse(
+      "logged", slider_crank("pivot.phi = 1 + 0.5*sin(2*time);").text());
   ASSERT_TRUE(m);
   const char* cols[] = {"pivot.tau",         "pin.reaction_f[1]", "pin.reaction_f[2]",
                         "pin.reaction_f[3]", "pin.reaction_t[1]", "pin.reaction_t[2]",
