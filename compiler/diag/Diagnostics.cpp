@@ -273,6 +273,9 @@ void render_located(std::ostream& os, const SourceManager& sources, const Span& 
     render_snippet(os, sources, span);
   } else if (span.valid()) {
     os << "<unknown>:" << span.line << ':' << span.col << ": " << level << ": " << message << "\n";
+  } else if (span.file != 0 && span.file <= sources.file_count()) {
+    // a whole file: `path: error: ...`
+    os << sources.path(span.file) << ": " << level << ": " << message << "\n";
   } else {
     os << level << ": " << message << "\n";
   }

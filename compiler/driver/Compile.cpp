@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -108,6 +110,10 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
     diags.render(diag_out);
     for (DiagKind k : diags.kinds_seen()) result.diagnostic_kinds.push_back(diag_info(k).name);
     result.ok = ok && !diags.has_errors();
+    // errors in what the command line names, not in the model
+    for (const Diagnostic& d : diags.diagnostics())
+      if (d.kind == DiagKind::unknown_override || d.kind == DiagKind::no_model)
+        result.usage_error = true;
     result.total_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_start).count();
     return result;
   };
@@ -116,9 +122,14 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
   std::string text;
   {
     std::ifstream in(options.file, std::ios::binary);
+    const int open_errno = errno;
     std::error_code ec;
-    if (!in || std::filesystem::is_directory(options.file, ec)) {
-      diags.report(DiagKind::file_not_found, Span{}, {options.file});
+    const bool directory = std::filesystem::is_directory(options.file, ec);
+    if (!in || directory) {
+      // the location is the file itself: `path: error: ...`
+      const uint32_t id = sources.add_file(options.file, std::string());
+      diags.report(DiagKind::file_not_found, Span{id, 0, 0, 0, 0},
+                   {directory ? std::string("it is a directory") : std::strerror(open_errno)});
       return finish(false);
     }
     std::stringstream ss;
@@ -148,8 +159,13 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
   if (!model) {
     if (options.model.empty())
       diags.report(DiagKind::no_models_in_file, Span{file_id, 1, 1, 1, 1}, {});
-    else
-      diags.report(DiagKind::no_model, Span{}, {options.model});
+    else {
+      diags.report(DiagKind::no_model, Span{file_id, 0, 0, 0, 0}, {options.model});
+      std::string names;
+      for (const auto& c : main_file->classes)
+        names += (names.empty() ? "" : ", ") + std::string("'") + c->name + "'";
+      if (!names.empty()) diags.note(Span{}, "the file defines " + names);
+    }
     return finish(false);
   }
   FlattenOptions fopts;
@@ -203,8 +219,9 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
   for (size_t i = 0; i < kernels.initial_values.outputs.size(); ++i) {
     for (uint32_t s : sym::free_symbols(kernels.initial_values.outputs[i])) {
       if (param_value.count(s)) continue;
-      diags.report(DiagKind::not_structural, Span{},
-                   {"a start value (it depends on '" + cx.symbol_name(s) + "')"});
+      // the flattener checks the start values written in the model; this one was generated
+      diags.report(DiagKind::not_structural, flat->span,
+                   {"a generated start value (it depends on '" + cx.symbol_name(s) + "')"});
       return finish(false);
     }
   }

@@ -37,6 +37,9 @@ struct PassTiming {
 struct CompileResult {
   std::shared_ptr<const rt::CompiledModel> model;  // null on error or when only emitting
   bool ok = false;                                 // false: model errors were reported
+  // The errors concern the command line rather than the model (a --set or --model naming
+  // something the model does not have): the front end reports them as usage errors (exit 2).
+  bool usage_error = false;
   std::vector<PassTiming> timings;
   std::vector<std::string> diagnostic_kinds;  // names of the diagnostic kinds reported
   // size of each kernel: expression nodes reachable from its outputs (a node shared by several

@@ -18,6 +18,9 @@ namespace mbs {
 
 enum class ScalarType : uint8_t { Real, Integer, Boolean };
 enum class VarRole : uint8_t { Variable, Parameter, Constant };
+// Where a parameter's value was given: its declaration (`parameter Real m = 1`), a modifier of
+// an enclosing component (`Mass m1(m = 2)`), or the command line (`--set m1.m=2`).
+enum class ValueOrigin : uint8_t { None, Declaration, Modifier, Override };
 
 struct FlatVar {
   std::string name;  // dotted, e.g. "s.x", "x[2]"
@@ -30,11 +33,16 @@ struct FlatVar {
   sym::Expr binding = nullptr;  // Parameter/Constant: its value expression (may be null)
   double value = 0.0;         // Parameter/Constant: the binding's value, other parameters resolved
   sym::Expr start = nullptr;  // `start` attribute (may be null)
+  Span start_span;            // its value expression
   bool fixed = false;         // `fixed` attribute
   bool keep = false;          // never eliminated by the DAE pass (recursive multibody form)
   bool multiplier = false;    // the Lagrange multiplier of a position-level constraint
   bool second_order = false;  // an ODE2 coordinate even if no equation has its 2nd derivative
   rt::OutputRole output_role = rt::OutputRole::Variable;  // what the runtime reads it as
+  sym::Expr min = nullptr, max = nullptr;  // `min`/`max` attributes (checked for parameters)
+  Span min_span, max_span;
+  ValueOrigin value_origin = ValueOrigin::None;  // Parameter/Constant
+  Span value_span;  // Parameter/Constant: the expression of its value (invalid for Override)
   std::string unit;
   std::string description;
   Span span;  // the declaration

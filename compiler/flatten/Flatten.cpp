@@ -248,6 +248,11 @@ class Flattener {
   Expr resolve_parameters(Expr e, Span span, const std::string& what);
   Expr binding_of(size_t var, Span use);
   Expr resolved_binding(size_t var, Span use);
+  // Reports a parameter whose value is not finite or outside its min/max (throws BuildError).
+  void check_parameter_value(size_t var);
+  // Reports a start value that depends on a variable.
+  void check_start_value(size_t var);
+  void report_unused_overrides();
   std::string suggestion(const std::string& name, const std::vector<std::string>& candidates);
   void help_did_you_mean(const std::string& name, const std::vector<std::string>& candidates);
   Value apply_subscripts(const Value& v, const std::vector<ast::ExprPtr>& subs, Scope s, Span span,
@@ -697,14 +702,26 @@ Expr Flattener::binding_of(size_t var, Span use) {
   Instance* inst = scalars_[var];
   Expr b = nullptr;
   auto ov = options_.overrides.find(fv.name);
+  ValueOrigin origin = ValueOrigin::None;
+  Span value_span;
   if (ov != options_.overrides.end() && fv.role == VarRole::Parameter) {
     b = cx_.num(ov->second);
     overrides_used_[fv.name] = true;
+    origin = ValueOrigin::Override;
   } else if (inst->mod.value) {
     Value v = eval_mod_value(inst->mod);
+    value_span = inst->mod.value->span.valid() ? inst->mod.value->span : fv.span;
     b = scalar_of(v, inst->mod.span.valid() ? inst->mod.span : fv.span, "a binding");
+    // a binding evaluated in the component that declares the parameter is its declaration's (or
+    // an `extends` modifier's); one evaluated further out is a modifier of an enclosing component
+    const Instance* owner = inst->parent;
+    while (owner && owner->kind == Instance::Kind::Array) owner = owner->parent;
+    origin = inst->mod.scope == owner ? ValueOrigin::Declaration : ValueOrigin::Modifier;
   }
-  fv.binding = b;
+  FlatVar& fvb = flat_.vars[var];  // eval may have added variables
+  fvb.value_origin = origin;
+  fvb.value_span = value_span;
+  fvb.binding = b;
   binding_state_[var] = 2;
   return b;
 }
@@ -776,6 +793,82 @@ Expr Flattener::resolved_binding(size_t var, Span use) {
   resolved_[var] = sym::substitute(cx_, b, repl);
   resolved_state_[var] = 2;
   return resolved_[var];
+}
+
+void Flattener::check_parameter_value(size_t var) {
+  const FlatVar& v = flat_.vars[var];
+  if (v.type != ScalarType::Real) return;
+  // the error points at the value; a value from --set points at the declaration and says so
+  const bool from_cli = v.value_origin == ValueOrigin::Override;
+  const Span at = !from_cli && v.value_span.valid() ? v.value_span : v.span;
+  auto say_where = [&] {
+    if (from_cli)
+      diags_.note(Span{}, fmt::format("the value comes from the command line: --set {}={}", v.name,
+                                      options_.overrides.at(v.name)));
+    else if (v.value_origin == ValueOrigin::Modifier)
+      diags_.note(v.span, fmt::format("'{}' is declared here", v.name));
+  };
+  if (!std::isfinite(v.value)) {
+    diags_.report(DiagKind::parameter_not_finite, at, {v.name, fmt::format("{}", v.value)});
+    say_where();
+    diags_.help(
+        "a parameter must be a finite number: look for a division by zero, or a sqrt, log or pow "
+        "outside its domain, in the expressions it is computed from");
+    throw BuildError{};
+  }
+  for (const bool lower : {true, false}) {
+    const Expr bound_expr = lower ? v.min : v.max;
+    if (!bound_expr) continue;
+    const Span bound_span = lower ? v.min_span : v.max_span;
+    const double bound = structural(bound_expr, bound_span, lower ? "'min'" : "'max'");
+    if (lower ? v.value >= bound : v.value <= bound) continue;
+    diags_.report(
+        DiagKind::parameter_out_of_range, at,
+        {v.name, fmt::format("{}", v.value), lower ? "min" : "max", fmt::format("{}", bound)});
+    say_where();
+    diags_.note(bound_span, fmt::format("the {} of '{}' is declared here",
+                                        lower ? "minimum" : "maximum", v.name));
+    throw BuildError{};
+  }
+}
+
+void Flattener::check_start_value(size_t var) {
+  const FlatVar& v = flat_.vars[var];
+  if (v.role != VarRole::Variable || !v.start) return;
+  for (uint32_t s : sym::free_symbols(v.start)) {
+    auto it = flat_.var_of_symbol.find(s);
+    if (it != flat_.var_of_symbol.end() && flat_.vars[it->second].role != VarRole::Variable)
+      continue;
+    const std::string n =
+        it == flat_.var_of_symbol.end() ? cx_.symbol_name(s) : flat_.vars[it->second].name;
+    fail(DiagKind::not_structural, v.start_span.valid() ? v.start_span : v.span,
+         {"the start value of '" + v.name + "' (it depends on the variable '" + n + "')"});
+  }
+}
+
+void Flattener::report_unused_overrides() {
+  for (const auto& [name, value] : options_.overrides) {
+    (void)value;
+    if (overrides_used_.count(name)) continue;
+    const FlatVar* found = nullptr;
+    std::vector<std::string> parameters;
+    for (const auto& v : flat_.vars) {
+      if (v.name == name) found = &v;
+      if (v.role == VarRole::Parameter) parameters.push_back(v.name);
+    }
+    if (found && found->role == VarRole::Parameter) continue;  // used through an error path
+    // a usage error: it points at the model the command line talks about
+    diags_.report(DiagKind::unknown_override, flat_.span, {name});
+    if (found && found->role == VarRole::Variable) {
+      diags_.note(found->span, "'" + name + "' is a variable, declared here");
+      diags_.help("--set changes parameters; a variable's start value is set in the model, e.g. " +
+                  name + "(start = ...)");
+    } else if (found) {
+      diags_.note(found->span, "'" + name + "' is a constant, declared here");
+    } else {
+      help_did_you_mean(name, parameters);
+    }
+  }
 }
 
 Expr Flattener::resolve_parameters(Expr e, Span span, const std::string& what) {
@@ -1554,11 +1647,21 @@ void Flattener::elaborate_scalar(Instance& inst) {
   if (const ModEntry* a = attr("start")) {
     Value v = eval_mod_value(*a);
     flat_.vars[inst.var].start = scalar_of(v, a->value->span, "a start value");
+    flat_.vars[inst.var].start_span = a->value->span;
   }
   if (const ModEntry* a = attr("fixed")) {
     Value v = eval_mod_value(*a);
     double f = structural(scalar_of(v, a->value->span, "'fixed'"), a->value->span, "'fixed'");
     flat_.vars[inst.var].fixed = f != 0.0;
+  }
+  for (const char* bound : {"min", "max"}) {
+    if (const ModEntry* a = attr(bound)) {
+      Value v = eval_mod_value(*a);
+      Expr e = scalar_of(v, a->value->span, bound[1] == 'i' ? "'min'" : "'max'");
+      FlatVar& f = flat_.vars[inst.var];
+      (bound[1] == 'i' ? f.min : f.max) = e;
+      (bound[1] == 'i' ? f.min_span : f.max_span) = a->value->span;
+    }
   }
   if (const ModEntry* a = attr("unit")) {
     Value v = eval_mod_value(*a);
@@ -1848,6 +1951,7 @@ std::optional<FlatModel> Flattener::run(const ast::ClassDef& model) {
                {"the value of parameter '" + v.name + "' (it depends on '" + cx_.symbol_name(s) +
                 "')"});
         flat_.vars[i].value = r->value;
+        check_parameter_value(i);
       } catch (const BuildError&) {
         if (diags_.error_limit_reached()) throw;
         // parameters left half-resolved by this error are not reported a second time
@@ -1855,17 +1959,16 @@ std::optional<FlatModel> Flattener::run(const ast::ClassDef& model) {
           if (resolved_state_[j] == 1) resolved_state_[j] = 2, resolved_[j] = cx_.zero();
       }
     }
+    for (size_t i = 0; i < flat_.vars.size(); ++i) {
+      try {
+        check_start_value(i);
+      } catch (const BuildError&) {
+        if (diags_.error_limit_reached()) throw;
+      }
+    }
   } catch (const BuildError&) {
   }
-  for (const auto& [name, value] : options_.overrides) {
-    (void)value;
-    if (!overrides_used_.count(name)) {
-      bool is_param = false;
-      for (const auto& v : flat_.vars)
-        if (v.name == name && v.role == VarRole::Parameter) is_param = true;
-      if (!is_param) diags_.report(DiagKind::unknown_override, Span{}, {name});
-    }
-  }
+  report_unused_overrides();
   if (diags_.has_errors()) return std::nullopt;
   return std::move(flat_);
 }

@@ -1580,7 +1580,7 @@ class FileParser {
  private:
   void internal_error(const std::string& message) {
     try {
-      r_.syntax(Span{}, message);
+      r_.syntax(Span{r_.file(), 0, 0, 0, 0}, message);  // the whole file
     } catch (...) {
     }
   }

@@ -28,7 +28,9 @@ CsvWriter::CsvWriter(const std::string& path, std::span<const std::string> names
   fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) throw io_error("cannot open result file", path, errno);
   max_row_ = (n_columns_ + 1) * (kMaxNumber + 1) + 1;
-  buffer_.resize(std::max(kMinBuffer, 4 * max_row_));
+  if (const long page = ::sysconf(_SC_PAGESIZE); page > 0) page_ = static_cast<size_t>(page);
+  // room for one more row and the padding in front of it, whatever the buffer holds
+  buffer_.resize(std::max(kMinBuffer, 4 * (max_row_ + page_)));
   // RFC 4180: a name with a comma or a quote (`R[1,2]`) is quoted, quotes doubled
   auto field = [](const std::string& n) {
     if (n.find_first_of(",\"\n") == std::string::npos) return n;
@@ -40,6 +42,7 @@ CsvWriter::CsvWriter(const std::string& path, std::span<const std::string> names
   for (const std::string& n : names) header += "," + field(n);
   header += "\n";
   write_all(header.data(), header.size());
+  written_ = static_cast<int64_t>(header.size());
   last_write_ = std::chrono::steady_clock::now();
 }
 
@@ -56,7 +59,8 @@ void CsvWriter::write_row(double t, std::span<const double> values) {
     throw std::invalid_argument("CsvWriter::write_row: " + std::to_string(values.size()) +
                                 " values for " + std::to_string(n_columns_) + " columns");
   }
-  if (buffer_.size() - used_ < max_row_) flush();
+  if (buffer_.size() - used_ < max_row_ + page_) flush();
+  const size_t start = used_;
   char* p = buffer_.data() + used_;
   char* const end = buffer_.data() + buffer_.size();
   p = std::to_chars(p, end, t).ptr;
@@ -67,22 +71,47 @@ void CsvWriter::write_row(double t, std::span<const double> values) {
   }
   *p++ = '\n';
   used_ = static_cast<size_t>(p - buffer_.data());
+  // Keep page boundaries at row ends: a row that would straddle one starts on it instead, moved
+  // there by spaces in front of the previous buffered row (or in front of itself after the
+  // header, where the previous line cannot be padded).
+  const size_t length = used_ - start;
+  const size_t room = to_boundary(written_ + static_cast<int64_t>(start));
+  if (length > room && room < page_ && length <= page_)
+    insert_padding(last_row_start_ >= 0 ? static_cast<size_t>(last_row_start_) : start, room);
+  last_row_start_ = static_cast<int64_t>(used_ - length);
   ++rows_;
   const auto now = std::chrono::steady_clock::now();
   if (now - last_write_ >= flush_interval_) flush();
 }
 
+void CsvWriter::insert_padding(size_t at, size_t n) {
+  std::memmove(buffer_.data() + at + n, buffer_.data() + at, used_ - at);
+  std::memset(buffer_.data() + at, ' ', n);
+  used_ += n;
+}
+
 void CsvWriter::flush() {
+  write_buffer(true);
+}
+
+void CsvWriter::write_buffer(bool more_rows_follow) {
   if (fd_ < 0 || used_ == 0) return;
+  // The next row is written after these, perhaps by another flush: if it might not fit before
+  // the next page boundary, pad the last row here to end on the boundary.
+  const size_t room = to_boundary(written_ + static_cast<int64_t>(used_));
+  if (more_rows_follow && last_row_start_ >= 0 && room < page_ && room < max_row_)
+    insert_padding(static_cast<size_t>(last_row_start_), room);
   write_all(buffer_.data(), used_);
+  written_ += static_cast<int64_t>(used_);
   used_ = 0;
+  last_row_start_ = -1;
   last_write_ = std::chrono::steady_clock::now();
 }
 
 void CsvWriter::close() {
   if (fd_ < 0) return;
   try {
-    flush();
+    write_buffer(false);
   } catch (...) {
     ::close(fd_);
     fd_ = -1;

@@ -1,13 +1,19 @@
 // The mbsc command line: options, exit codes, result files, summaries.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "invdyn_models.h"
@@ -131,9 +137,14 @@ TEST(Cli, ExitCodes) {
   Result rk = mbsc("examples/pendulum.mbs --simulate --solver rk4");
   EXPECT_EQ(rk.code, 2);
   EXPECT_NE(rk.err.find("algebraic variable(s) (lambda)"), std::string::npos) << rk.err;
+  // what the command line names but the model lacks is a usage error, located at the model
   Result r = mbsc("examples/pendulum.mbs --set nosuch=1");
-  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("examples/pendulum.mbs:"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("nosuch"), std::string::npos);
+  EXPECT_EQ(mbsc("examples/pendulum.mbs --model Nope").code, 2);
+  // a parameter value the model rejects is a model error
+  EXPECT_EQ(mbsc("examples/pendulum.mbs --set m=inf").code, 1);
 }
 
 TEST(Cli, InconsistentStartValuesAreAModelError) {
@@ -362,4 +373,93 @@ TEST(Cli, InverseDynamicsOfATrajectoryFileAtItsOwnTimes) {
       << rs.err;
   auto kept = read_csv(stopped);
   EXPECT_EQ(kept.size(), 1u + 10u);  // t = 0, ..., 0.117 (sin(1 + 2t) = 0.95 at t = 0.1266)
+}
+
+namespace {
+
+// Every line of a result file ends with a newline and has `columns` fields, each a number (or
+// empty where inverse dynamics leaves a component undetermined); returns the number of rows.
+size_t check_whole_rows(const std::string& text, size_t columns) {
+  if (text.empty()) return 0;  // killed before the header was written
+  EXPECT_EQ(text.back(), '\n') << "the file ends in a cut row";
+  std::istringstream in(text);
+  std::string line;
+  std::getline(in, line);  // header
+  size_t rows = 0;
+  while (std::getline(in, line)) {
+    size_t fields = 0, start = 0;
+    while (true) {
+      const size_t comma = line.find(',', start);
+      const std::string f = line.substr(start, comma - start);
+      if (!f.empty()) {
+        char* end = nullptr;
+        std::strtod(f.c_str(), &end);
+        EXPECT_EQ(*end, '\0') << "bad number '" << f << "' in row " << rows;
+      }
+      ++fields;
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    EXPECT_EQ(fields, columns) << "row " << rows << ": " << line;
+    ++rows;
+  }
+  return rows;
+}
+
+}  // namespace
+
+// SIGKILL at random moments of fast-writing runs (simulation and inverse dynamics): every file
+// left behind consists of whole rows.
+TEST(Cli, KilledRunsLeaveWholeRows) {
+  struct Run {
+    std::vector<std::string> args;
+    std::string csv;
+  };
+  const std::string sim = tmp("killed_sim.csv"), inv = tmp("killed_inverse.csv");
+  const std::vector<Run> runs = {
+      {{"examples/pendulum.mbs", "--simulate", "--t-end", "1000", "--step", "1e-5", "--output",
+        sim},
+       sim},
+      {{"examples/mechanics/hybrid_manipulator.mbs", "--inverse-dynamics", "--t-end", "1000",
+        "--step", "1e-4", "--output", inv},
+       inv},
+  };
+  std::mt19937 rng(3);
+  size_t rows_seen = 0;
+  for (const Run& run : runs) {
+    // a short run first, so that the object cache makes the killed runs start fast
+    std::string warm;
+    for (size_t a = 0; a < run.args.size(); ++a)
+      warm +=
+          " '" + (a > 0 && run.args[a - 1] == "--t-end" ? std::string("0.01") : run.args[a]) + "'";
+    ASSERT_EQ(mbsc(warm).code, 0);
+    size_t columns = 0;
+    for (int i = 0; i < 8; ++i) {
+      std::filesystem::remove(run.csv);
+      const pid_t pid = ::fork();
+      ASSERT_GE(pid, 0);
+      if (pid == 0) {
+        if (::chdir(MBS_SOURCE_DIR) != 0) ::_exit(127);
+        std::freopen("/dev/null", "w", stdout);
+        std::freopen("/dev/null", "w", stderr);
+        std::vector<char*> argv = {const_cast<char*>(MBS_MBSC_PATH)};
+        for (const auto& a : run.args) argv.push_back(const_cast<char*>(a.c_str()));
+        argv.push_back(nullptr);
+        ::execv(MBS_MBSC_PATH, argv.data());
+        ::_exit(127);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(300 + rng() % 1200));
+      ::kill(pid, SIGKILL);
+      int status = 0;
+      ::waitpid(pid, &status, 0);
+      ASSERT_TRUE(WIFSIGNALED(status)) << "the run ended before it was killed";
+      const std::string text = slurp(run.csv);
+      if (columns == 0 && !text.empty())
+        columns =
+            static_cast<size_t>(std::count(text.begin(), text.begin() + text.find('\n'), ',')) + 1;
+      rows_seen += check_whole_rows(text, columns);
+    }
+    std::filesystem::remove(run.csv);
+  }
+  EXPECT_GT(rows_seen, 1000u);  // the runs were killed while writing
 }

@@ -173,7 +173,7 @@ int main(int argc, char** argv) {
 
   // ---- compile
   mbs::CompileResult compiled = mbs::compile(copts, std::cout, std::cerr);
-  if (!compiled.ok) return kExitModelError;
+  if (!compiled.ok) return compiled.usage_error ? kExitUsage : kExitModelError;
   double ready_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_process)
           .count();
