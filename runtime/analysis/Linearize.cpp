@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
 
+#include "runtime/io/AtomicFile.h"
 #include "runtime/io/MatrixMarket.h"
 #include "runtime/solvers/Failure.h"
 
@@ -101,16 +103,14 @@ void write_linear_system(const LinearSystem& s, const std::string& prefix,
   std::vector<std::string> constraint_names;
   for (int32_t i : s.constraint_rows) constraint_names.push_back(s.row_names[i]);
   const std::string path = prefix + "_names.txt";
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) throw std::runtime_error("cannot open '" + path + "' for writing");
+  std::ostringstream f;
   f << fmt::format("# equations ({}): rows of M, K, D, B, E, A\n", s.row_names.size())
     << join(s.row_names) << fmt::format("# constraints ({}): rows of G\n", s.constraint_rows.size())
     << join(constraint_names) << fmt::format("# q ({}): columns of M, K, D, G\n", s.q_names.size())
     << join(s.q_names) << fmt::format("# y ({}): columns of E, A\n", s.y_names.size())
     << join(s.y_names) << fmt::format("# z ({}): columns of B\n", s.z_names.size())
     << join(s.z_names);
-  f.close();
-  if (!f) throw std::runtime_error("error writing '" + path + "'");
+  write_file_atomically(path, f.str());
   if (written_paths) written_paths->push_back(path);
 }
 

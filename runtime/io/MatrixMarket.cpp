@@ -10,6 +10,8 @@
 #include <string_view>
 #include <system_error>
 
+#include "runtime/io/AtomicFile.h"
+
 namespace mbs::rt {
 
 namespace {
@@ -73,11 +75,7 @@ void write_matrix_market(const std::string& path, const Eigen::MatrixXd& a,
       out += '\n';
     }
   }
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) throw std::runtime_error("cannot open '" + path + "' for writing");
-  f << out;
-  f.close();
-  if (!f) throw std::runtime_error("error writing '" + path + "'");
+  write_file_atomically(path, out);
 }
 
 Eigen::MatrixXd read_matrix_market(const std::string& path) {

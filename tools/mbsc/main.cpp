@@ -15,6 +15,7 @@
 #include "runtime/analysis/Modes.h"
 #include "runtime/analysis/Static.h"
 #include "runtime/invdyn/InverseDynamics.h"
+#include "runtime/io/AtomicFile.h"
 #include "runtime/io/CsvWriter.h"
 #include "runtime/io/Interrupt.h"
 #include "runtime/solvers/Integrator.h"
@@ -350,11 +351,12 @@ int main(int argc, char** argv) {
     if (copts.verbose)
       std::cerr << mbs::rt::format_statistics_table(*last_stats, "solver statistics");
     if (!stats_csv.empty()) {
-      std::ofstream out(stats_csv);
-      out << mbs::rt::statistics_csv_header() << "\n"
-          << mbs::rt::format_statistics_csv(*last_stats) << "\n";
-      if (!out) {
-        std::cerr << "mbsc: error: cannot write the statistics to '" << stats_csv << "'\n";
+      try {
+        mbs::rt::write_file_atomically(stats_csv, mbs::rt::statistics_csv_header() + "\n" +
+                                                      mbs::rt::format_statistics_csv(*last_stats) +
+                                                      "\n");
+      } catch (const std::exception& e) {
+        std::cerr << "mbsc: error: the statistics: " << e.what() << "\n";
         return kExitUsage;
       }
     }
