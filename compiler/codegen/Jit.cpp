@@ -16,7 +16,6 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/TargetParser/Host.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -24,12 +23,12 @@
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
 
 #include "compiler/codegen/LowerToLlvm.h"
+#include "compiler/codegen/ObjectCache.h"
 
 namespace mbs::codegen {
 
@@ -153,54 +152,42 @@ std::string print(const llvm::Module& m) {
   return s;
 }
 
+// The object cache (JitOptions::cache_dir, ObjectCache.h): an object file is stored under a key
+// that hashes its unoptimised IR, the optimisation levels, the host CPU and features, the LLVM
+// version and kCacheFormat (bump it when the optimisation pipeline changes without changing the
+// IR).
+constexpr const char* kCacheFormat = "mbs-object-cache-2";
+
+CacheKey object_key(const std::string& ir, int ir_level, int cg_level, const HostTarget& host) {
+  std::string levels = std::to_string(ir_level) + "/" + std::to_string(cg_level);
+  std::string features = host.builder->getFeatures().getString();
+  const std::string_view material[] = {
+      kCacheFormat, LLVM_VERSION_STRING, host.builder->getCPU(), features, levels, ir};
+  return cache_key(material);
+}
+
+// One job's use of the object cache.
+struct CacheUse {
+  std::string dir;   // "" = no cache
+  bool read = true;  // false: compile afresh (the entry was damaged), then store the result
+  std::string path;  // out: the entry of the job's kernels
+  CacheKey key{};    // out
+  bool hit = false;  // out: the object came from the cache
+  std::vector<CacheDamage> damage;  // out: entries found unusable (deleted, if possible)
+};
+
+void discard(CacheUse& cache, std::string reason) {
+  cache.damage.push_back({cache.path, std::move(reason), delete_cache_entry(cache.path)});
+}
+
 // Lowers, verifies, optimises (IR pipeline at ir_level) and compiles (code generator at
-// cg_level) kernels into one object file. Returns an error message, or "" on success.
-// With own_machine, a TargetMachine of its own is made (for a job on another thread); otherwise
-// the process's cached one is used under host.mutex.
-// The object cache (JitOptions::cache_dir): an object file is stored under a key that hashes
-// its unoptimised IR, the optimisation levels, the host CPU and features, the LLVM version and
-// kCacheFormat (bump it when the optimisation pipeline changes without changing the IR).
-constexpr const char* kCacheFormat = "mbs-object-cache-1";
-
-std::string cache_key(const std::string& ir, int ir_level, int cg_level, const HostTarget& host) {
-  uint64_t h = 1469598103934665603ull;  // FNV-1a, 64 bit
-  auto mix = [&](const std::string& t) {
-    for (unsigned char c : t) h = (h ^ c) * 1099511628211ull;
-    h = (h ^ 0xff) * 1099511628211ull;
-  };
-  mix(kCacheFormat);
-  mix(LLVM_VERSION_STRING);
-  mix(host.builder->getCPU());
-  mix(host.builder->getFeatures().getString());
-  mix(std::to_string(ir_level) + "/" + std::to_string(cg_level));
-  mix(ir);
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
-}
-
-void cache_store(const std::string& dir, const std::string& key, const llvm::MemoryBuffer& obj) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return;  // the cache is best effort
-  std::string tmp = dir + "/" + key + ".o.tmp" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out.write(obj.getBufferStart(), static_cast<std::streamsize>(obj.getBufferSize()));
-    if (!out) {
-      std::filesystem::remove(tmp, ec);
-      return;
-    }
-  }
-  std::filesystem::rename(tmp, dir + "/" + key + ".o", ec);  // atomic: readers see all or none
-  if (ec) std::filesystem::remove(tmp, ec);
-}
-
+// cg_level) kernels into one object file, or takes it from the cache. Returns an error message,
+// or "" on success. With own_machine, a TargetMachine of its own is made (for a job on another
+// thread); otherwise the process's cached one is used under host.mutex.
 std::string compile_to_object(const sym::Context& cx, std::span<const KernelSpec> kernels,
                               int ir_level, int cg_level, HostTarget& host, StepTimer& timer,
                               std::string* ir_text, std::unique_ptr<llvm::MemoryBuffer>& object,
-                              bool own_machine = false, const std::string& cache_dir = {},
-                              bool* cache_hit = nullptr) {
+                              bool own_machine, CacheUse& cache) {
   timer.step("lower");
   llvm::LLVMContext ctx;
   ctx.setDiscardValueNames(ir_text == nullptr);  // names only cost time unless someone reads them
@@ -217,15 +204,19 @@ std::string compile_to_object(const sym::Context& cx, std::span<const KernelSpec
     }
   }
 
-  std::string key;
-  if (!cache_dir.empty() && ir_text == nullptr) {
+  bool cached = !cache.dir.empty() && ir_text == nullptr;
+  if (cached) {
     timer.step("cache");
-    key = cache_key(print(module), ir_level, cg_level, host);
-    if (auto cached = llvm::MemoryBuffer::getFile(cache_dir + "/" + key + ".o");
-        cached && (*cached)->getBufferSize() > 0) {
-      object = std::move(*cached);
-      if (cache_hit != nullptr) *cache_hit = true;
-      return {};
+    cache.key = object_key(print(module), ir_level, cg_level, host);
+    cache.path = cache_entry_path(cache.dir, cache.key);
+    if (cache.read) {
+      CacheRead entry = read_cache_entry(cache.path, cache.key);
+      if (entry.object != nullptr) {
+        object = std::move(entry.object);
+        cache.hit = true;
+        return {};
+      }
+      if (!entry.damage.empty()) discard(cache, std::move(entry.damage));
     }
   }
 
@@ -259,9 +250,21 @@ std::string compile_to_object(const sym::Context& cx, std::span<const KernelSpec
   auto compiled = llvm::orc::SimpleCompiler(*tm)(module);
   if (!compiled) return message(compiled.takeError());
   object = std::move(*compiled);
-  if (!key.empty()) cache_store(cache_dir, key, *object);
+  if (cached) {  // best effort: a cache that cannot be written is no error
+    (void)write_cache_entry(cache.path, cache.key,
+                            std::string_view(object->getBufferStart(), object->getBufferSize()));
+  }
   return {};
 }
+
+// A module of kernels compiled to one object file (on a thread of its own, or from the cache).
+struct Job {
+  std::vector<KernelSpec> kernels;
+  int level = 0;
+  std::string ir, error;
+  std::unique_ptr<llvm::MemoryBuffer> object;
+  CacheUse cache;
+};
 
 }  // namespace
 
@@ -270,14 +273,73 @@ struct JitModule::Impl {
   // before they reach the JIT, so the IR is freed at the end of compile().
   std::unique_ptr<llvm::orc::LLJIT> jit;
   std::unordered_map<std::string, KernelFn> kernels;
-  size_t cache_hits = 0, jobs = 0;
+  size_t cache_hits = 0, objects = 0;
+  std::vector<CacheDamage> cache_damage;
+
+  // Links the jobs' objects (copies: the objects stay with the jobs, to be linked again if this
+  // fails) into a new JIT and looks up every kernel. Returns "" or the error, and then sets
+  // `culprit` to the job whose object failed, if one did.
+  std::string link(HostTarget& host, const std::vector<Job>& jobs, size_t& culprit,
+                   StepTimer& timer);
 };
+
+std::string JitModule::Impl::link(HostTarget& host, const std::vector<Job>& jobs, size_t& culprit,
+                                  StepTimer& timer) {
+  timer.step("jit setup");
+  kernels.clear();
+  jit.reset();
+  auto made = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(*host.builder).create();
+  if (!made) return message(made.takeError());
+  jit = std::move(*made);
+  // ORC reports materialisation failures to stderr by default; the library prints nothing, the
+  // failed lookup reports them instead
+  auto session_errors = std::make_shared<std::string>();  // shared: the JIT outlives this call
+  jit->getExecutionSession().setErrorReporter([session_errors](llvm::Error e) {
+    *session_errors += (session_errors->empty() ? "" : "; ") + message(std::move(e));
+  });
+  std::string layout = jit->getDataLayout().getStringRepresentation();
+  if (!jobs.empty() && !host.machine_layout.empty() && layout != host.machine_layout) {
+    return "internal error: JIT data layout '" + layout + "' differs from the kernels' '" +
+           host.machine_layout + "'";
+  }
+  // libm (and anything else the code generator's libcalls need) from the host process.
+  auto generator = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+      jit->getDataLayout().getGlobalPrefix());
+  if (!generator) return message(generator.takeError());
+  jit->getMainJITDylib().addGenerator(std::move(*generator));
+
+  timer.step("link");
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const llvm::MemoryBuffer& object = *jobs[i].object;
+    if (auto e = jit->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(
+            object.getBuffer(), object.getBufferIdentifier()))) {
+      culprit = i;
+      return message(std::move(e));
+    }
+  }
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    for (const KernelSpec& k : jobs[i].kernels) {
+      auto address = jit->lookup(k.name);
+      if (!address) {
+        culprit = i;
+        std::string e = message(address.takeError());
+        if (!session_errors->empty()) e += " (" + *session_errors + ")";
+        return e;
+      }
+      kernels.emplace(k.name, address->toPtr<KernelFn>());
+    }
+  }
+  return {};
+}
 
 size_t JitModule::cache_hits() const {
   return impl_->cache_hits;
 }
+const std::vector<CacheDamage>& JitModule::cache_damage() const {
+  return impl_->cache_damage;
+}
 size_t JitModule::objects() const {
-  return impl_->jobs;
+  return impl_->objects;
 }
 
 JitModule::JitModule() : impl_(std::make_unique<Impl>()) {}
@@ -344,22 +406,21 @@ std::unique_ptr<JitModule> JitModule::compile(const sym::Context& cx,
   }
   // Jobs: the optimised module, and the O0 kernels in up to `threads` modules of similar size;
   // the first job runs on this thread, the others on threads of their own.
-  struct Job {
-    std::vector<KernelSpec> kernels;
-    int level = 0;
-    std::string ir, error;
-    std::unique_ptr<llvm::MemoryBuffer> object;
-    bool cache_hit = false;
-  };
   std::vector<Job> jobs;
-  if (!normal.empty()) jobs.push_back(Job{std::move(normal), options.opt_level, {}, {}, {}, false});
+  auto new_job = [&](std::vector<KernelSpec> ks, int level) {
+    Job& job = jobs.emplace_back();
+    job.kernels = std::move(ks);
+    job.level = level;
+    job.cache.dir = options.cache_dir;
+  };
+  if (!normal.empty()) new_job(std::move(normal), options.opt_level);
   {
     unsigned hw = std::max(1u, std::thread::hardware_concurrency());
     size_t parts = std::min<size_t>(
         {options.threads > 0 ? options.threads : hw, huge.size(), 1 + huge_nodes / 4000});
     parts = std::max<size_t>(parts, huge.empty() ? 0 : 1);
     size_t first = jobs.size();
-    for (size_t p = 0; p < parts; ++p) jobs.push_back(Job{{}, 0, {}, {}, {}, false});
+    for (size_t p = 0; p < parts; ++p) new_job({}, 0);
     // largest first into the lightest part
     std::vector<size_t> order(huge.size()), load(parts, 0);
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -371,13 +432,12 @@ std::unique_ptr<JitModule> JitModule::compile(const sym::Context& cx,
       jobs[first + p].kernels.push_back(huge[i]);
     }
   }
-  std::vector<std::unique_ptr<llvm::MemoryBuffer>> objects;
   if (ir_text != nullptr) ir_text->clear();
   auto run_job = [&](Job& job, bool own_machine, StepTimer& t) {
     try {
       job.error = compile_to_object(cx, job.kernels, job.level, job.level, host, t,
                                     ir_text != nullptr ? &job.ir : nullptr, job.object, own_machine,
-                                    options.cache_dir, &job.cache_hit);
+                                    job.cache);
     } catch (const std::exception& ex) {  // an internal error of the lowering: report, don't die
       job.error = ex.what();
     }
@@ -390,52 +450,45 @@ std::unique_ptr<JitModule> JitModule::compile(const sym::Context& cx,
     if (!jobs.empty()) run_job(jobs[0], false, timer);
     for (auto& th : threads) th.join();
   }
-  size_t hits = 0;
   for (Job& job : jobs) {
     if (!job.error.empty()) return fail(job.error);
-    hits += job.cache_hit ? 1 : 0;
     if (ir_text != nullptr) *ir_text += job.ir;
-    objects.push_back(std::move(job.object));
   }
 
-  // The IR is gone: the JIT links the object files and owns the code from now on.
-  timer.step("jit setup");
+  // The IR is gone: the JIT links the object files and owns the code from now on. An object
+  // from the cache passed its checksum, yet one that does not link or lacks a kernel (written by
+  // a faulty build, say) is not trusted either: its entry is deleted, its kernels are compiled
+  // afresh and everything is linked again into a new JIT.
   auto result = std::unique_ptr<JitModule>(new JitModule());
   Impl& im = *result->impl_;
-  auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(*host.builder).create();
-  if (!jit) return fail(message(jit.takeError()));
-  im.jit = std::move(*jit);
-  std::string layout = im.jit->getDataLayout().getStringRepresentation();
-  if (!objects.empty() && !host.machine_layout.empty() && layout != host.machine_layout) {
-    return fail("internal error: JIT data layout '" + layout + "' differs from the kernels' '" +
-                host.machine_layout + "'");
-  }
-  // libm (and anything else the code generator's libcalls need) from the host process.
-  auto generator = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
-      im.jit->getDataLayout().getGlobalPrefix());
-  if (!generator) return fail(message(generator.takeError()));
-  im.jit->getMainJITDylib().addGenerator(std::move(*generator));
-
-  timer.step("link");
-  for (auto& object : objects) {
-    if (auto e = im.jit->addObjectFile(std::move(object))) {
-      if (hits > 0) {  // a damaged cache file: compile afresh, without the cache
-        JitOptions fresh = options;
-        fresh.cache_dir.clear();
-        llvm::consumeError(std::move(e));
-        return compile(cx, kernels, fresh, error, ir_text);
-      }
-      return fail(message(std::move(e)));
+  for (int attempt = 0;; ++attempt) {
+    size_t culprit = jobs.size();  // the job whose object failed to link
+    std::string e = im.link(host, jobs, culprit, timer);
+    if (e.empty()) break;
+    std::vector<size_t> redo;
+    if (culprit < jobs.size() && jobs[culprit].cache.hit) {
+      redo.push_back(culprit);
+    } else {  // not attributable to one cached object (a clash of symbols?): all cached ones
+      for (size_t i = 0; i < jobs.size(); ++i)
+        if (jobs[i].cache.hit) redo.push_back(i);
+    }
+    if (attempt > 0 || redo.empty()) return fail(e);
+    timer.step("recompile");
+    for (size_t i : redo) {
+      Job& job = jobs[i];
+      discard(job.cache, "it does not link: " + e);
+      job.cache.hit = false;
+      job.cache.read = false;
+      run_job(job, false, timer);
+      if (!job.error.empty()) return fail(job.error);
     }
   }
-  im.cache_hits = hits;
-  im.jobs = jobs.size();
-  for (const KernelSpec& k : unique) {
-    auto address = im.jit->lookup(k.name);
-    if (!address) return fail(message(address.takeError()));
-    im.kernels.emplace(k.name, address->toPtr<KernelFn>());
-  }
   for (const auto& [name, target] : aliases) im.kernels.emplace(name, im.kernels.at(target));
+  for (Job& job : jobs) {
+    im.cache_hits += job.cache.hit ? 1 : 0;
+    for (CacheDamage& d : job.cache.damage) im.cache_damage.push_back(std::move(d));
+  }
+  im.objects = jobs.size();
   return result;
 }
 

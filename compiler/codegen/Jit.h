@@ -42,8 +42,18 @@ struct JitOptions {
   unsigned threads = 0;
   // Directory of the object cache (empty: none). Compiled object files are stored there under a
   // hash of their IR, levels, host CPU and LLVM version, and reused by later compilations of the
-  // same kernels (a model compiled again skips optimisation and code generation).
+  // same kernels (a model compiled again skips optimisation and code generation). Entries are
+  // verified before use (ObjectCache.h); a damaged one is deleted and its kernels are compiled
+  // afresh (JitModule::cache_damage()).
   std::string cache_dir;
+};
+
+// An object cache entry that was found unusable: its kernels were compiled afresh (and stored
+// again, best effort).
+struct CacheDamage {
+  std::string path;          // the entry's file
+  std::string reason;        // what was wrong with it ("checksum mismatch", ...)
+  std::string delete_error;  // "" when it was deleted; otherwise why it could not be
 };
 
 // Owns the LLJIT instance (and with it the code of every kernel). Kernels stay valid as long as
@@ -64,6 +74,8 @@ class JitModule {
   // Object files linked, and how many of them came from the cache.
   size_t objects() const;
   size_t cache_hits() const;
+  // The cache entries that were damaged (the library prints nothing: the caller reports them).
+  const std::vector<CacheDamage>& cache_damage() const;
 
  private:
   JitModule();

@@ -248,6 +248,14 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
   if (state->jit && options.verbose && !jopts.cache_dir.empty())
     diag_out << fmt::format("mbsc: object cache {}: {} of {} objects reused\n", jopts.cache_dir,
                             state->jit->cache_hits(), state->jit->objects());
+  if (state->jit) {
+    for (const codegen::CacheDamage& d : state->jit->cache_damage()) {
+      if (d.delete_error.empty())
+        diags.report(DiagKind::cache_entry_damaged, Span{}, {d.path, d.reason});
+      else
+        diags.report(DiagKind::cache_entry_undeletable, Span{}, {d.path, d.reason, d.delete_error});
+    }
+  }
   if (!state->jit) {
     diags.report(DiagKind::jit_failed, Span{}, {error});
     return finish(false);

@@ -451,6 +451,8 @@ TEST_F(Codegen, ObjectCacheIsReusedAndADamagedEntryIsRecompiled) {
     auto jit = JitModule::compile(cx, kernels, o, &error);
     ASSERT_NE(jit, nullptr) << error;
     EXPECT_EQ(jit->cache_hits(), 0u);
+    ASSERT_EQ(jit->cache_damage().size(), 1u);  // reported (test_codegen_cache tests the rest)
+    EXPECT_EQ(jit->cache_damage()[0].reason, "truncated to 18 bytes, shorter than its header");
     double out[2];
     EXPECT_EQ(jit->lookup("k")(v.data(), out), 0);
     EXPECT_EQ(out[1], 2.3);
