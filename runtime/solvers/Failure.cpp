@@ -240,7 +240,8 @@ std::string render_failure(const FailureRecord& f, const CompiledModel& m) {
     }
     if (f.kind == FailureKind::StepCollapsed) {
       out += fmt::format(
-          "note: the step was halved {} times to h = {:.6g}; below {:.6g} = 64 eps |t| the "
+          "note: the step was halved {} times to h = {:.6g}; below {:.6g} = 64 eps max(|t|, "
+          "|t_end|) the "
           "time t + h/2 could no longer be told from t\n",
           f.halvings, f.h, f.h_min);
     }

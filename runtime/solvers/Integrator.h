@@ -122,9 +122,12 @@ class Integrator {
   // is Diverged if the state has grown by kDivergedGrowth over its start scale, else
   // TooManyRejections / StepCollapsed / the attempt's own kind. Sets failure_.
   void fail_step(double h, bool from_t, bool too_many);
-  // The smallest step allowed at time t: h_min, and 64 eps |t| (below, t + h/2 is t).
+  // The smallest step allowed at time t: h_min, and 64 eps max(|t|, |t_end|) (below 64 eps |t|,
+  // t + h/2 can hardly be told from t; the |t_end| term keeps a user's tiny --h-min from
+  // driving 1/h^2 towards overflow near t = 0).
   double step_floor() const {
-    return std::max(h_min_, 64.0 * std::numeric_limits<double>::epsilon() * std::fabs(t_));
+    return std::max(h_min_, 64.0 * std::numeric_limits<double>::epsilon() *
+                                std::max(std::fabs(t_), std::fabs(t_end_)));
   }
   void start_progress();
   // Called by initialize() once the start state is consistent: initialized_, state_scale_.

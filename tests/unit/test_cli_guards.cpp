@@ -206,6 +206,20 @@ TEST(Guards, TinyStepIsAUsageError) {
   }
 }
 
+TEST(Guards, TinyHMinEndsAsACollapsedStepNotAnOverflow) {
+  // log(0.5 - x) has no value beyond t = 0.5: halving goes on down to the floor relative to t
+  const std::string model = write_model("collapse.mbs",
+                                        "model Collapse\n  Real x(start = 0);\n"
+                                        "  Real z(start = 0);\nequation\n  der(x) = 1;\n"
+                                        "  der(z) = log(0.5 - x);\nend Collapse;\n");
+  const Result r = mbsc("'" + model + "' --simulate --step 1e-2 --h-min 1e-300 --output '" +
+                        tmp("collapse.csv") + "'");
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_TRUE(contains(r.err, "the step size collapsed")) << r.err;
+  EXPECT_TRUE(contains(r.err, "a residual is not finite")) << r.err;  // the cause
+  EXPECT_TRUE(contains(r.err, "log(0.5 - x)")) << r.err;
+}
+
 TEST(Guards, VerboseRunPrintsProgressLines) {
   // about a million steps; --progress-interval 0.001 makes any run long enough for a line
   const std::string csv = tmp("progress.csv");
