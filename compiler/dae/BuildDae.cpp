@@ -6,6 +6,7 @@
 #include <map>
 #include <ostream>
 #include <set>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -112,7 +113,8 @@ struct Builder {
   }
 
   // Records x := value and the same for its existing derivatives.
-  void eliminate(uint32_t x, Expr value, const char* how, Span span) {
+  void eliminate(uint32_t x, Expr value, const char* how, const Eq& eq) {
+    const Span span = eq.span;
     repl[x] = value;
     uint32_t s = x;
     Expr v = value;
@@ -123,7 +125,7 @@ struct Builder {
       s = d;
     }
     const FlatVar& fv = flat.vars[unknown_var.at(x)];
-    dae.eliminated.push_back({fv.name, value, how, span});
+    dae.eliminated.push_back({fv.name, value, how, span, eq.text});
   }
 
   // coefficient of s in r when r is linear in s with a numeric coefficient, else null
@@ -172,7 +174,7 @@ struct Builder {
           else if (vg.fixed && vg.start)
             diags.report(DiagKind::eliminated_start, vg.span,
                          {vg.name, "an alias of '" + flat.vars[unknown_var.at(kept)].name + "'"});
-          eliminate(gone, cx.mul(ratio, cx.symbol(kept)), "alias", eq.span);
+          eliminate(gone, cx.mul(ratio, cx.symbol(kept)), "alias", eq);
           return true;
         }
       }
@@ -186,7 +188,7 @@ struct Builder {
         if (rest->is_const(0.0)) {
           Expr ratio = cx.neg(cx.div(cd, cv));  // v = ratio * d
           if (start.count(v) && !der_start.count(d)) der_start[d] = cx.div(start[v], ratio);
-          eliminate(v, cx.mul(ratio, cx.symbol(d)), "derivative alias", eq.span);
+          eliminate(v, cx.mul(ratio, cx.symbol(d)), "derivative alias", eq);
           return true;
         }
       }
@@ -217,7 +219,7 @@ struct Builder {
       if (fv.fixed && fv.start)
         diags.report(DiagKind::eliminated_start, fv.span,
                      {fv.name, "an explicit function of other variables"});
-      eliminate(best, value, "explicit", eq.span);
+      eliminate(best, value, "explicit", eq);
       return true;
     }
     return false;
@@ -537,9 +539,14 @@ std::optional<SymbolicDae> Builder::run() {
   }
 
   // ---- outputs: every model variable, declaration order
+  std::unordered_map<std::string_view, int32_t> eliminated_by_name;
+  for (size_t i = 0; i < dae.eliminated.size(); ++i)
+    eliminated_by_name.emplace(dae.eliminated[i].name, static_cast<int32_t>(i));
   for (const auto& v : flat.vars) {
     if (v.role != VarRole::Variable) continue;
-    dae.outputs.push_back({v.name, resolve(cx.symbol(v.symbol)), v.output_role});
+    const auto el = eliminated_by_name.find(v.name);
+    dae.outputs.push_back({v.name, resolve(cx.symbol(v.symbol)), v.output_role, v.span,
+                           el == eliminated_by_name.end() ? -1 : el->second});
   }
   dae.body_balance = flat.body_balance;
   for (auto& r : dae.body_balance.rows) r = resolve(r);

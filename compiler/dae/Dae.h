@@ -46,13 +46,16 @@ struct DaeOutput {
   std::string name;
   sym::Expr value;
   rt::OutputRole role = rt::OutputRole::Variable;
+  Span declared;            // the variable's declaration
+  int32_t eliminated = -1;  // its entry in SymbolicDae::eliminated, or -1 (a solved unknown)
 };
 
 struct Elimination {
   std::string name;
   sym::Expr value;
-  std::string how;  // "alias", "derivative alias", "explicit"
-  Span span;        // the equation used
+  std::string how;   // "alias", "derivative alias", "explicit"
+  Span span;         // the equation used
+  std::string text;  // that equation as written
 };
 
 struct SymbolicDae {

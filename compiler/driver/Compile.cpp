@@ -328,6 +328,15 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
   for (const auto& o : dae->outputs) {
     m->output_names.push_back(o.name);
     m->output_role.push_back(o.role);
+    rt::OutputSource src;
+    src.declaration = source_ref(sources, o.declared, o.name);
+    if (o.eliminated >= 0) {
+      const Elimination& el = dae->eliminated[static_cast<size_t>(o.eliminated)];
+      src.kind =
+          el.how == "explicit" ? rt::OutputSource::Kind::Explicit : rt::OutputSource::Kind::Alias;
+      src.definition = source_ref(sources, el.span, el.text);
+    }
+    m->output_source.push_back(std::move(src));
   }
   for (const auto& spec : specs) {
     if (state->jit->lookup(spec.name)) continue;

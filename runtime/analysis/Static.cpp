@@ -53,10 +53,15 @@ class StaticSolver {
     if (n_ > 0) ls_.setup(n_, row_, col_);
   }
 
-  StaticResult run(const std::function<int(double, std::span<const double>)>& observer) {
+  StaticResult run(const std::function<int(double, std::span<const double>)>& observer,
+                   ProgressSink* progress) {
     const auto start = std::chrono::steady_clock::now();
     StaticResult res;
+    progress_sink_ = progress;
+    progress_.start(progress, "static", "load", 0.0, 1.0);
     res.status = solve(observer);
+    progress_.finish();
+    res.warnings = std::move(warnings_);
     stats_.wall_time =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     res.statistics = stats_;
@@ -74,6 +79,7 @@ class StaticSolver {
     int32_t unknown = -1;
     double update = std::numeric_limits<double>::quiet_NaN();
     bool at_start = false;  // failed before the first update: independent of the increment
+    double value = std::numeric_limits<double>::quiet_NaN();  // Diverged: the unknown's value
   };
 
   double& x(int32_t i) {
@@ -169,9 +175,27 @@ class StaticSolver {
         largest_residual();
         return restore();
       }
-      for (int32_t i = 0; i < n_; ++i) x(i) += dx_[i];
+      bool beyond = false;
+      for (int32_t i = 0; i < n_; ++i) {
+        x(i) += dx_[i];
+        beyond |= !(std::fabs(x(i)) <= o_.divergence_limit);
+      }
       attempt_.unknown = worst;
       attempt_.update = norm;
+      progress_.tick(s, s - s_start_);
+      if (beyond) {
+        // the iterate runs away: no equilibrium near this load (or none at all)
+        attempt_.kind = FailureKind::Diverged;
+        attempt_.at_start = false;
+        int32_t far = 0;
+        for (int32_t i = 0; i < n_; ++i)
+          if (!(std::fabs(x(i)) <= std::fabs(x(far)))) far = i;
+        attempt_.unknown = far;
+        attempt_.update = std::numeric_limits<double>::quiet_NaN();
+        attempt_.value = x(far);
+        largest_residual();
+        return restore();
+      }
       if (norm <= 1.0) return true;
     }
     attempt_.kind = FailureKind::NewtonMaxIterations;
@@ -189,9 +213,26 @@ class StaticSolver {
     return false;
   }
 
-  int emit(const std::function<int(double, std::span<const double>)>& observer, double s) {
+  // 0 go on, else stop; kEmitFailed: a non-finite output (failure_ set, nothing written)
+  static constexpr int kEmitFailed = -1000000;
+  int emit(const std::function<int(double, std::span<const double>)>& observer, double s,
+           double inc) {
     if (!observer) return 0;
-    if (m_.outputs.fn) m_.outputs(v_.data(), outputs_.data());
+    if (m_.outputs.fn) {
+      const int32_t st = m_.outputs(v_.data(), outputs_.data());
+      if (st > 0) {
+        FailureRecord f = nonfinite_output_failure(m_, outputs_, "static", s, inc);
+        if (o_.nonfinite == NonFiniteAction::Error) {
+          failure_ = std::move(f);
+          return kEmitFailed;
+        }
+        if (!warned_) {
+          warned_ = true;
+          warnings_.push_back(nonfinite_output_warning(f, m_));
+          if (progress_sink_) progress_sink_->warning(warnings_.back());
+        }
+      }
+    }
     return observer(s, outputs_);
   }
 
@@ -223,6 +264,11 @@ class StaticSolver {
           "below the minimum {:.6g} = (1/load_steps) / 2^{}\n",
           halvings, inc, inc_min, kMaxLoadHalvings);
     }
+    if (f.kind == FailureKind::Diverged) {
+      out += fmt::format(
+          "note: the Newton iterate of '{}' reached {:.3g}, beyond --divergence-limit = {:.3g}\n",
+          unknown_name(m_, f.unknown), attempt_.value, o_.divergence_limit);
+    }
     out += render_failure_notes(f, m_);
     if (f.kind == FailureKind::SingularMatrix) {
       out +=
@@ -230,7 +276,7 @@ class StaticSolver {
           "constraint or a position-dependent force: a free rigid-body motion, a mechanism or a "
           "velocity-level constraint (0 = 0 at rest) makes the Jacobian singular; a start point "
           "where a stiffness vanishes (e.g. a multiplier starting at 0) does too\n";
-    } else if (f.kind == FailureKind::NewtonDiverged ||
+    } else if (f.kind == FailureKind::NewtonDiverged || f.kind == FailureKind::Diverged ||
                f.kind == FailureKind::NewtonMaxIterations) {
       out +=
           "help: use more load steps (--load-steps), start values closer to the equilibrium or "
@@ -243,7 +289,12 @@ class StaticSolver {
   }
 
   SolveStatus solve(const std::function<int(double, std::span<const double>)>& observer) {
-    if (n_ == 0) return emit(observer, 1.0) != 0 ? SolveStatus::Stopped : SolveStatus::Finished;
+    if (n_ == 0) {
+      const int e = emit(observer, 1.0, 1.0);
+      return e == kEmitFailed ? SolveStatus::Failed
+             : e != 0         ? SolveStatus::Stopped
+                              : SolveStatus::Finished;
+    }
     // F0 = F(x0): the part of the residual the homotopy removes at s = 0.
     attempt_ = Attempt{};
     attempt_.at_start = true;
@@ -266,6 +317,7 @@ class StaticSolver {
         const double step = last ? remaining : inc;
         const double s_new = last ? target : s + inc;
         const int64_t iterations_before = stats_.newton_iterations;
+        s_start_ = s;
         if (newton(s_new)) {
           stats_.record_accepted_step(step);
           if (o_.verbosity >= 1) {
@@ -294,7 +346,9 @@ class StaticSolver {
         }
         inc = 0.5 * step;
       }
-      if (emit(observer, target) != 0) return SolveStatus::Stopped;
+      if (const int e = emit(observer, target, inc)) {
+        return e == kEmitFailed ? SolveStatus::Failed : SolveStatus::Stopped;
+      }
     }
     return SolveStatus::Finished;
   }
@@ -308,13 +362,19 @@ class StaticSolver {
   Statistics stats_;
   Attempt attempt_;
   std::optional<FailureRecord> failure_;
+  ProgressMeter progress_;
+  ProgressSink* progress_sink_ = nullptr;
+  std::vector<std::string> warnings_;
+  bool warned_ = false;
+  double s_start_ = 0.0;  // the load factor at the start of the current load step
 };
 
 }  // namespace
 
 StaticResult solve_static(
     std::shared_ptr<const CompiledModel> model, const SolverOptions& options,
-    const std::function<int(double load, std::span<const double> outputs)>& observer) {
+    const std::function<int(double load, std::span<const double> outputs)>& observer,
+    ProgressSink* progress) {
   if (!model) throw SolverSetupError("static solver: no model");
   if (auto err = validate(options)) throw SolverSetupError(*err);
   if (options.load_steps < 1) {
@@ -323,7 +383,7 @@ StaticResult solve_static(
   }
   check_model(*model);
   StaticSolver solver(*model, options);
-  return solver.run(observer);
+  return solver.run(observer, progress);
 }
 
 }  // namespace mbs::rt

@@ -29,8 +29,10 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
+#include "runtime/io/Progress.h"
 #include "runtime/model/CompiledModel.h"
 #include "runtime/solvers/Failure.h"
 #include "runtime/solvers/Integrator.h"
@@ -49,11 +51,17 @@ struct StaticResult {
       failure;            // set when status is Failed (t = load factor, h = increment)
   std::vector<double> v;  // the symbol vector at the last converged load step (at s = 1: the
                           // equilibrium), with qd = qdd = yd = 0
+  std::vector<std::string> warnings;  // found while solving (--nonfinite warn)
 };
 
 // Throws SolverSetupError if the model is null or inconsistent or the options are invalid.
+// Guards as for the integrators: a Newton iterate beyond options.divergence_limit fails the
+// attempt (Diverged); outputs that are not finite end the solve (NonFiniteOutput, the row is not
+// written) or, with --nonfinite warn, give one warning (to `progress` if given, and in
+// StaticResult::warnings). `progress` (optional) gets the load factor every few seconds.
 StaticResult solve_static(
     std::shared_ptr<const CompiledModel> model, const SolverOptions& options,
-    const std::function<int(double load, std::span<const double> outputs)>& observer);
+    const std::function<int(double load, std::span<const double> outputs)>& observer,
+    ProgressSink* progress = nullptr);
 
 }  // namespace mbs::rt

@@ -60,6 +60,15 @@ struct Unknown {
   SourceRef source;
 };
 
+// Where the value of an output column comes from, for messages about it: a solved unknown (the
+// declaration), or a variable the compiler eliminated (the equation that defines it).
+struct OutputSource {
+  enum class Kind : uint8_t { Unknown, Alias, Explicit };
+  Kind kind = Kind::Unknown;  // solved (or not known), an alias a = +-b or der(x), v = f(...)
+  SourceRef declaration;      // the variable's declaration
+  SourceRef definition;       // Alias, Explicit: the defining equation with its text
+};
+
 struct CompiledModel {
   std::string name;
 
@@ -118,7 +127,8 @@ struct CompiledModel {
   // Values written to result files: one per column, in column order (after "time").
   Kernel outputs;
   std::vector<std::string> output_names;
-  std::vector<OutputRole> output_role;  // per output (or empty: all Variable)
+  std::vector<OutputRole> output_role;      // per output (or empty: all Variable)
+  std::vector<OutputSource> output_source;  // per output (or empty: unknown)
 
   // d outputs / dz (outputs x n_z): how the outputs depend on the algebraic unknowns (the joint
   // wrenches of a mechanism on its multipliers and efforts, for inverse dynamics). Optional.

@@ -133,12 +133,6 @@ std::string z_names(const CompiledModel& m) {
   return names;
 }
 
-// Name of component j of xi = [q | qd | y].
-std::string state_name(const CompiledModel& m, int32_t j) {
-  if (j < m.n_q) return unknown_name(m, j);
-  if (j < 2 * m.n_q) return "der(" + unknown_name(m, j - m.n_q) + ")";
-  return unknown_name(m, j - m.n_q);
-}
 int32_t state_unknown(const CompiledModel& m, int32_t j) {
   return j < m.n_q ? j : j < 2 * m.n_q ? j - m.n_q : j - m.n_q;
 }
@@ -257,9 +251,15 @@ SolveStatus ExplicitRk::run(const Observer& observer) {
   if (failure_) return SolveStatus::Failed;
   if (!initialized_ && initialize() == SolveStatus::Failed) return SolveStatus::Failed;
   const auto start = std::chrono::steady_clock::now();
+  start_progress();
   SolveStatus status = SolveStatus::Finished;
   const int64_t every = options_.output_every;
-  if (observer && last_output_ != n_done_ && emit(observer) != 0) status = SolveStatus::Stopped;
+  const auto stopped = [](int e) {
+    return e == kEmitFailed ? SolveStatus::Failed : SolveStatus::Stopped;
+  };
+  if (observer && last_output_ != n_done_) {
+    if (const int e = emit(observer)) status = stopped(e);
+  }
   while (status == SolveStatus::Finished && n_done_ < n_steps_) {
     // The next output point (without observer, or with output_every = 0: t_end).
     int64_t target = n_steps_;
@@ -267,11 +267,14 @@ SolveStatus ExplicitRk::run(const Observer& observer) {
     const SolveStatus st = advance_adaptive(target);
     if (st == SolveStatus::Failed || st == SolveStatus::Interrupted) {
       if (observer && last_output_ != n_done_) emit(observer);  // the last good point
-      status = st;
+      status = failure_ ? SolveStatus::Failed : st;
       break;
     }
-    if (observer && emit(observer) != 0) status = SolveStatus::Stopped;
+    if (observer) {
+      if (const int e = emit(observer)) status = stopped(e);
+    }
   }
+  progress_.finish();
   stats_.wall_time +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return status;
@@ -297,7 +300,7 @@ SolveStatus ExplicitRk::initialize() {
     fail(attempt_failure_, FailurePhase::InitialValues, 0.0, 0);
     return SolveStatus::Failed;
   }
-  initialized_ = true;
+  mark_initialized();
   return SolveStatus::Ok;
 }
 
@@ -470,20 +473,28 @@ SolveStatus ExplicitRk::advance_adaptive(int64_t target) {
   const double t_target = grid_time(target);
   const double f_sfty = options_.step_safety, f_inc = options_.step_max_increase;
   const double expo = 1.0 / (tab_.embedded_order + 1);
+  // Rejections allowed on the way to the target: max_rejections per grid interval.
+  const int64_t allowed =
+      static_cast<int64_t>(options_.max_rejections) * std::max<int64_t>(target - n_done_, 1);
+  interval_rejections_ = 0;
   while (t_ < t_target) {
     const double remaining = t_target - t_;
     // Hit the target exactly; split the rest into two equal steps rather than leave a sliver.
     const bool last = h_prop_ >= remaining * (1.0 - 1e-9);
     const bool shortened = last || h_prop_ > 0.5 * remaining;
     const double h = last ? remaining : shortened ? 0.5 * remaining : h_prop_;
+    progress_.tick(t_, h);
     if (!attempt(h)) {
       // A kernel failed (non-finite value): halve, as the fixed-step methods do.
       ++stats_.rejected_steps;
-      const double floor =
-          std::max(h_min_, 64.0 * std::numeric_limits<double>::epsilon() * std::fabs(t_));
-      if (attempt_failure_.fatal() || 0.5 * h < floor) {
+      if (attempt_failure_.fatal()) {
         const auto halvings = static_cast<int32_t>(std::lround(std::log2(options_.h / h)));
         fail(attempt_failure_, FailurePhase::Step, h, std::max(halvings, 0));
+        return SolveStatus::Failed;
+      }
+      const bool too_many = ++interval_rejections_ > allowed;
+      if (0.5 * h < step_floor() || too_many) {
+        fail_step(h, 0.5 * h >= h_min_, too_many);
         return SolveStatus::Failed;
       }
       h_prop_ = 0.5 * h;
@@ -496,7 +507,9 @@ SolveStatus ExplicitRk::advance_adaptive(int64_t target) {
     if (err_ <= 1.0) {
       accept(h);
       t_ = last ? t_target : t_ + h;
+      h_last_ = h;
       stats_.record_accepted_step(h);
+      if (!check_divergence(h)) return SolveStatus::Failed;
       h_prop_ = std::min(h_max_, std::min(h_base * f_inc, std::max(h_min_, f_sfty * h_opt)));
       if (options_.verbosity >= 1) {
         std::fprintf(stderr, "%s: t = %.9g accepted h = %.3e err = %.3e next h = %.3e\n",
@@ -513,12 +526,31 @@ SolveStatus ExplicitRk::advance_adaptive(int64_t target) {
       std::fprintf(stderr, "%s: t = %.9g rejected h = %.3e err = %.3e next h = %.3e\n",
                    tab_.name.data(), t_, h, err_, h_next);
     }
-    if (h_next < h_min_) {
-      if (h <= h_min_ * (1.0 + 1e-12)) {
-        fail_error_test(h, h_next);
+    if (++interval_rejections_ > allowed) {
+      attempt_failure_ = AttemptFailure{};
+      attempt_failure_.kind = FailureKind::ErrorTestFailed;
+      attempt_failure_.unknown = err_comp_ >= 0 ? state_unknown(model_, err_comp_) : -1;
+      attempt_failure_.update = err_comp_ratio_;
+      fail_step(h, false, true);
+      return SolveStatus::Failed;
+    }
+    const double floor = step_floor();
+    if (h_next < floor) {
+      if (h <= floor * (1.0 + 1e-12)) {
+        double largest = 0.0;
+        largest_state(largest);
+        if (!(largest <= kDivergedGrowth * state_scale_)) {
+          attempt_failure_ = AttemptFailure{};
+          attempt_failure_.kind = FailureKind::ErrorTestFailed;
+          attempt_failure_.unknown = err_comp_ >= 0 ? state_unknown(model_, err_comp_) : -1;
+          attempt_failure_.update = err_comp_ratio_;
+          fail_step(h, false, false);  // Diverged, with the error test as its cause
+        } else {
+          fail_error_test(h, h_next);
+        }
         return SolveStatus::Failed;
       }
-      h_prop_ = h_min_;  // one last try at h_min
+      h_prop_ = floor;  // one last try at the smallest step
       continue;
     }
     h_prop_ = std::min(h_next, h_max_);
@@ -549,7 +581,8 @@ void ExplicitRk::fail_error_test(double h, double h_next) {
     const std::string src = unknown_source(m, f.unknown);
     msg += fmt::format(
         "note: component '{}'{} has the largest error ({:.3g} x its tolerance atol + rtol*|x|)\n",
-        state_name(m, err_comp_), src.empty() ? "" : " (declared at " + src + ")", err_comp_ratio_);
+        state_component_name(m, err_comp_), src.empty() ? "" : " (declared at " + src + ")",
+        err_comp_ratio_);
   }
   msg += fmt::format(
       "help: the solution changes faster than --h-min can follow (a stiff model, a "

@@ -98,6 +98,8 @@ std::string render_failure_notes(const FailureRecord& f, const CompiledModel& m)
       what = " has no pivot: its column depends linearly on the others";
     } else if (f.kind == FailureKind::NonFiniteJacobian) {
       what = " is the column of that entry";
+    } else if (f.kind == FailureKind::ErrorTestFailed && !std::isnan(f.update)) {
+      what = fmt::format(" has the largest error estimate ({:.3g} x its tolerance)", f.update);
     } else if (!std::isnan(f.update)) {
       what = fmt::format(" has the largest Newton update ({:.3g} x its tolerance)", f.update);
     }
@@ -107,7 +109,155 @@ std::string render_failure_notes(const FailureRecord& f, const CompiledModel& m)
   return out;
 }
 
+std::string state_component_name(const CompiledModel& m, int32_t j) {
+  if (j < m.n_q) return unknown_name(m, j);
+  if (j < 2 * m.n_q) return "der(" + unknown_name(m, j - m.n_q) + ")";
+  return unknown_name(m, j - m.n_q);
+}
+
+namespace {
+
+std::string state_component_source(const CompiledModel& m, int32_t j) {
+  return unknown_source(m, j < m.n_q ? j : j - m.n_q);
+}
+
+std::string output_name(const CompiledModel& m, int32_t k) {
+  if (k >= 0 && static_cast<size_t>(k) < m.output_names.size()) return m.output_names[k];
+  return fmt::format("output {}", k);
+}
+
+const OutputSource* output_source(const CompiledModel& m, int32_t k) {
+  if (k < 0 || static_cast<size_t>(k) >= m.output_source.size()) return nullptr;
+  return &m.output_source[k];
+}
+
+std::string with_text(const SourceRef& s) {
+  const std::string loc = location(s);
+  if (loc.empty()) return s.text;
+  if (s.text.empty()) return loc;
+  return loc + ": " + s.text;
+}
+
+// The summary line of a step failure.
+std::string step_headline(const FailureRecord& f) {
+  return fmt::format("error: {}: {} in the step from t = {} with h = {:.6g}\n", f.solver,
+                     failure_summary(f.kind), f.t, f.h);
+}
+
+}  // namespace
+
+std::string output_origin(const CompiledModel& m, int32_t k) {
+  const std::string name = output_name(m, k);
+  const OutputSource* s = output_source(m, k);
+  if (!s) return fmt::format("'{}' is column {} of the result", name, k + 1);
+  switch (s->kind) {
+    case OutputSource::Kind::Explicit:
+      return fmt::format(
+          "'{}' is defined by the equation {} (an explicit auxiliary the compiler eliminated and "
+          "computes after each step)",
+          name, with_text(s->definition));
+    case OutputSource::Kind::Alias:
+      return fmt::format("'{}' is an alias defined by the equation {}", name,
+                         with_text(s->definition));
+    case OutputSource::Kind::Unknown:
+      break;
+  }
+  const std::string loc = location(s->declaration);
+  return fmt::format("'{}'{} is a solved unknown", name,
+                     loc.empty() ? "" : " (declared at " + loc + ")");
+}
+
+FailureRecord nonfinite_output_failure(const CompiledModel& m, std::span<const double> outputs,
+                                       std::string_view solver, double t, double h) {
+  FailureRecord f;
+  f.kind = FailureKind::NonFiniteOutput;
+  f.phase = FailurePhase::Step;
+  f.solver = solver;
+  f.t = t;
+  f.h = h;
+  // rank: explicit definition 0, solved unknown 1, alias 2 (its value is wrong elsewhere)
+  int32_t best_rank = 3;
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    if (std::isfinite(outputs[k])) continue;
+    ++f.count;
+    const OutputSource* s = output_source(m, static_cast<int32_t>(k));
+    const int32_t rank = !s                                        ? 1
+                         : s->kind == OutputSource::Kind::Explicit ? 0
+                         : s->kind == OutputSource::Kind::Unknown  ? 1
+                                                                   : 2;
+    if (rank < best_rank)
+      best_rank = rank, f.output = static_cast<int32_t>(k), f.value = outputs[k];
+  }
+  std::string& out = f.message;
+  out = fmt::format(
+      "error: {}: the value of '{}' is {} at t = {} (step h = {:.6g}); a result is "
+      "never written with a non-finite value\n",
+      solver, output_name(m, f.output), f.value, t, h);
+  out += fmt::format("note: {}\n", output_origin(m, f.output));
+  if (f.count > 1) {
+    std::string others;
+    int32_t listed = 0;
+    for (size_t k = 0; k < outputs.size() && listed < 5; ++k) {
+      if (std::isfinite(outputs[k]) || static_cast<int32_t>(k) == f.output) continue;
+      others += (listed++ ? ", " : "") + output_name(m, static_cast<int32_t>(k));
+    }
+    if (f.count - 1 > listed) others += ", ...";
+    out += fmt::format("note: {} more column(s) are not finite at this point: {}\n", f.count - 1,
+                       others);
+  }
+  out += fmt::format("help: {}\n", failure_hint(f.kind));
+  return f;
+}
+
+std::string nonfinite_output_warning(const FailureRecord& f, const CompiledModel& m) {
+  return fmt::format(
+      "warning: {}: the value of '{}' is {} at t = {} and is written as it is (--nonfinite "
+      "warn; {} column(s) at that point; no further warning): {}",
+      f.solver, output_name(m, f.output), f.value, f.t, f.count, output_origin(m, f.output));
+}
+
 std::string render_failure(const FailureRecord& f, const CompiledModel& m) {
+  if (f.kind == FailureKind::NonFiniteOutput) return f.message;
+  if (f.kind == FailureKind::Diverged || f.kind == FailureKind::TooManyRejections ||
+      f.kind == FailureKind::StepCollapsed) {
+    std::string out = step_headline(f);
+    if (f.state >= 0 && f.kind == FailureKind::Diverged) {
+      const std::string src = state_component_source(m, f.state);
+      const bool beyond_limit = f.kind == FailureKind::Diverged && !f.has_cause;
+      out += fmt::format("note: state component '{}'{} is {:.3g}{}\n",
+                         state_component_name(m, f.state),
+                         src.empty() ? "" : " (declared at " + src + ")", f.value,
+                         beyond_limit ? " after this step, beyond --divergence-limit"
+                                      : fmt::format(", {:.3g} times the scale of the start state "
+                                                    "({:.3g})",
+                                                    f.value / f.scale, f.scale));
+    }
+    if (f.kind == FailureKind::TooManyRejections) {
+      out += fmt::format(
+          "note: more than {} step attempts were rejected since the last point of the output "
+          "grid (--max-rejections)\n",
+          f.count - 1);
+    }
+    if (f.kind == FailureKind::StepCollapsed) {
+      out += fmt::format(
+          "note: the step was halved {} times to h = {:.6g}; below {:.6g} = 64 eps max(|t|, "
+          "|t_end|) the "
+          "time t + h/2 could no longer be told from t\n",
+          f.halvings, f.h, f.h_min);
+    }
+    if (f.has_cause) {
+      out += fmt::format("note: the last step attempt failed: {} (h = {:.6g})\n",
+                         f.cause == FailureKind::ErrorTestFailed
+                             ? "the local error estimate was above the tolerance"
+                             : failure_summary(f.cause),
+                         f.h);
+      FailureRecord cause = f;
+      cause.kind = f.cause;
+      out += render_failure_notes(cause, m);
+    }
+    out += fmt::format("help: {}\n", failure_hint(f.kind));
+    return out;
+  }
   std::string out;
   if (f.phase == FailurePhase::InitialValues) {
     out += fmt::format("error: {}: {} while computing consistent initial values at t = {}\n",

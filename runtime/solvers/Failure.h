@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -32,7 +33,24 @@ namespace mbs::rt {
     "the solution changes faster than --h-min allows at this tolerance: loosen --rtol/--atol, "  \
     "lower --h-min, or use an implicit solver if the model is stiff")                            \
   X(KernelFatal, "a model function reported a fatal error",                                      \
-    "this is not recoverable by a smaller step; the message of the model function explains it")
+    "this is not recoverable by a smaller step; the message of the model function explains it")  \
+  X(NonFiniteOutput, "a value written to the result is not finite (NaN or Inf)",                 \
+    "the solved unknowns are finite there; look in the equation that defines the variable for "  \
+    "a sqrt, log, pow or asin of an argument outside its domain or a division by zero (at the "  \
+    "start time too); --nonfinite warn writes such values as nan/inf and goes on")               \
+  X(Diverged, "the solution grows without bound",                                                \
+    "the model may blow up (a finite-time singularity), or the method is unstable for it: an "   \
+    "explicit method on a stiff model needs a far smaller --step or an implicit solver "         \
+    "(--solver gen-alpha); check the parameters and start values; --divergence-limit sets the "  \
+    "bound")                                                                                     \
+  X(TooManyRejections, "too many rejected step attempts in one output interval",                 \
+    "the step keeps failing and shrinking (a stiff model for an explicit method, a "             \
+    "discontinuity, or tolerances the method cannot meet): use an implicit solver (--solver "    \
+    "gen-alpha), a smaller --step, looser --rtol/--atol, or raise --max-rejections")             \
+  X(StepCollapsed, "the step size collapsed",                                                    \
+    "the step cannot shrink further: t + h can hardly be told from t; a singularity or a "       \
+    "discontinuity at this time, or a model too stiff for the method: use an implicit solver, "  \
+    "check the model near this time, or loosen --rtol/--atol")
 
 enum class FailureKind : uint8_t {
 #define MBS_X(kind, summary, hint) kind,
@@ -62,6 +80,18 @@ struct FailureRecord {
   // [qdd | yd | z] order; reported by the name of q, y or z.
   int32_t unknown = -1;
   double update = std::numeric_limits<double>::quiet_NaN();  // |update| / tolerance
+  // NonFiniteOutput: the output column (index in output_names) and its value; the number of
+  // non-finite columns at that point. Diverged: the state component (index in [q | der(q) | y],
+  // or -1) with its value and its start scale max(1, |initial state|).
+  int32_t output = -1;
+  int32_t state = -1;
+  double value = std::numeric_limits<double>::quiet_NaN();
+  double scale = std::numeric_limits<double>::quiet_NaN();
+  int32_t count = 0;
+  // Diverged, TooManyRejections, StepCollapsed: the failure of the last attempt that came with it
+  // (NewtonDiverged, NonFiniteResidual, ...), shown as a note; or the kind itself if none.
+  FailureKind cause = FailureKind::NewtonDiverged;
+  bool has_cause = false;
   std::string message;  // the rendered message (error:, note:, help: lines)
 };
 
@@ -70,6 +100,20 @@ std::string render_failure(const FailureRecord& f, const CompiledModel& model);
 // The `note:` lines every solver's message shares: a fatal kernel status, the equation with the
 // largest residual and the unknown with the largest update, with their source lines.
 std::string render_failure_notes(const FailureRecord& f, const CompiledModel& model);
+
+// A NonFiniteOutput record for the outputs at (t, h): the column reported is the first
+// non-finite one defined by an explicit equation, else the first solved unknown, else the first
+// alias (an alias only repeats a value that is wrong elsewhere); count = all non-finite columns.
+// The message is rendered.
+FailureRecord nonfinite_output_failure(const CompiledModel& model, std::span<const double> outputs,
+                                       std::string_view solver, double t, double h);
+// The one-line warning of --nonfinite warn for such a record.
+std::string nonfinite_output_warning(const FailureRecord& f, const CompiledModel& model);
+// "'r' is defined by the equation f.mbs:5:3: r = sqrt(x - 1) (an explicit auxiliary the
+// compiler eliminated)" or "'x' (declared at f.mbs:2:3) is a solved unknown".
+std::string output_origin(const CompiledModel& model, int32_t output);
+// Name of component j of the state [q | der(q) | y] ("der(x)" for a velocity).
+std::string state_component_name(const CompiledModel& model, int32_t j);
 
 // Name and source of unknown i in [qdd | yd | z] order: the coordinate q, y or z it belongs to.
 std::string unknown_name(const CompiledModel& model, int32_t i);

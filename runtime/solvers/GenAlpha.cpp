@@ -207,7 +207,7 @@ SolveStatus NewmarkFamily::initialize() {
   x0_ = ws_.x;
   n_history_ = 0;
   matrix_valid_ = false;
-  initialized_ = true;
+  mark_initialized();
   return SolveStatus::Ok;
 }
 

@@ -65,13 +65,128 @@ Integrator::Integrator(std::shared_ptr<const CompiledModel> model, const SolverO
 
 std::span<const double> Integrator::evaluate_outputs() {
   if (!model_.outputs.fn) return {};
-  model_.outputs(ws_.v.data(), ws_.outputs.data());  // non-finite outputs are written as such
+  model_.outputs(ws_.v.data(), ws_.outputs.data());  // non-finite outputs are returned as such
   return ws_.outputs;
 }
 
 int Integrator::emit(const Observer& observer) {
   last_output_ = n_done_;
-  return observer(t_, evaluate_outputs());
+  if (skip_final_emit_) return kEmitFailed;
+  if (!model_.outputs.fn) return observer(t_, {});
+  const int32_t st = model_.outputs(ws_.v.data(), ws_.outputs.data());
+  if (st < 0 && !failure_) {
+    AttemptFailure a;
+    a.kind = FailureKind::KernelFatal;
+    a.kernel_status = st;
+    fail(a, FailurePhase::Step, h_last_ > 0.0 ? h_last_ : h_try_, 0);
+    return kEmitFailed;
+  }
+  if (st > 0) {
+    const double h = h_last_ > 0.0 ? h_last_ : h_try_;
+    if (failure_) return kEmitFailed;  // the run failed already; this point is not written
+    if (options_.nonfinite == NonFiniteAction::Error) {
+      failure_ = nonfinite_output_failure(model_, ws_.outputs, name(), t_, h);
+      return kEmitFailed;
+    }
+    if (!nonfinite_warned_) {
+      nonfinite_warned_ = true;
+      FailureRecord f = nonfinite_output_failure(model_, ws_.outputs, name(), t_, h);
+      warnings_.push_back(nonfinite_output_warning(f, model_));
+      if (progress_sink_) progress_sink_->warning(warnings_.back());
+    }
+  }
+  return observer(t_, ws_.outputs);
+}
+
+int32_t Integrator::largest_state(double& value) const {
+  const double* v = ws_.v.data();
+  const CompiledModel& m = model_;
+  int32_t best = -1;
+  value = 0.0;
+  double magnitude = 0.0;  // value, with NaN as infinity: NaN counts as the largest
+  const auto see = [&](double x, int32_t i) {
+    const double a = std::fabs(x);
+    const double key = std::isnan(a) ? std::numeric_limits<double>::infinity() : a;
+    if (key > magnitude || (best < 0 && key >= magnitude)) magnitude = key, value = a, best = i;
+  };
+  for (int32_t i = 0; i < m.n_q; ++i) see(v[m.q_slot[i]], i);
+  for (int32_t i = 0; i < m.n_q; ++i) see(v[m.qd_slot[i]], m.n_q + i);
+  for (int32_t j = 0; j < m.n_y; ++j) see(v[m.y_slot[j]], 2 * m.n_q + j);
+  return best;
+}
+
+bool Integrator::check_divergence(double h) {
+  const double* v = ws_.v.data();
+  const CompiledModel& m = model_;
+  const double limit = options_.divergence_limit;
+  bool out = false;
+  // One pass without branches taken in the usual case; the details only on failure.
+  for (int32_t i = 0; i < m.n_q; ++i) {
+    out |= !(std::fabs(v[m.q_slot[i]]) <= limit) || !(std::fabs(v[m.qd_slot[i]]) <= limit);
+  }
+  for (int32_t j = 0; j < m.n_y; ++j) out |= !(std::fabs(v[m.y_slot[j]]) <= limit);
+  if (!out) [[likely]]
+    return true;
+  FailureRecord f;
+  f.kind = FailureKind::Diverged;
+  f.phase = FailurePhase::Step;
+  f.solver = name();
+  f.t = t_;
+  f.h = h;
+  f.h_min = h_min_;
+  f.state = largest_state(f.value);
+  f.scale = state_scale_;
+  f.message = render_failure(f, model_);
+  failure_ = std::move(f);
+  skip_final_emit_ = true;
+  return false;
+}
+
+void Integrator::fail_step(double h, bool from_t, bool too_many) {
+  const AttemptFailure& a = attempt_failure_;
+  FailureRecord f;
+  f.kind = a.kind;
+  f.phase = FailurePhase::Step;
+  f.solver = name();
+  f.t = t_;
+  f.h = h;
+  f.h_min = from_t ? step_floor() : h_min_;
+  f.halvings = std::max(static_cast<int32_t>(std::lround(std::log2(options_.h / h))), 0);
+  f.kernel_status = a.kernel_status;
+  f.equation = a.equation;
+  f.residual = a.residual;
+  f.unknown = a.unknown;
+  f.update = a.update;
+  f.count = static_cast<int32_t>(std::min<int64_t>(interval_rejections_, INT32_MAX));
+  double largest = 0.0;
+  const int32_t component = largest_state(largest);
+  if (!(largest <= kDivergedGrowth * state_scale_)) {
+    f.kind = FailureKind::Diverged;
+  } else if (too_many) {
+    f.kind = FailureKind::TooManyRejections;
+  } else if (from_t) {
+    f.kind = FailureKind::StepCollapsed;
+  }
+  if (f.kind != a.kind) {
+    f.cause = a.kind;
+    f.has_cause = true;
+    f.state = component;
+    f.value = largest;
+    f.scale = state_scale_;
+  }
+  f.message = render_failure(f, model_);
+  failure_ = std::move(f);
+}
+
+void Integrator::start_progress() {
+  progress_.start(progress_sink_, name(), "t", t0_, t_end_);
+}
+
+void Integrator::mark_initialized() {
+  initialized_ = true;
+  double largest = 0.0;
+  largest_state(largest);
+  state_scale_ = std::isfinite(largest) ? std::max(1.0, largest) : 1.0;
 }
 
 void Integrator::fail(const AttemptFailure& a, FailurePhase phase, double h, int32_t halvings) {

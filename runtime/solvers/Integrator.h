@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "runtime/io/Interrupt.h"
+#include "runtime/io/Progress.h"
 #include "runtime/model/CompiledModel.h"
 #include "runtime/model/Workspace.h"
 #include "runtime/solvers/Failure.h"
@@ -76,9 +77,12 @@ class Integrator {
   // model.outputs at the current point (empty if the model has no outputs).
   std::span<const double> evaluate_outputs();
   const Statistics& statistics() const { return stats_; }
-  // Warnings about the choice of method for this model, found at creation (the front end shows
-  // them; the library prints nothing).
+  // Warnings about the choice of method for this model, found at creation, and warnings found
+  // while running (a non-finite output with --nonfinite warn), which also go to the progress
+  // sink when there is one (the front end shows them; the library prints nothing).
   const std::vector<std::string>& warnings() const { return warnings_; }
+  // Reports progress (and run-time warnings) to `sink` from run() and step() on; null: none.
+  void set_progress(ProgressSink* sink) { progress_sink_ = sink; }
   // Set when a call returned Failed; message() is the rendered text.
   const FailureRecord* failure() const { return failure_ ? &*failure_ : nullptr; }
 
@@ -101,7 +105,33 @@ class Integrator {
     return n >= n_steps_ ? t_end_ : t0_ + static_cast<double>(n) * options_.h;
   }
   void fail(const AttemptFailure& a, FailurePhase phase, double h, int32_t halvings);
+  // The outputs at the current point to the observer: 0 go on, non-zero the observer stopped
+  // the run, kEmitFailed a non-finite output with --nonfinite error (failure_ is set and the
+  // observer is not called: the row is not written).
+  static constexpr int kEmitFailed = std::numeric_limits<int>::min();
   int emit(const Observer& observer);
+
+  // ---- guards (docs/solvers.md, "Guards")
+  // The largest |component| of the state [q | der(q) | y] in v (index, -1 if there is none).
+  int32_t largest_state(double& value) const;
+  // After an accepted step: false (failure_ set: Diverged) when a state component is beyond
+  // options.divergence_limit or not finite.
+  bool check_divergence(double h);
+  // A step failure that ends the run (h is the last step tried, `from_t` says that the floor
+  // relative to t, not h_min, stopped the halving; `too_many`: the rejection limit): the kind
+  // is Diverged if the state has grown by kDivergedGrowth over its start scale, else
+  // TooManyRejections / StepCollapsed / the attempt's own kind. Sets failure_.
+  void fail_step(double h, bool from_t, bool too_many);
+  // The smallest step allowed at time t: h_min, and 64 eps max(|t|, |t_end|) (below 64 eps |t|,
+  // t + h/2 can hardly be told from t; the |t_end| term keeps a user's tiny --h-min from
+  // driving 1/h^2 towards overflow near t = 0).
+  double step_floor() const {
+    return std::max(h_min_, 64.0 * std::numeric_limits<double>::epsilon() *
+                                std::max(std::fabs(t_), std::fabs(t_end_)));
+  }
+  void start_progress();
+  // Called by initialize() once the start state is consistent: initialized_, state_scale_.
+  void mark_initialized();
 
   // One grid step with step halving; D provides `bool attempt(double h)` (false: attempt_failure_
   // says why; the state is unchanged) and `void accept(double h)`.
@@ -126,7 +156,18 @@ class Integrator {
   int64_t last_output_ = -1;  // grid index of the last output point
   int32_t success_streak_ = 0;
   bool initialized_ = false;
+  double h_last_ = 0.0;              // the last accepted step
+  double state_scale_ = 1.0;         // max(1, |state at t0|): the start scale of the state
+  int64_t interval_rejections_ = 0;  // rejected attempts since the last grid point
+  bool nonfinite_warned_ = false;
+  bool skip_final_emit_ = false;  // the last accepted point diverged: it is not written
+  ProgressSink* progress_sink_ = nullptr;
+  ProgressMeter progress_;
 };
+
+// A run that fails with its state grown by this factor over its start scale has diverged (the
+// message says so, with the failure of the last attempt as a note).
+inline constexpr double kDivergedGrowth = 1e8;
 
 // Creates the integrator chosen by options.solver. Throws SolverSetupError when the options are
 // invalid, the model is inconsistent (check_model) or the solver cannot handle the model (an
@@ -151,10 +192,13 @@ SolveStatus Integrator::advance_grid_step(D& self) {
     // h, and t_target - t carries the rounding of t.
     const bool last = h_try_ >= remaining * (1.0 - 1e-3);
     const double h = !last || std::fabs(remaining - h_try_) <= 1e-9 * h_try_ ? h_try_ : remaining;
+    progress_.tick(t_, h);
     if (self.attempt(h)) {
       self.accept(h);
       t_ = last ? t_target : t_ + h;
+      h_last_ = h;
       stats_.record_accepted_step(h);
+      if (!check_divergence(h)) return SolveStatus::Failed;
       if (h_try_ < options_.h && ++success_streak_ >= 2) {
         h_try_ = std::min(2.0 * h_try_, options_.h);
         success_streak_ = 0;
@@ -164,15 +208,19 @@ SolveStatus Integrator::advance_grid_step(D& self) {
     ++stats_.rejected_steps;
     success_streak_ = 0;
     // Below h_min, or where t + h/2 could not be told from t, halving is over.
-    const double floor =
-        std::max(h_min_, 64.0 * std::numeric_limits<double>::epsilon() * std::fabs(t_));
-    if (attempt_failure_.fatal() || 0.5 * h < floor) {
+    if (attempt_failure_.fatal()) {
       const auto halvings = static_cast<int32_t>(std::lround(std::log2(options_.h / h)));
       fail(attempt_failure_, FailurePhase::Step, h, std::max(halvings, 0));
       return SolveStatus::Failed;
     }
+    const bool too_many = ++interval_rejections_ > options_.max_rejections;
+    if (0.5 * h < step_floor() || too_many) {
+      fail_step(h, 0.5 * h >= h_min_, too_many);
+      return SolveStatus::Failed;
+    }
     h_try_ = 0.5 * h;
   }
+  interval_rejections_ = 0;
   ++n_done_;
   return n_done_ >= n_steps_ ? SolveStatus::Finished : SolveStatus::Ok;
 }
@@ -182,13 +230,20 @@ SolveStatus Integrator::run_loop(D& self, const Observer& observer) {
   if (failure_) return SolveStatus::Failed;
   if (!initialized_ && self.initialize() == SolveStatus::Failed) return SolveStatus::Failed;
   const auto start = std::chrono::steady_clock::now();
+  start_progress();
   SolveStatus status = SolveStatus::Finished;
   const int64_t every = options_.output_every;
-  if (observer && last_output_ != n_done_ && emit(observer) != 0) status = SolveStatus::Stopped;
+  // emit() != 0: the observer stopped the run, or (kEmitFailed) an output is not finite
+  const auto stopped = [](int e) {
+    return e == kEmitFailed ? SolveStatus::Failed : SolveStatus::Stopped;
+  };
+  if (observer && last_output_ != n_done_) {
+    if (const int e = emit(observer)) status = stopped(e);
+  }
   while (status == SolveStatus::Finished && n_done_ < n_steps_) {
     if (interrupt_requested()) {
       if (observer && last_output_ != n_done_) emit(observer);
-      status = SolveStatus::Interrupted;
+      status = failure_ ? SolveStatus::Failed : SolveStatus::Interrupted;
       break;
     }
     if (advance_grid_step(self) == SolveStatus::Failed) {
@@ -196,11 +251,11 @@ SolveStatus Integrator::run_loop(D& self, const Observer& observer) {
       status = SolveStatus::Failed;
       break;
     }
-    if (observer && ((every > 0 && n_done_ % every == 0) || n_done_ == n_steps_) &&
-        emit(observer) != 0) {
-      status = SolveStatus::Stopped;
+    if (observer && ((every > 0 && n_done_ % every == 0) || n_done_ == n_steps_)) {
+      if (const int e = emit(observer)) status = stopped(e);
     }
   }
+  progress_.finish();
   stats_.wall_time +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return status;

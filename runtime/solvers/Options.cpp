@@ -8,6 +8,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 namespace mbs::rt {
@@ -19,7 +20,9 @@ constexpr std::array<std::string_view, 10> kSolverNames = {
     "gen-alpha", "newmark", "trapezoidal", "euler", "midpoint",
     "rk33",      "rk44",    "rk6",         "ode23", "dopri5"};
 
-const std::array<OptionSpec, 20> kOptions = {{
+constexpr std::array<std::string_view, 2> kNonFiniteNames = {"error", "warn"};
+
+const std::array<OptionSpec, 23> kOptions = {{
     {.key = "t_end",
      .flag = "--t-end",
      .type = OptionType::Real,
@@ -189,6 +192,35 @@ const std::array<OptionSpec, 20> kOptions = {{
      .field = &SolverOptions::verbosity,
      .min = 0.0,
      .max = 3.0},
+    {.key = "nonfinite",
+     .flag = "--nonfinite",
+     .type = OptionType::Choice,
+     .unit = "",
+     .help = "a NaN or Inf in a column of the result: error (stop as a solver failure naming "
+             "the variable and its equation; the rows before it are kept) or warn (one warning, "
+             "the values are written)",
+     .field = &SolverOptions::nonfinite,
+     .choices = kNonFiniteNames},
+    {.key = "max_rejections",
+     .flag = "--max-rejections",
+     .type = OptionType::Integer,
+     .unit = "",
+     .help = "rejected step attempts (halvings, error-test rejections, load-step halvings) "
+             "allowed in one interval of the output grid before the run fails",
+     .field = &SolverOptions::max_rejections,
+     .min = 1.0,
+     .max = 2147483647.0},
+    {.key = "divergence_limit",
+     .flag = "--divergence-limit",
+     .type = OptionType::Real,
+     .unit = "",
+     .help = "the run has diverged when a state component (q, der(q), y) exceeds this in "
+             "magnitude",
+     .field = &SolverOptions::divergence_limit,
+     .min = 0.0,
+     .max = kInf,
+     .min_open = true,
+     .max_open = true},
 }};
 
 std::string_view trim(std::string_view s) {
@@ -251,6 +283,29 @@ std::string normalized_key(std::string_view name) {
   std::string key(name);
   std::replace(key.begin(), key.end(), '-', '_');
   return key;
+}
+
+// The index of a Choice option's value, and setting it by index.
+size_t choice_index(const SolverOptions& o, const OptionSpec& s) {
+  return std::visit(
+      [&](auto field) -> size_t {
+        using T = std::remove_reference_t<decltype(o.*field)>;
+        if constexpr (std::is_enum_v<T>) {
+          return static_cast<size_t>(o.*field);
+        } else {
+          return 0;
+        }
+      },
+      s.field);
+}
+
+void set_choice(SolverOptions& o, const OptionSpec& s, size_t i) {
+  std::visit(
+      [&](auto field) {
+        using T = std::remove_reference_t<decltype(o.*field)>;
+        if constexpr (std::is_enum_v<T>) o.*field = static_cast<T>(i);
+      },
+      s.field);
 }
 
 std::optional<std::string> parse_real(const OptionSpec& s, std::string_view text, double& out) {
@@ -349,10 +404,12 @@ std::optional<std::string> set_option(SolverOptions& options, std::string_view n
     }
     case OptionType::Choice: {
       // `rk4` stays a name of rk44
-      const std::string_view choice = iequal(text, "rk4") ? std::string_view("rk44") : text;
+      const bool solver = std::holds_alternative<SolverKind SolverOptions::*>(s.field);
+      const std::string_view choice =
+          solver && iequal(text, "rk4") ? std::string_view("rk44") : text;
       for (size_t i = 0; i < s.choices.size(); ++i) {
         if (iequal(choice, s.choices[i])) {
-          options.*std::get<SolverKind SolverOptions::*>(s.field) = static_cast<SolverKind>(i);
+          set_choice(options, s, i);
           return std::nullopt;
         }
       }
@@ -372,8 +429,7 @@ std::string get_option(const SolverOptions& options, const OptionSpec& s) {
     case OptionType::Boolean:
       return options.*std::get<bool SolverOptions::*>(s.field) ? "true" : "false";
     case OptionType::Choice:
-      return std::string(
-          s.choices[static_cast<size_t>(options.*std::get<SolverKind SolverOptions::*>(s.field))]);
+      return std::string(s.choices[choice_index(options, s)]);
   }
   return {};
 }
@@ -400,6 +456,20 @@ std::optional<std::string> validate(const SolverOptions& o) {
   }
   if (static_cast<size_t>(o.solver) >= kSolverNames.size())
     return "option --solver: invalid solver";
+  if (static_cast<size_t>(o.nonfinite) >= kNonFiniteNames.size())
+    return "option --nonfinite: invalid value";
+  // A step that time cannot resolve, or whose 1/h^2 overflows the Newton matrix, would fail
+  // later with a misleading message (a singular matrix blamed on a multiplier): refuse it here.
+  const double h_floor =
+      kMinStepUlps * std::numeric_limits<double>::epsilon() * std::max(1.0, std::fabs(o.t_end));
+  if (!(o.h >= h_floor)) {
+    return fmt::format(
+        "option --step (h) = {} is too small: time cannot resolve it over a run to t = {} (at t "
+        "the spacing of doubles is eps*|t|; t + h would be t or nearly so, and 1/h^2 in the "
+        "Newton matrix {}); the smallest step is {:.3g} = {} * eps * max(1, |t_end|)",
+        format_real(o.h), format_real(o.t_end),
+        1.0 / (o.h * o.h) > 1e300 ? "overflows" : "is ill-conditioned", h_floor, kMinStepUlps);
+  }
   if (o.rtol == 0.0 && o.atol == 0.0) {
     return "options --rtol and --atol are both 0: the Newton iteration could never converge";
   }

@@ -40,6 +40,10 @@ inline bool is_adaptive(SolverKind k) {
   return k == SolverKind::Ode23 || k == SolverKind::Dopri5;
 }
 
+// What a non-finite value (NaN, Inf) in a column of the result does: stop the run as a solver
+// failure (the row is not written), or warn once and write it.
+enum class NonFiniteAction : uint8_t { Error, Warn };
+
 struct SolverOptions {
   double t_end = 1.0;  // end time [s]; the run starts at the model's time (v0)
   double h = 1e-3;     // step size [s]; results are on the grid t0 + n h
@@ -61,6 +65,13 @@ struct SolverOptions {
   bool ignore_constraints = false;    // explicit methods: drop algebraic equations (z = 0)
   int32_t load_steps = 10;            // static solver: number of load steps
   int32_t verbosity = 0;              // 0 quiet, 1 steps, 2 Newton iterations, 3 everything
+  NonFiniteAction nonfinite = NonFiniteAction::Error;  // a NaN or Inf in a written column
+  // Rejected step attempts (halvings, error-test rejections) allowed in one interval of the
+  // output grid before the run fails (TooManyRejections).
+  int32_t max_rejections = 1000;
+  // The run has diverged when a state component (q, der(q), y; the static solver: q, y, z)
+  // exceeds this in magnitude.
+  double divergence_limit = 1e100;
 
   // h_min with the automatic value resolved: 1e-12 * max(1, |t_end|), so that t + h_min still
   // differs from t by some 10^4 units in the last place over the whole run, but at most h / 1024
@@ -72,8 +83,9 @@ struct SolverOptions {
 enum class OptionType : uint8_t { Real, Integer, Boolean, Choice };
 
 struct OptionSpec {
-  using Field = std::variant<double SolverOptions::*, int32_t SolverOptions::*,
-                             bool SolverOptions::*, SolverKind SolverOptions::*>;
+  using Field =
+      std::variant<double SolverOptions::*, int32_t SolverOptions::*, bool SolverOptions::*,
+                   SolverKind SolverOptions::*, NonFiniteAction SolverOptions::*>;
   std::string_view key;   // "t_end"
   std::string_view flag;  // "--t-end"
   OptionType type;
@@ -103,9 +115,15 @@ std::string get_option(const SolverOptions& options, const OptionSpec& spec);
 // The default value as text (from a default-constructed SolverOptions).
 std::string default_text(const OptionSpec& spec);
 
-// Checks the options together (ranges, h_min < h, tolerances not both zero). Returns an error
-// message or nullopt.
+// Checks the options together (ranges, h_min < h, tolerances not both zero, a step that time can
+// resolve: h >= kMinStepUlps * eps * max(1, |t_end|)). Returns an error message or nullopt.
 std::optional<std::string> validate(const SolverOptions& options);
+
+// The smallest step validate() accepts, in units of eps * max(1, |t_end|): t + h then differs
+// from t by at least this many units in the last place everywhere on [0, t_end], the step can be
+// halved about ten times before t + h/2^k is lost in rounding, and 1/h^2 (the Newton matrix of
+// an implicit method scales position rows by it) stays far from overflow.
+inline constexpr double kMinStepUlps = 4096.0;
 
 std::string_view solver_name(SolverKind kind);
 

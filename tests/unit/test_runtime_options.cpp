@@ -57,7 +57,10 @@ TEST(Options, TableIsCompleteAndConsistent) {
                                          "ignore_constraints",
                                          "load_steps",
                                          "verbosity",
-                                         "initial_accelerations"}));
+                                         "initial_accelerations",
+                                         "nonfinite",
+                                         "max_rejections",
+                                         "divergence_limit"}));
   EXPECT_EQ(default_text(*find_option("h")), "0.001");
   EXPECT_EQ(default_text(*find_option("solver")), "gen-alpha");
   EXPECT_NE(format_option_table().find("--rho-inf"), std::string::npos);
@@ -148,6 +151,35 @@ TEST(Options, ValidatesCombinations) {
   o.t_end = 1e9;  // the automatic h_min stays below h
   EXPECT_FALSE(validate(o).has_value());
   EXPECT_EQ(o.effective_h_min(), 1e-3 / 1024.0);
+}
+
+// A step the time axis cannot resolve (t + h == t, or 1/h^2 overflowing the Newton matrix) is
+// refused before a run, naming the step, rather than failing later as a singular matrix.
+TEST(Options, StepTooSmallForTheTimeAxisIsRefused) {
+  SolverOptions o;
+  EXPECT_FALSE(set_option(o, "--step", "1e-300").has_value());  // in range (0, inf) ...
+  const std::string err = validate(o).value_or("");             // ... but not usable
+  EXPECT_EQ(err.rfind("option --step (h) = 1e-300 is too small", 0), 0u) << err;
+  EXPECT_NE(err.find("overflows"), std::string::npos) << err;
+  o.h = 1e-12;  // above 4096 eps for t_end = 1
+  EXPECT_FALSE(validate(o).has_value());
+  o.t_end = 1e6;  // ... but not for t_end = 1e6: t + h would lose all but a few bits of h
+  EXPECT_TRUE(validate(o).has_value());
+}
+
+TEST(Options, GuardOptions) {
+  SolverOptions o;
+  EXPECT_EQ(o.nonfinite, NonFiniteAction::Error);
+  EXPECT_FALSE(set_option(o, "--nonfinite", "warn").has_value());
+  EXPECT_EQ(o.nonfinite, NonFiniteAction::Warn);
+  EXPECT_EQ(get_option(o, *find_option("nonfinite")), "warn");
+  EXPECT_EQ(set_option(o, "nonfinite", "rk4").value_or(""),
+            "option --nonfinite (nonfinite): 'rk4' is not one of: error, warn");
+  EXPECT_EQ(set_option(o, "max_rejections", "0").value_or(""),
+            "option --max-rejections (max_rejections): 0 is outside the valid range [1, "
+            "2147483647]");
+  EXPECT_FALSE(set_option(o, "--divergence-limit", "1e50").has_value());
+  EXPECT_EQ(o.divergence_limit, 1e50);
 }
 
 TEST(Options, CommandLineIsBuiltFromTheTable) {

@@ -18,6 +18,7 @@
 #include "runtime/io/AtomicFile.h"
 #include "runtime/io/CsvWriter.h"
 #include "runtime/io/Interrupt.h"
+#include "runtime/io/Progress.h"
 #include "runtime/solvers/Integrator.h"
 #include "runtime/solvers/Options.h"
 #include "runtime/solvers/OptionsCli.h"
@@ -126,7 +127,18 @@ int main(int argc, char** argv) {
                "damping ratio (at the start, or at the equilibrium with --static)");
   app.add_option("--stats-csv", stats_csv, "write the solver statistics as CSV to this file")
       ->type_name("FILE.csv");
-  app.add_flag("-v,--verbose", copts.verbose, "print each pass's time and the solver statistics");
+  app.add_flag("-v,--verbose", copts.verbose,
+               "print each pass's time, the solver statistics and a progress line every "
+               "--progress-interval seconds during a run");
+  bool quiet = false;
+  app.add_flag("-q,--quiet", quiet,
+               "no progress output (by default a run on a terminal shows one updating line "
+               "once it has lasted 1 s)");
+  double progress_interval = 3.0;
+  app.add_option("--progress-interval", progress_interval,
+                 "seconds between progress lines with -v (default 3)")
+      ->type_name("S")
+      ->check(CLI::PositiveNumber);
   mbs::rt::SolverOptions sopts;
   mbs::rt::add_solver_options(app, sopts);
 
@@ -235,6 +247,7 @@ int main(int argc, char** argv) {
     return kExitOk;
   }
   mbs::rt::install_interrupt_handler();
+  mbs::rt::StderrProgress progress(mbs::rt::progress_mode(copts.verbose, quiet), progress_interval);
   std::vector<double> state;  // the state linearised at: the equilibrium, or the start
   const mbs::rt::Statistics* last_stats = nullptr;
   mbs::rt::Statistics static_stats;
@@ -252,11 +265,13 @@ int main(int argc, char** argv) {
     }
     mbs::rt::StaticResult res;
     try {
-      res = mbs::rt::solve_static(compiled.model, sopts,
-                                  [&](double load, std::span<const double> values) {
-                                    csv->write_row(load, values);
-                                    return 0;
-                                  });
+      res = mbs::rt::solve_static(
+          compiled.model, sopts,
+          [&](double load, std::span<const double> values) {
+            csv->write_row(load, values);
+            return 0;
+          },
+          &progress);
     } catch (const mbs::rt::SolverSetupError& e) {
       std::cerr << "mbsc: error: " << e.what() << "\n";
       return kExitUsage;
@@ -295,8 +310,10 @@ int main(int argc, char** argv) {
       return kExitUsage;
     }
   }
-  if (solver)
+  if (solver) {
     for (const auto& w : solver->warnings()) std::cerr << w << "\n";
+    solver->set_progress(&progress);  // progress lines and warnings found while running
+  }
   if (analyse && state.empty()) {
     // linearise at the start: consistent accelerations and multipliers from the initial system
     if (solver->initialize() == mbs::rt::SolveStatus::Failed) {
@@ -332,8 +349,8 @@ int main(int argc, char** argv) {
       std::cerr << solver->failure()->message;
       if (!solver->failure()->message.empty() && solver->failure()->message.back() != '\n')
         std::cerr << "\n";
-      std::cerr << fmt::format("mbsc: {} rows up to t = {} are in {}\n", csv->rows(),
-                               solver->time(), output);
+      std::cerr << fmt::format("mbsc: the run stopped at t = {}; the {} rows before are in {}\n",
+                               solver->time(), csv->rows(), output);
       return kExitSolverFailure;
     }
     std::cerr << fmt::format(

@@ -1,0 +1,256 @@
+// "Never a silently wrong number" (docs/diagnostics.md, "Guarantees of the results"): every
+// value written is checked, divergence is never hidden, nothing hangs silently. These tests run
+// the built mbsc on small models written to temporary files.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Result mbsc(const std::string& args) {
+  const std::string tag = std::to_string(getpid());
+  const std::string out = testing::TempDir() + "guards_out_" + tag + ".txt";
+  const std::string err = testing::TempDir() + "guards_err_" + tag + ".txt";
+  const std::string cmd = std::string("cd '") + MBS_SOURCE_DIR + "' && '" + MBS_MBSC_PATH + "' " +
+                          args + " >'" + out + "' 2>'" + err + "'";
+  const int status = std::system(cmd.c_str());
+  Result r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+std::vector<std::vector<std::string>> read_csv(const std::string& path) {
+  std::vector<std::vector<std::string>> rows;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    std::stringstream ss(line);
+    std::string c;
+    while (std::getline(ss, c, ',')) cells.push_back(c);
+    rows.push_back(cells);
+  }
+  return rows;
+}
+
+std::string tmp(const std::string& name) {
+  return testing::TempDir() + std::to_string(getpid()) + "_" + name;
+}
+
+std::string write_model(const std::string& name, const std::string& text) {
+  const std::string path = tmp(name);
+  std::ofstream(path) << text;
+  return path;
+}
+
+bool contains(const std::string& s, const std::string& what) {
+  return s.find(what) != std::string::npos;
+}
+
+// x = 1 - t; r = sqrt(x - 0.495) is NaN for t > 0.505 while x stays fine.
+const char* kSqrtModel =
+    "model SqrtNeg\n"
+    "  Real x(start = 1);\n"
+    "  Real r;\n"
+    "equation\n"
+    "  der(x) = -1;\n"
+    "  r = sqrt(x - 0.495);\n"
+    "end SqrtNeg;\n";
+
+// x' = x^2, x(0) = 1: x = 1/(1 - t) blows up at t = 1.
+const char* kBlowUpModel =
+    "model BlowUp\n"
+    "  Real x(start = 1);\n"
+    "equation\n"
+    "  der(x) = x^2;\n"
+    "end BlowUp;\n";
+
+// x' = -1e6 x: stiff; an explicit method at h = 1e-3 is far outside its stability region.
+const char* kStiffModel =
+    "model Stiff\n"
+    "  Real x(start = 1);\n"
+    "equation\n"
+    "  der(x) = -1e6*x;\n"
+    "end Stiff;\n";
+
+TEST(Guards, NonFiniteAuxiliaryStopsTheRunAndNamesItsEquation) {
+  const std::string model = write_model("sqrtneg.mbs", kSqrtModel);
+  for (const char* solver : {"gen-alpha", "rk4", "dopri5"}) {
+    SCOPED_TRACE(solver);
+    const std::string csv = tmp("sqrtneg.csv");
+    const Result r = mbsc("'" + model + "' --simulate --t-end 1 --step 0.01 --solver " + solver +
+                          " --output '" + csv + "'");
+    EXPECT_EQ(r.code, 3) << r.err;
+    EXPECT_TRUE(contains(r.err, "'r'")) << r.err;
+    EXPECT_TRUE(contains(r.err, "sqrtneg.mbs:6:3: r = sqrt(x - 0.495)")) << r.err;
+    EXPECT_TRUE(contains(r.err, "t = 0.51")) << r.err;
+    EXPECT_TRUE(contains(r.err, "h = 0.01")) << r.err;
+    const auto rows = read_csv(csv);
+    ASSERT_EQ(rows.size(), 52u);  // header, t = 0, 0.01, ..., 0.5
+    for (size_t i = 1; i < rows.size(); ++i) {
+      ASSERT_EQ(rows[i].size(), 3u);
+      for (const auto& cell : rows[i]) EXPECT_TRUE(std::isfinite(std::stod(cell))) << cell;
+    }
+    EXPECT_NEAR(std::stod(rows.back()[0]), 0.5, 1e-12);
+  }
+}
+
+TEST(Guards, NonFiniteAtTheStartTimeWritesNoRow) {
+  const std::string model = write_model("divzero.mbs",
+                                        "model DivZero\n  Real x(start = 0);\n  Real w;\n"
+                                        "equation\n  der(x) = 1;\n  w = 1/x;\nend DivZero;\n");
+  const std::string csv = tmp("divzero.csv");
+  const Result r = mbsc("'" + model + "' --simulate --output '" + csv + "'");
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_TRUE(contains(r.err, "'w' is inf at t = 0")) << r.err;
+  EXPECT_TRUE(contains(r.err, "divzero.mbs:6:3: w = 1/x")) << r.err;
+  EXPECT_EQ(read_csv(csv).size(), 1u);  // the header only
+}
+
+TEST(Guards, NonFiniteWarnKeepsGoingWithOneWarning) {
+  const std::string model = write_model("sqrtneg_warn.mbs", kSqrtModel);
+  const std::string csv = tmp("sqrtneg_warn.csv");
+  const Result r = mbsc("'" + model + "' --simulate --t-end 1 --step 0.01 --nonfinite warn" +
+                        " --output '" + csv + "'");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "warning:")) << r.err;
+  EXPECT_TRUE(contains(r.err, "'r'")) << r.err;
+  EXPECT_TRUE(contains(r.err, "t = 0.51")) << r.err;
+  EXPECT_EQ(r.err.find("warning:"), r.err.rfind("warning:")) << "one warning only\n" << r.err;
+  const auto rows = read_csv(csv);
+  ASSERT_EQ(rows.size(), 102u);
+  EXPECT_TRUE(std::isnan(std::stod(rows.back()[2]))) << rows.back()[2];
+}
+
+TEST(Guards, StiffModelWithAnExplicitMethodDivergesInsteadOfWritingHugeValues) {
+  const std::string model = write_model("stiff.mbs", kStiffModel);
+  for (const char* solver : {"rk4", "euler", "rk6"}) {
+    SCOPED_TRACE(solver);
+    const std::string csv = tmp("stiff.csv");
+    const Result r = mbsc("'" + model + "' --simulate --t-end 1 --step 1e-3 --solver " + solver +
+                          " --output '" + csv + "'");
+    EXPECT_EQ(r.code, 3) << r.err;
+    EXPECT_TRUE(contains(r.err, "the solution grows without bound")) << r.err;
+    EXPECT_TRUE(contains(r.err, "implicit solver")) << r.err;
+    const auto rows = read_csv(csv);
+    for (size_t i = 1; i < rows.size(); ++i) EXPECT_LE(std::fabs(std::stod(rows[i][1])), 1e100);
+  }
+}
+
+TEST(Guards, StiffModelWithDopri5StopsAtTheRejectionLimit) {
+  const std::string model = write_model("stiff_dopri.mbs", kStiffModel);
+  const Result r = mbsc("'" + model + "' --simulate --t-end 1 --step 1e-3 --solver dopri5 " +
+                        "--max-rejections 3 --output '" + tmp("stiff_dopri.csv") + "'");
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_TRUE(contains(r.err, "too many rejected step attempts")) << r.err;
+  EXPECT_TRUE(contains(r.err, "--max-rejections")) << r.err;
+}
+
+TEST(Guards, BlowUpIsReportedAsDivergenceByEveryIntegrator) {
+  const std::string model = write_model("blowup.mbs", kBlowUpModel);
+  for (const char* solver :
+       {"gen-alpha", "newmark", "trapezoidal", "euler", "rk4", "rk6", "ode23", "dopri5"}) {
+    SCOPED_TRACE(solver);
+    const std::string csv = tmp("blowup.csv");
+    const Result r = mbsc("'" + model + "' --simulate --t-end 2 --step 1e-3 --solver " + solver +
+                          " --output '" + csv + "'");
+    EXPECT_EQ(r.code, 3) << r.err;
+    EXPECT_TRUE(contains(r.err, "the solution grows without bound")) << r.err;
+    EXPECT_TRUE(contains(r.err, "'x'")) << r.err;
+    const auto rows = read_csv(csv);
+    ASSERT_GT(rows.size(), 900u);
+    EXPECT_LT(std::stod(rows.back()[0]), 1.05);  // euler lags the exact pole a little
+  }
+}
+
+TEST(Guards, StaticSolverReportsARunawayNewtonIterateAsDivergence) {
+  // atan(x) = 2 s has no solution for s > pi/4: Newton runs off to infinity
+  const std::string model = write_model("noequilibrium.mbs",
+                                        "model NoEq\n  Real x(start = 0);\nequation\n"
+                                        "  der(x) = atan(x) - 2;\nend NoEq;\n");
+  const Result r = mbsc("'" + model + "' --static --output '" + tmp("noeq.csv") + "'");
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_TRUE(contains(r.err, "error: static: the solution grows without bound")) << r.err;
+  EXPECT_TRUE(contains(r.err, "beyond --divergence-limit")) << r.err;
+}
+
+TEST(Guards, TinyStepIsAUsageError) {
+  for (const char* step : {"1e-300", "1e-17"}) {
+    SCOPED_TRACE(step);
+    const Result r = mbsc(std::string("examples/pendulum.mbs --simulate --step ") + step);
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_TRUE(contains(r.err, std::string("option --step (h) = ") + step + " is too small"))
+        << r.err;
+    EXPECT_FALSE(contains(r.err, "singular")) << r.err;
+  }
+}
+
+TEST(Guards, TinyHMinEndsAsACollapsedStepNotAnOverflow) {
+  // log(0.5 - x) has no value beyond t = 0.5: halving goes on down to the floor relative to t
+  const std::string model = write_model("collapse.mbs",
+                                        "model Collapse\n  Real x(start = 0);\n"
+                                        "  Real z(start = 0);\nequation\n  der(x) = 1;\n"
+                                        "  der(z) = log(0.5 - x);\nend Collapse;\n");
+  const Result r = mbsc("'" + model + "' --simulate --step 1e-2 --h-min 1e-300 --output '" +
+                        tmp("collapse.csv") + "'");
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_TRUE(contains(r.err, "the step size collapsed")) << r.err;
+  EXPECT_TRUE(contains(r.err, "a residual is not finite")) << r.err;  // the cause
+  EXPECT_TRUE(contains(r.err, "log(0.5 - x)")) << r.err;
+}
+
+TEST(Guards, VerboseRunPrintsProgressLines) {
+  // about a million steps; --progress-interval 0.001 makes any run long enough for a line
+  const std::string csv = tmp("progress.csv");
+  const Result r = mbsc(
+      "examples/pendulum.mbs --simulate --t-end 100 --step 1e-4 --output-every 100000 "
+      "-v --progress-interval 0.001 --output '" +
+      csv + "'");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "mbsc: t = ")) << r.err;
+  EXPECT_TRUE(contains(r.err, " of 100 (")) << r.err;
+  EXPECT_TRUE(contains(r.err, "steps/s")) << r.err;
+  // --quiet silences it; not a terminal and no -v: nothing either
+  const Result q = mbsc(
+      "examples/pendulum.mbs --simulate --t-end 100 --step 1e-4 --output-every 100000 -v -q "
+      "--progress-interval 0.001 --output '" +
+      csv + "'");
+  EXPECT_EQ(q.code, 0) << q.err;
+  EXPECT_FALSE(contains(q.err, "mbsc: t = ")) << q.err;
+}
+
+TEST(Guards, HelpListsTheGuardOptionsWithDefaults) {
+  const Result r = mbsc("--help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_TRUE(contains(r.out, "--nonfinite")) << r.out;
+  EXPECT_TRUE(contains(r.out, "(default error)")) << r.out;
+  EXPECT_TRUE(contains(r.out, "--max-rejections")) << r.out;
+  EXPECT_TRUE(contains(r.out, "(default 1000)")) << r.out;
+  EXPECT_TRUE(contains(r.out, "--divergence-limit")) << r.out;
+  EXPECT_TRUE(contains(r.out, "(default 1e+100)")) << r.out;
+  EXPECT_TRUE(contains(r.out, "--quiet")) << r.out;
+  EXPECT_TRUE(contains(r.out, "--progress-interval")) << r.out;
+}
+
+}  // namespace
