@@ -189,10 +189,14 @@ FailureRecord nonfinite_output_failure(const CompiledModel& m, std::span<const d
       best_rank = rank, f.output = static_cast<int32_t>(k), f.value = outputs[k];
   }
   std::string& out = f.message;
+  // the static solver's independent variable is the load factor, not time
+  const std::string where = solver == "static"
+                                ? fmt::format("at load factor {} (load step {:.6g})", t, h)
+                                : fmt::format("at t = {} (step h = {:.6g})", t, h);
   out = fmt::format(
-      "error: {}: the value of '{}' is {} at t = {} (step h = {:.6g}); a result is "
-      "never written with a non-finite value\n",
-      solver, output_name(m, f.output), f.value, t, h);
+      "error: {}: the value of '{}' is {} {}; a result is never written with a non-finite "
+      "value\n",
+      solver, output_name(m, f.output), f.value, where);
   out += fmt::format("note: {}\n", output_origin(m, f.output));
   if (f.count > 1) {
     std::string others;

@@ -195,6 +195,20 @@ TEST(Guards, StaticSolverReportsARunawayNewtonIterateAsDivergence) {
   EXPECT_TRUE(contains(r.err, "beyond --divergence-limit")) << r.err;
 }
 
+TEST(Guards, StaticSolverStopsAtANonFiniteValueAndNamesTheLoadFactor) {
+  // x = 2 at full load, but r = log(x - 2) is log(negative) along the load path
+  const std::string model = write_model("static_nan.mbs",
+                                        "model SN\n  Real x(start = 1);\n  Real r;\nequation\n"
+                                        "  x = 2;\n  r = log(x - 2);\nend SN;\n");
+  const std::string csv = tmp("static_nan.csv");
+  const Result r = mbsc("'" + model + "' --static --output '" + csv + "'");
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_TRUE(contains(r.err, "the value of 'r' is")) << r.err;
+  EXPECT_TRUE(contains(r.err, "at load factor")) << r.err;
+  EXPECT_TRUE(contains(r.err, "static_nan.mbs:6:3: r = log(x - 2)")) << r.err;
+  EXPECT_EQ(slurp(csv).find("nan"), std::string::npos);
+}
+
 TEST(Guards, TinyStepIsAUsageError) {
   for (const char* step : {"1e-300", "1e-17"}) {
     SCOPED_TRACE(step);
