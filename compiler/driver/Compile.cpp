@@ -114,7 +114,9 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
 
   // ---- read
   std::string text;
-  {
+  if (options.source) {
+    text = *options.source;
+  } else {
     std::ifstream in(options.file, std::ios::binary);
     std::error_code ec;
     if (!in || std::filesystem::is_directory(options.file, ec)) {
@@ -208,6 +210,7 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
       return finish(false);
     }
   }
+  if (!options.codegen) return finish(true);
 
   // ---- codegen
   std::string error, ir;
