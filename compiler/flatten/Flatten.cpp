@@ -280,6 +280,7 @@ class Flattener {
   std::vector<std::unique_ptr<ClassEntry>> entries_;
   std::map<const ast::ClassDef*, const ClassEntry*> entry_of_;
   std::vector<Instance*> scalars_;  // by var index
+  size_t instances_ = 0;            // made so far, at most kMaxInstances
   // lazy binding evaluation state per var: 0 not yet, 1 in progress, 2 done
   std::vector<uint8_t> binding_state_;
   std::vector<uint8_t> resolved_state_;  // resolved_binding: 0 not yet, 1 in progress, 2 done
@@ -315,6 +316,9 @@ class Flattener {
 };
 
 constexpr int kMaxDepth = 64;
+// Component instances (array elements one by one) in one model: bounds what one model may cost
+// (docs/diagnostics.md, "Limits"; fuzz/regressions/flatten/array_of_1e10_scalars.mbs hung).
+constexpr size_t kMaxInstances = 100'000;
 
 // Optimal-string-alignment distance: insertions, deletions, substitutions and transpositions.
 size_t edit_distance(const std::string& a, const std::string& b) {
@@ -595,6 +599,9 @@ std::unique_ptr<Instance> Flattener::make_typed(Instance* parent, const std::str
                                                 const std::string& builtin, const ModEntry& mod,
                                                 std::vector<int> dims, size_t dim_pos, VarRole role,
                                                 bool flow, bool connector, int depth) {
+  if (++instances_ > kMaxInstances)
+    fail(DiagKind::unsupported, c.span,
+         {fmt::format("a model of more than {} component instances", kMaxInstances)});
   auto inst = std::make_unique<Instance>();
   inst->path = path;
   inst->type_name = c.type_name;
