@@ -2,14 +2,16 @@
 # One-step set-up for a fresh Debian 12 machine (run as root, or as a user with sudo).
 #   tools/setup.sh example   install what is missing, build, simulate examples/pendulum.mbs
 #   tools/setup.sh test      install what is missing, build with warnings as errors, run every
-#                            test, then build and run the test suite under ASan + UBSan
+#                            test, then build and run the test suite under ASan + UBSan, then
+#                            fuzz the compiler for a minute (fuzz/run.sh 60)
+#   tools/setup.sh test-fast the first part of `test` only (no ASan, no fuzzing)
 # Both can be run again at any time; they only redo what changed.
 set -eu
 cd "$(dirname "$0")/.."
 what=${1:-}
 case "$what" in
   example|test|test-fast) ;;
-  *) echo "usage: tools/setup.sh example|test" >&2; exit 2 ;;
+  *) echo "usage: tools/setup.sh example|test|test-fast" >&2; exit 2 ;;
 esac
 
 tools/install-deps.sh
@@ -32,6 +34,7 @@ case "$what" in
       cmake --preset asan >/dev/null
       cmake --build --preset asan -j "$jobs"
       ctest --preset asan -j "$jobs"
+      fuzz/run.sh 60
     fi
     echo "setup: all tests passed"
     ;;

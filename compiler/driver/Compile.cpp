@@ -120,7 +120,9 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
 
   // ---- read
   std::string text;
-  {
+  if (options.source) {
+    text = *options.source;
+  } else {
     std::ifstream in(options.file, std::ios::binary);
     const int open_errno = errno;
     std::error_code ec;
@@ -225,6 +227,7 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
       return finish(false);
     }
   }
+  if (!options.codegen) return finish(true);
 
   // ---- codegen
   std::string error, ir;

@@ -6,6 +6,7 @@
 #include <iosfwd>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@ namespace mbs {
 
 struct CompileOptions {
   std::string file;                         // the main .mbs file
+  std::optional<std::string> source;        // the text of `file`, instead of reading it
   std::string model;                        // model to compile; empty: the last model in the file
   std::vector<std::string> include_dirs;    // -I, searched before $MBS_PATH and stdlib/
   std::map<std::string, double> overrides;  // --set NAME=VALUE
@@ -23,6 +25,9 @@ struct CompileOptions {
   int opt_level = 2;                        // LLVM optimisation level
   bool reactions = false;                   // multibody: every joint's wrench as outputs
   bool inverse_dynamics = false;            // compile for rt::InverseDynamics (MechOptions)
+  // false: stop before code generation, after the start-value check (ok = no errors, model =
+  // null; the fuzz targets use it)
+  bool codegen = true;
   // Object cache directory for compiled kernels; "" = default_cache_dir(), "off" = no cache.
   std::string cache_dir;
   int recursive_depth = -1;  // multibody recursive form above this tree depth

@@ -199,6 +199,11 @@ struct Scope {
 
 struct BuildError {};  // thrown after a diagnostic has been reported, caught per equation
 
+// Component instances (array elements one by one) in one model, and elements of one array value:
+// bounds what one model may cost (docs/diagnostics.md, "Limits"; the inputs in
+// fuzz/regressions/flatten/ hung or crashed).
+constexpr size_t kMaxInstances = 100'000;
+
 class Flattener {
  public:
   Flattener(ClassLoader& loader, const SourceManager& sources, sym::Context& cx,
@@ -245,6 +250,12 @@ class Flattener {
   Expr scalar_of(const Value& v, Span span, const char* what);
   double structural(Expr e, Span span, const std::string& what);
   long structural_int(const Value& v, Span span, const std::string& what);
+  // Fails unless an array value of `count` elements is within kMaxInstances.
+  void check_elements(double count, Span span) {
+    if (!(count <= static_cast<double>(kMaxInstances)))
+      fail(DiagKind::bad_subscript, span,
+           {fmt::format("an array of more than {} elements", kMaxInstances)});
+  }
   Expr resolve_parameters(Expr e, Span span, const std::string& what);
   Expr binding_of(size_t var, Span use);
   Expr resolved_binding(size_t var, Span use);
@@ -285,6 +296,7 @@ class Flattener {
   std::vector<std::unique_ptr<ClassEntry>> entries_;
   std::map<const ast::ClassDef*, const ClassEntry*> entry_of_;
   std::vector<Instance*> scalars_;  // by var index
+  size_t instances_ = 0;            // made so far, at most kMaxInstances
   // lazy binding evaluation state per var: 0 not yet, 1 in progress, 2 done
   std::vector<uint8_t> binding_state_;
   std::vector<uint8_t> resolved_state_;  // resolved_binding: 0 not yet, 1 in progress, 2 done
@@ -600,6 +612,9 @@ std::unique_ptr<Instance> Flattener::make_typed(Instance* parent, const std::str
                                                 const std::string& builtin, const ModEntry& mod,
                                                 std::vector<int> dims, size_t dim_pos, VarRole role,
                                                 bool flow, bool connector, int depth) {
+  if (++instances_ > kMaxInstances)
+    fail(DiagKind::unsupported, c.span,
+         {fmt::format("a model of more than {} component instances", kMaxInstances)});
   auto inst = std::make_unique<Instance>();
   inst->path = path;
   inst->type_name = c.type_name;
@@ -1363,8 +1378,7 @@ Value Flattener::eval(const ast::Expr& e, Scope s) {
       }
       if (step == 0) fail(DiagKind::bad_subscript, e.span, {"the step of a range is zero"});
       double count = std::floor((b - a) / step + 1e-10) + 1;
-      if (count > 10'000'000)
-        fail(DiagKind::bad_subscript, e.span, {"range has too many elements"});
+      check_elements(count, e.span);
       Value r;
       r.type =
           (a == std::floor(a) && step == std::floor(step)) ? ScalarType::Integer : ScalarType::Real;
@@ -1482,6 +1496,7 @@ Value Flattener::eval_call(const ast::Expr& e, Scope s) {
     for (size_t i = first; i < nargs; ++i) {
       long n = structural_int(arg(i), e.args[i]->span, "an array size");
       if (n < 0) fail(DiagKind::bad_call, e.args[i]->span, {"negative array size"});
+      check_elements(static_cast<double>(count) * static_cast<double>(n), e.span);
       r.shape.push_back(static_cast<int>(n));
       count *= static_cast<size_t>(n);
     }
@@ -1491,6 +1506,7 @@ Value Flattener::eval_call(const ast::Expr& e, Scope s) {
   if (name == "identity") {
     need(1, 1);
     long n = structural_int(arg(0), e.args[0]->span, "the size of identity()");
+    check_elements(static_cast<double>(n) * static_cast<double>(n), e.span);
     Value r;
     r.type = ScalarType::Integer;
     r.shape = {static_cast<int>(n), static_cast<int>(n)};
@@ -1593,6 +1609,7 @@ Value Flattener::eval_call(const ast::Expr& e, Scope s) {
     double x2 = structural(scalar_of(arg(1), e.span, "linspace end"), e.span, "linspace end");
     long n = structural_int(arg(2), e.span, "linspace count");
     if (n < 2) fail(DiagKind::bad_call, e.span, {"linspace needs at least 2 points"});
+    check_elements(static_cast<double>(n), e.span);
     Value r;
     r.shape = {static_cast<int>(n)};
     for (long i = 0; i < n; ++i) r.elems.push_back(cx_.num(x1 + (x2 - x1) * i / (n - 1)));
