@@ -20,6 +20,9 @@ int compile_input(const uint8_t* data, size_t size, const char* emit) {
   options.emit = emit;
   options.codegen = false;
   options.cache_dir = "off";
+  // a model of 100,000 scalars flattens in seconds under the sanitizers; larger ones are legal
+  // but would trip libFuzzer's timeout
+  options.max_instances = 100'000;
   std::ostringstream out, diag;
   CompileResult r = compile(options, out, diag);
   // every failure must tell the user why

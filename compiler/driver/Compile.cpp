@@ -173,6 +173,7 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
   FlattenOptions fopts;
   fopts.model_name = options.model;
   fopts.overrides = options.overrides;
+  fopts.max_instances = options.max_instances;
   auto flat = flatten(*model, loader, sources, cx, ders, fopts, diags);
   mark("flatten");
   if (!flat) return finish(false);

@@ -28,6 +28,9 @@ struct CompileOptions {
   // false: stop before code generation, after the start-value check (ok = no errors, model =
   // null; the fuzz targets use it)
   bool codegen = true;
+  // FlattenOptions::max_instances, the same default (the fuzz targets lower it to keep every
+  // input fast)
+  size_t max_instances = 2'000'000;
   // Object cache directory for compiled kernels; "" = default_cache_dir(), "off" = no cache.
   std::string cache_dir;
   int recursive_depth = -1;  // multibody recursive form above this tree depth

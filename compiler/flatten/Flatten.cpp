@@ -199,11 +199,6 @@ struct Scope {
 
 struct BuildError {};  // thrown after a diagnostic has been reported, caught per equation
 
-// Component instances (array elements one by one) in one model, and elements of one array value:
-// bounds what one model may cost (docs/diagnostics.md, "Limits"; the inputs in
-// fuzz/regressions/flatten/ hung or crashed).
-constexpr size_t kMaxInstances = 100'000;
-
 class Flattener {
  public:
   Flattener(ClassLoader& loader, const SourceManager& sources, sym::Context& cx,
@@ -250,11 +245,11 @@ class Flattener {
   Expr scalar_of(const Value& v, Span span, const char* what);
   double structural(Expr e, Span span, const std::string& what);
   long structural_int(const Value& v, Span span, const std::string& what);
-  // Fails unless an array value of `count` elements is within kMaxInstances.
+  // Fails unless an array value of `count` elements is within FlattenOptions::max_instances.
   void check_elements(double count, Span span) {
-    if (!(count <= static_cast<double>(kMaxInstances)))
+    if (!(count <= static_cast<double>(options_.max_instances)))
       fail(DiagKind::bad_subscript, span,
-           {fmt::format("an array of more than {} elements", kMaxInstances)});
+           {fmt::format("an array of more than {} elements", options_.max_instances)});
   }
   Expr resolve_parameters(Expr e, Span span, const std::string& what);
   Expr binding_of(size_t var, Span use);
@@ -296,7 +291,7 @@ class Flattener {
   std::vector<std::unique_ptr<ClassEntry>> entries_;
   std::map<const ast::ClassDef*, const ClassEntry*> entry_of_;
   std::vector<Instance*> scalars_;  // by var index
-  size_t instances_ = 0;            // made so far, at most kMaxInstances
+  size_t instances_ = 0;            // made so far, at most options_.max_instances
   // lazy binding evaluation state per var: 0 not yet, 1 in progress, 2 done
   std::vector<uint8_t> binding_state_;
   std::vector<uint8_t> resolved_state_;  // resolved_binding: 0 not yet, 1 in progress, 2 done
@@ -612,9 +607,14 @@ std::unique_ptr<Instance> Flattener::make_typed(Instance* parent, const std::str
                                                 const std::string& builtin, const ModEntry& mod,
                                                 std::vector<int> dims, size_t dim_pos, VarRole role,
                                                 bool flow, bool connector, int depth) {
-  if (++instances_ > kMaxInstances)
+  // an array's scalar elements are counted before any is made, so a huge array fails at once
+  double elements = 1.0;
+  if (dim_pos == 0)
+    for (int d : dims) elements *= static_cast<double>(d);
+  if (static_cast<double>(++instances_) + (dim_pos == 0 ? elements - 1.0 : 0.0) >
+      static_cast<double>(options_.max_instances))
     fail(DiagKind::unsupported, c.span,
-         {fmt::format("a model of more than {} component instances", kMaxInstances)});
+         {fmt::format("a model of more than {} component instances", options_.max_instances)});
   auto inst = std::make_unique<Instance>();
   inst->path = path;
   inst->type_name = c.type_name;

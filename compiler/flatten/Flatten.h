@@ -45,6 +45,10 @@ class ClassLoader {
 struct FlattenOptions {
   std::string model_name;                   // empty: the last model of the main file
   std::map<std::string, double> overrides;  // --set NAME=VALUE for parameters
+  // Component instances (array elements one by one) in one model, and elements of one array
+  // value: bounds what one model may cost (docs/diagnostics.md, "Limits"; the inputs in
+  // fuzz/regressions/flatten/ hung or crashed without it).
+  size_t max_instances = 2'000'000;
 };
 
 // Flattens `model` (a class of the main file). Returns nullopt when errors were reported.

@@ -236,6 +236,9 @@ TEST(Diagnostics, MalformedInputNeverCrashes) {
   }());
   inputs.emplace_back("nul.mbs", std::string("model M\0 end M;", 15));
   inputs.emplace_back("self_extends.mbs", "model M extends M; end M;");
+  // beyond the limit of component instances: refused before any element is made
+  inputs.emplace_back("huge_array.mbs",
+                      "model M Real x[100000, 100000]; equation der(x[1, 1]) = 1; end M;");
   inputs.emplace_back("self_component.mbs", "model M M m; end M;");
   for (const auto& [name, text] : inputs) {
     SCOPED_TRACE(name);
