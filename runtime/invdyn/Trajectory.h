@@ -8,10 +8,9 @@
 #include <string>
 #include <vector>
 
-namespace mbs::rt {
+#include "runtime/io/Csv.h"
 
-// The fields of one CSV line (RFC 4180 quotes; surrounding blanks trimmed).
-std::vector<std::string> split_csv_line(const std::string& line);
+namespace mbs::rt {
 
 class Trajectory {
  public:

@@ -463,3 +463,19 @@ TEST(Cli, KilledRunsLeaveWholeRows) {
   }
   EXPECT_GT(rows_seen, 1000u);  // the runs were killed while writing
 }
+
+// mbsc plot: a view of rt::plot_csv (tests/unit/test_runtime_plot.cpp checks the pictures).
+TEST(Cli, PlotDrawsColumnsOfAResultFile) {
+  const std::string csv = tmp("plot_pendulum.csv"), svg = tmp("plot_pendulum.svg");
+  ASSERT_EQ(mbsc("examples/pendulum.mbs --simulate --t-end 1 --output '" + csv + "'").code, 0);
+  Result r = mbsc("plot '" + csv + "' x y --output '" + svg + "' --title 'a pendulum'");
+  EXPECT_EQ(r.code, 0) << r.err;
+  const std::string text = slurp(svg);
+  EXPECT_NE(text.find(">a pendulum<"), std::string::npos);
+  EXPECT_NE(text.find(">y<"), std::string::npos);
+  r = mbsc("plot '" + csv + "' lambdaa --output '" + svg + "'");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("'lambda'"), std::string::npos) << r.err;  // the nearest name
+  EXPECT_EQ(mbsc("plot '" + csv + "' x").code, 2);                // no --output
+  EXPECT_NE(mbsc("--help").out.find("mbsc plot"), std::string::npos);
+}

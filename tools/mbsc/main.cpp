@@ -18,6 +18,7 @@
 #include "runtime/io/AtomicFile.h"
 #include "runtime/io/CsvWriter.h"
 #include "runtime/io/Interrupt.h"
+#include "runtime/io/Plot.h"
 #include "runtime/io/Progress.h"
 #include "runtime/solvers/Integrator.h"
 #include "runtime/solvers/Options.h"
@@ -40,12 +41,53 @@ const char* kFooter = R"(Exit codes:
   3    solver failure (the message gives time, step size, equation and variable)
   130  interrupted by Ctrl-C (the result file holds every row up to that point)
 
+Plots: mbsc plot RESULT.csv NAME... [--vs NAME] --output FILE.png|svg (mbsc plot --help).
 Library search path: -I directories, then $MBS_PATH (colon separated), then the stdlib/.
 Documentation: docs/cli.md, docs/language.md, docs/solvers.md)";
+
+// `mbsc plot RESULT.csv NAME... [--vs NAME] --output FILE.png|svg`: a view of rt::plot_csv.
+int plot_command(int argc, char** argv) {
+  CLI::App app{"draw columns of a result file against time (or --vs another column) with gnuplot",
+               "mbsc plot"};
+  app.footer(
+      "Exit codes: 0 drawn; 2 a bad request (a column the file lacks, an output that is "
+      "not .png or .svg, no gnuplot) or gnuplot failed.\nDocumentation: docs/cli.md");
+  mbs::rt::PlotRequest request;
+  app.add_option("file", request.csv, "the result file (CSV) of a run")
+      ->required()
+      ->type_name("RESULT.csv");
+  app.add_option("names", request.y, "the columns to draw, each a line")
+      ->required()
+      ->type_name("NAME...");
+  app.add_option("--vs", request.x, "the abscissa (default: the file's first column, time)")
+      ->type_name("NAME");
+  app.add_option("-o,--output", request.output, "the plot: FILE.png or FILE.svg")
+      ->required()
+      ->type_name("FILE");
+  app.add_option("--title", request.title, "the title (default: the result file's name)");
+  app.add_option("--width", request.width, "width in pixels (default 900)")
+      ->check(CLI::Range(100, 10000));
+  app.add_option("--height", request.height, "height in pixels (default 600)")
+      ->check(CLI::Range(100, 10000));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? kExitOk : kExitUsage;
+  }
+  try {
+    mbs::rt::plot_csv(request);
+  } catch (const mbs::rt::PlotError& e) {
+    std::cerr << "mbsc plot: error: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  std::cerr << "mbsc plot: wrote " << request.output << "\n";
+  return kExitOk;
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "plot") return plot_command(argc - 1, argv + 1);
   auto t_process = std::chrono::steady_clock::now();
   CLI::App app{"mbs: an equation-based modelling language and simulator for multibody systems",
                "mbsc"};

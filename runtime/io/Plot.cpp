@@ -1,0 +1,145 @@
+#include "runtime/io/Plot.h"
+
+#include <fmt/format.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "runtime/io/Csv.h"
+
+namespace mbs::rt {
+
+namespace {
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// The column of `name` (1-based, as gnuplot counts), or a PlotError that suggests the nearest.
+size_t column_of(const std::vector<std::string>& header, const std::string& name,
+                 const std::string& csv) {
+  for (size_t i = 0; i < header.size(); ++i)
+    if (header[i] == name) return i + 1;
+  std::vector<std::pair<size_t, std::string>> near;
+  for (const auto& h : header) near.emplace_back(edit_distance(name, h), h);
+  std::sort(near.begin(), near.end());
+  std::string hint;
+  for (size_t i = 0; i < near.size() && i < 3; ++i)
+    hint += (i ? ", " : "") + std::string("'") + near[i].second + "'";
+  throw PlotError(fmt::format("'{}' has no column '{}' (it has {} columns; the nearest: {})", csv,
+                              name, header.size(), hint));
+}
+
+// A gnuplot string literal: single quotes, a quote doubled.
+std::string quoted(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string shell_quoted(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+}  // namespace
+
+std::string find_gnuplot() {
+  if (const char* env = std::getenv("MBS_GNUPLOT"); env && *env)
+    return ::access(env, X_OK) == 0 ? std::string(env) : std::string();
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "");
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    if (dir.empty()) continue;
+    const std::string candidate = dir + "/gnuplot";
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return {};
+}
+
+void plot_csv(const PlotRequest& r) {
+  if (r.y.empty()) throw PlotError("nothing to plot: name at least one column");
+  const std::string ext = std::filesystem::path(r.output).extension().string();
+  std::string terminal;
+  if (ext == ".png")
+    terminal = fmt::format("pngcairo size {},{} noenhanced font 'sans,10'", r.width, r.height);
+  else if (ext == ".svg")
+    terminal = fmt::format("svg size {},{} noenhanced font 'sans,10'", r.width, r.height);
+  else
+    throw PlotError("the plot file '" + r.output + "' must end in .png or .svg");
+
+  std::ifstream in(r.csv, std::ios::binary);
+  std::string line;
+  if (!in) throw PlotError(fmt::format("cannot read '{}': {}", r.csv, std::strerror(errno)));
+  if (!std::getline(in, line)) throw PlotError("'" + r.csv + "' is empty");
+  const std::vector<std::string> header = split_csv_line(line);
+  const std::string x_name = r.x.empty() ? header.front() : r.x;
+  const size_t x = column_of(header, x_name, r.csv);
+  std::vector<size_t> ys;
+  for (const auto& name : r.y) ys.push_back(column_of(header, name, r.csv));
+
+  const std::string gnuplot = find_gnuplot();
+  if (gnuplot.empty())
+    throw PlotError(
+        "plots are drawn by gnuplot, which is not installed: apt-get install gnuplot-nox "
+        "(tools/install-deps.sh installs it), or set MBS_GNUPLOT to the program");
+
+  // drawn into a temporary file beside the target and renamed: a failed plot leaves the old one
+  const std::string tmp = r.output + ".tmp." + std::to_string(::getpid()) + ext;
+  std::string script = fmt::format("set terminal {}\nset output {}\n", terminal, quoted(tmp));
+  script += "set datafile separator ','\nset grid\nset key outside right top\n";
+  script += fmt::format(
+      "set title {}\n",
+      quoted(r.title.empty() ? std::filesystem::path(r.csv).filename().string() : r.title));
+  script += fmt::format("set xlabel {}\n", quoted(x_name));
+  if (ys.size() == 1) script += fmt::format("set ylabel {}\n", quoted(r.y.front()));
+  script += "plot ";
+  for (size_t i = 0; i < ys.size(); ++i) {
+    script +=
+        fmt::format("{}{} skip 1 using {}:{} with lines linewidth 1.5 title {}", i ? ", " : "",
+                    i ? std::string("''") : quoted(r.csv), x, ys[i], quoted(r.y[i]));
+  }
+  script += "\nset output\n";
+
+  std::fflush(nullptr);
+  FILE* pipe = ::popen((shell_quoted(gnuplot) + " >/dev/null").c_str(), "w");
+  if (!pipe) throw PlotError(fmt::format("cannot start {}: {}", gnuplot, std::strerror(errno)));
+  std::fwrite(script.data(), 1, script.size(), pipe);
+  const int status = ::pclose(pipe);
+  std::error_code ec;
+  const bool drawn = WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+                     std::filesystem::file_size(tmp, ec) > 0 && !ec;
+  if (!drawn) {
+    std::filesystem::remove(tmp, ec);
+    throw PlotError(fmt::format("{} could not draw '{}' (exit status {})", gnuplot, r.output,
+                                WIFEXITED(status) ? WEXITSTATUS(status) : -1));
+  }
+  std::filesystem::rename(tmp, r.output, ec);
+  if (ec) {
+    const std::string why = ec.message();
+    std::filesystem::remove(tmp, ec);
+    throw PlotError(fmt::format("cannot write '{}': {}", r.output, why));
+  }
+}
+
+}  // namespace mbs::rt
