@@ -112,7 +112,8 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
     result.ok = ok && !diags.has_errors();
     // errors in what the command line names, not in the model
     for (const Diagnostic& d : diags.diagnostics())
-      if (d.kind == DiagKind::unknown_override || d.kind == DiagKind::no_model)
+      if (d.kind == DiagKind::unknown_override || d.kind == DiagKind::unknown_start_override ||
+          d.kind == DiagKind::no_model)
         result.usage_error = true;
     result.total_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_start).count();
     return result;
@@ -173,6 +174,7 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
   FlattenOptions fopts;
   fopts.model_name = options.model;
   fopts.overrides = options.overrides;
+  fopts.start_overrides = options.start_overrides;
   fopts.max_instances = options.max_instances;
   auto flat = flatten(*model, loader, sources, cx, ders, fopts, diags);
   mark("flatten");

@@ -20,11 +20,12 @@ struct CompileOptions {
   std::string model;                        // model to compile; empty: the last model in the file
   std::vector<std::string> include_dirs;    // -I, searched before $MBS_PATH and stdlib/
   std::map<std::string, double> overrides;  // --set NAME=VALUE
-  std::string emit;                         // "", "ast", "flat", "mech", "dae", "kernels", "ir"
-  bool verbose = false;                     // print each pass's time to the diagnostic stream
-  int opt_level = 2;                        // LLVM optimisation level
-  bool reactions = false;                   // multibody: every joint's wrench as outputs
-  bool inverse_dynamics = false;            // compile for rt::InverseDynamics (MechOptions)
+  std::map<std::string, double> start_overrides;  // --start NAME=VALUE
+  std::string emit;               // "", "ast", "flat", "mech", "dae", "kernels", "ir"
+  bool verbose = false;           // print each pass's time to the diagnostic stream
+  int opt_level = 2;              // LLVM optimisation level
+  bool reactions = false;         // multibody: every joint's wrench as outputs
+  bool inverse_dynamics = false;  // compile for rt::InverseDynamics (MechOptions)
   // false: stop before code generation, after the start-value check (ok = no errors, model =
   // null; the fuzz targets use it)
   bool codegen = true;

@@ -297,6 +297,7 @@ class Flattener {
   std::vector<uint8_t> resolved_state_;  // resolved_binding: 0 not yet, 1 in progress, 2 done
   std::vector<Expr> resolved_;
   std::map<std::string, bool> overrides_used_;
+  std::map<std::string, bool> start_overrides_used_;
 
   // connection sets: elements are (var, outside?)
   struct Element {
@@ -862,6 +863,24 @@ void Flattener::check_start_value(size_t var) {
 }
 
 void Flattener::report_unused_overrides() {
+  for (const auto& [name, value] : options_.start_overrides) {
+    (void)value;
+    if (start_overrides_used_.count(name)) continue;
+    const FlatVar* found = nullptr;
+    std::vector<std::string> variables;
+    for (const auto& v : flat_.vars) {
+      if (v.name == name) found = &v;
+      if (v.role == VarRole::Variable) variables.push_back(v.name);
+    }
+    diags_.report(DiagKind::unknown_start_override, flat_.span, {name});
+    if (found) {
+      diags_.note(found->span, "'" + name + "' is a parameter, declared here");
+      diags_.help("--start sets start values of variables; a parameter is set with --set " + name +
+                  "=VALUE");
+    } else {
+      help_did_you_mean(name, variables);
+    }
+  }
   for (const auto& [name, value] : options_.overrides) {
     (void)value;
     if (overrides_used_.count(name)) continue;
@@ -1661,7 +1680,14 @@ void Flattener::elaborate_scalar(Instance& inst) {
     if (it == m.sub.end() || !it->second.value) return nullptr;
     return &it->second;
   };
-  if (const ModEntry* a = attr("start")) {
+  if (auto ov = options_.start_overrides.find(fv.name);
+      ov != options_.start_overrides.end() && fv.role == VarRole::Variable) {
+    // --start NAME=VALUE replaces the model's start value (its span stays for messages)
+    const ModEntry* a = attr("start");
+    flat_.vars[inst.var].start = cx_.num(ov->second);
+    flat_.vars[inst.var].start_span = a ? a->value->span : fv.span;
+    start_overrides_used_[fv.name] = true;
+  } else if (const ModEntry* a = attr("start")) {
     Value v = eval_mod_value(*a);
     flat_.vars[inst.var].start = scalar_of(v, a->value->span, "a start value");
     flat_.vars[inst.var].start_span = a->value->span;

@@ -43,8 +43,9 @@ class ClassLoader {
 };
 
 struct FlattenOptions {
-  std::string model_name;                   // empty: the last model of the main file
-  std::map<std::string, double> overrides;  // --set NAME=VALUE for parameters
+  std::string model_name;                         // empty: the last model of the main file
+  std::map<std::string, double> overrides;        // --set NAME=VALUE for parameters
+  std::map<std::string, double> start_overrides;  // --start NAME=VALUE for variables
   // Component instances (array elements one by one) in one model, and elements of one array
   // value: bounds what one model may cost (docs/diagnostics.md, "Limits"; the inputs in
   // fuzz/regressions/flatten/ hung or crashed without it).

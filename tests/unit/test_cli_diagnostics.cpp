@@ -107,6 +107,9 @@ std::vector<std::string> kinds_of(const Case& c) {
     } else if (w == "--set" && i + 1 < words.size()) {
       std::string kv = words[++i];
       o.overrides[kv.substr(0, kv.find('='))] = std::stod(kv.substr(kv.find('=') + 1));
+    } else if (w == "--start" && i + 1 < words.size()) {
+      std::string kv = words[++i];
+      o.start_overrides[kv.substr(0, kv.find('='))] = std::stod(kv.substr(kv.find('=') + 1));
     } else if (w == "--model" && i + 1 < words.size()) {
       o.model = words[++i];
     } else if (o.file.empty()) {

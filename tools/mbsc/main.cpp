@@ -109,6 +109,12 @@ int main(int argc, char** argv) {
   app.add_option("--set", sets, "set a parameter: --set m=2 --set s.k=100")
       ->type_name("NAME=VALUE")
       ->allow_extra_args(false);
+  std::vector<std::string> starts;
+  app.add_option("--start", starts,
+                 "set a variable's start value: --start x=0.5 (checked against the constraints "
+                 "like the start values in the model)")
+      ->type_name("NAME=VALUE")
+      ->allow_extra_args(false);
   app.add_option("--output", output,
                  "result CSV file (default: <model>.csv in the current directory)")
       ->type_name("FILE.csv");
@@ -201,21 +207,30 @@ int main(int argc, char** argv) {
     std::cerr << "mbsc: error: --trajectory is an input of --inverse-dynamics\n";
     return kExitUsage;
   }
-  for (const auto& s : sets) {
-    auto eq = s.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      std::cerr << "mbsc: error: --set expects NAME=VALUE, got '" << s << "'\n";
-      return kExitUsage;
+  // NAME=VALUE pairs of --set (parameters) and --start (start values)
+  auto assignments = [](const std::vector<std::string>& items, const char* option,
+                        std::map<std::string, double>& into) {
+    for (const auto& s : items) {
+      auto eq = s.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        std::cerr << "mbsc: error: " << option << " expects NAME=VALUE, got '" << s << "'\n";
+        return false;
+      }
+      std::string name = s.substr(0, eq), value = s.substr(eq + 1);
+      char* end = nullptr;
+      double x = std::strtod(value.c_str(), &end);
+      if (value.empty() || *end != '\0') {
+        std::cerr << "mbsc: error: " << option << " " << name << ": '" << value
+                  << "' is not a number\n";
+        return false;
+      }
+      into[name] = x;
     }
-    std::string name = s.substr(0, eq), value = s.substr(eq + 1);
-    char* end = nullptr;
-    double x = std::strtod(value.c_str(), &end);
-    if (value.empty() || *end != '\0') {
-      std::cerr << "mbsc: error: --set " << name << ": '" << value << "' is not a number\n";
-      return kExitUsage;
-    }
-    copts.overrides[name] = x;
-  }
+    return true;
+  };
+  if (!assignments(sets, "--set", copts.overrides) ||
+      !assignments(starts, "--start", copts.start_overrides))
+    return kExitUsage;
   if (do_static && simulate) {
     std::cerr
         << "mbsc: error: --static and --simulate cannot be combined: run them one at a time\n";
