@@ -14,6 +14,7 @@
 
 #include "runtime/invdyn/Modules.h"
 #include "runtime/io/CsvWriter.h"
+#include "runtime/io/Interrupt.h"
 
 namespace mbs::rt {
 
@@ -927,7 +928,7 @@ void InverseDynamics::analyse_balance(InverseSample& s) {
 
 InverseDynamicsRun inverse_dynamics_to_csv(std::shared_ptr<const CompiledModel> model,
                                            const InverseDynamicsOptions& options,
-                                           const std::string& csv_path) {
+                                           const std::string& csv_path, ProgressSink* progress) {
   InverseDynamics id(model, options);
   const CompiledModel& m = *model;
   InverseDynamicsRun run;
@@ -949,11 +950,22 @@ InverseDynamicsRun inverse_dynamics_to_csv(std::shared_ptr<const CompiledModel> 
                             : static_cast<int64_t>(options.times.size()) - 1;
   std::vector<double> row(names.size());
   InverseSample s;
+  auto time_of = [&](int64_t k) {
+    return options.times.empty() ? t0 + static_cast<double>(k) * options.h
+                                 : options.times[static_cast<size_t>(k)];
+  };
+  ProgressMeter meter;
+  meter.start(progress, "inverse dynamics", "t", time_of(0), time_of(steps));
   for (int64_t k = 0; k <= steps; ++k) {
-    const double t = options.times.empty() ? t0 + static_cast<double>(k) * options.h
-                                           : options.times[static_cast<size_t>(k)];
+    if (interrupt_requested()) {  // Ctrl-C: stop after the last whole sample
+      run.interrupted = true;
+      break;
+    }
+    const double t = time_of(k);
+    meter.tick(t, k > 0 ? t - time_of(k - 1) : 0.0);
     if (!id.sample(t, s)) {
       run.message = id.message();
+      meter.finish();
       csv.close();
       return run;
     }
@@ -982,8 +994,9 @@ InverseDynamicsRun inverse_dynamics_to_csv(std::shared_ptr<const CompiledModel> 
     run.max_rank = std::max(run.max_rank, s.rank);
     run.rank_stable = run.rank_stable && s.rank_stable;
   }
+  meter.finish();
   csv.close();
-  run.ok = true;
+  run.ok = !run.interrupted;
   return run;
 }
 

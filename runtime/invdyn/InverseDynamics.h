@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "runtime/invdyn/Trajectory.h"
+#include "runtime/io/Progress.h"
 #include "runtime/model/CompiledModel.h"
 #include "runtime/model/Constraints.h"
 
@@ -215,7 +216,8 @@ class InverseDynamics {
 
 struct InverseDynamicsRun {
   bool ok = false;
-  std::string message;  // the failure, with time
+  bool interrupted = false;  // Ctrl-C (interrupt_requested()): the samples so far are written
+  std::string message;       // the failure, with time
   int64_t samples = 0;
   std::vector<std::string> names;
   std::vector<int64_t> unique_samples;  // per output: samples where it was determined
@@ -232,7 +234,8 @@ struct InverseDynamicsRun {
 // run goes. Throws std::runtime_error if the file cannot be written.
 InverseDynamicsRun inverse_dynamics_to_csv(std::shared_ptr<const CompiledModel> model,
                                            const InverseDynamicsOptions& options,
-                                           const std::string& csv_path);
+                                           const std::string& csv_path,
+                                           ProgressSink* progress = nullptr);
 
 // The summary printed after a run: which outputs were determined in every sample, in some, in
 // none; the largest closure, velocity, acceleration, balance and dual residuals; the rank.

@@ -408,6 +408,22 @@ size_t check_whole_rows(const std::string& text, size_t columns) {
 
 }  // namespace
 
+// Starts mbsc with `args` in the source directory, its output thrown away; returns its pid.
+pid_t spawn_mbsc(const std::vector<std::string>& args) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    if (::chdir(MBS_SOURCE_DIR) != 0) ::_exit(127);
+    std::freopen("/dev/null", "w", stdout);
+    std::freopen("/dev/null", "w", stderr);
+    std::vector<char*> argv = {const_cast<char*>(MBS_MBSC_PATH)};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(MBS_MBSC_PATH, argv.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
 // SIGKILL at random moments of fast-writing runs (simulation and inverse dynamics): every file
 // left behind consists of whole rows.
 TEST(Cli, KilledRunsLeaveWholeRows) {
@@ -436,18 +452,8 @@ TEST(Cli, KilledRunsLeaveWholeRows) {
     size_t columns = 0;
     for (int i = 0; i < 8; ++i) {
       std::filesystem::remove(run.csv);
-      const pid_t pid = ::fork();
+      const pid_t pid = spawn_mbsc(run.args);
       ASSERT_GE(pid, 0);
-      if (pid == 0) {
-        if (::chdir(MBS_SOURCE_DIR) != 0) ::_exit(127);
-        std::freopen("/dev/null", "w", stdout);
-        std::freopen("/dev/null", "w", stderr);
-        std::vector<char*> argv = {const_cast<char*>(MBS_MBSC_PATH)};
-        for (const auto& a : run.args) argv.push_back(const_cast<char*>(a.c_str()));
-        argv.push_back(nullptr);
-        ::execv(MBS_MBSC_PATH, argv.data());
-        ::_exit(127);
-      }
       std::this_thread::sleep_for(std::chrono::milliseconds(300 + rng() % 1200));
       ::kill(pid, SIGKILL);
       int status = 0;
@@ -507,4 +513,45 @@ TEST(Cli, StartSetsAStartValue) {
   EXPECT_EQ(mbsc("examples/pendulum.mbs --start nosuch=1").code, 2);
   EXPECT_EQ(mbsc("examples/pendulum.mbs --start L=2").code, 2);
   EXPECT_EQ(mbsc("examples/pendulum.mbs --start x").code, 2);
+}
+
+// Ctrl-C stops inverse dynamics after the last whole sample, with exit code 130 (it used to be
+// ignored until the last sample).
+TEST(Cli, CtrlCStopsInverseDynamics) {
+  const std::string csv = tmp("inverse_ctrl_c.csv");
+  ASSERT_EQ(mbsc("examples/mechanics/hybrid_manipulator.mbs --inverse-dynamics --t-end 0.01 "
+                 "--output '" +
+                 csv + "'")
+                .code,
+            0);  // fills the object cache
+  std::filesystem::remove(csv);
+  const pid_t pid = spawn_mbsc({"examples/mechanics/hybrid_manipulator.mbs", "--inverse-dynamics",
+                                "--t-end", "100000", "--step", "1e-3", "--output", csv});
+  ASSERT_GT(pid, 0);
+  // wait until samples are being written (at most 60 s), then press Ctrl-C
+  auto rows_written = [&] {
+    const std::string text = slurp(csv);
+    return std::count(text.begin(), text.end(), '\n');
+  };
+  for (int i = 0; i < 600 && rows_written() < 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ::kill(pid, SIGINT);
+  int status = 0;
+  bool ended = false;
+  for (int i = 0; i < 300 && !ended; ++i) {  // it must end within 30 s
+    ended = ::waitpid(pid, &status, WNOHANG) == pid;
+    if (!ended) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (!ended) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+    FAIL() << "Ctrl-C did not stop inverse dynamics";
+  }
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 130);
+  const std::string text = slurp(csv);
+  ASSERT_FALSE(text.empty());
+  EXPECT_EQ(text.back(), '\n');
+  EXPECT_GT(std::count(text.begin(), text.end(), '\n'), 2);
 }

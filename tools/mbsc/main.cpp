@@ -279,14 +279,23 @@ int main(int argc, char** argv) {
     }
     auto t_run = std::chrono::steady_clock::now();
     mbs::rt::InverseDynamicsRun run;
+    mbs::rt::StderrProgress progress(mbs::rt::progress_mode(copts.verbose, quiet),
+                                     progress_interval);
     try {
-      run = mbs::rt::inverse_dynamics_to_csv(compiled.model, io, output);
+      run = mbs::rt::inverse_dynamics_to_csv(compiled.model, io, output, &progress);
     } catch (const std::exception& e) {
+      progress.finish();
       std::cerr << "mbsc: error: " << e.what() << "\n";
       return kExitUsage;
     }
     double run_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_run).count();
     std::cerr << mbs::rt::format_inverse_summary(run);
+    if (run.interrupted) {
+      std::cerr << fmt::format(
+          "mbsc: interrupted; the {} samples computed so far are in {}, each row whole\n",
+          run.samples, output);
+      return kExitInterrupted;
+    }
     if (!run.ok) {
       std::cerr << "error: inverse dynamics: " << run.message << "\n";
       std::cerr << fmt::format("mbsc: {} samples are in {}\n", run.samples, output);
