@@ -21,6 +21,7 @@
 #include <unordered_map>
 
 #include "compiler/syntax/Parser.h"
+#include "runtime/io/Suggest.h"
 
 namespace mbs {
 
@@ -259,6 +260,9 @@ class Flattener {
   // Reports a start value that depends on a variable.
   void check_start_value(size_t var);
   void report_unused_overrides();
+  // Reports the names of `given` (--set or --start) that named nothing of `role` as `kind`.
+  void report_unused(const std::map<std::string, double>& given,
+                     const std::map<std::string, bool>& used, VarRole role, DiagKind kind);
   std::string suggestion(const std::string& name, const std::vector<std::string>& candidates);
   void help_did_you_mean(const std::string& name, const std::vector<std::string>& candidates);
   Value apply_subscripts(const Value& v, const std::vector<ast::ExprPtr>& subs, Scope s, Span span,
@@ -329,21 +333,6 @@ class Flattener {
 
 constexpr int kMaxDepth = 64;
 
-// Optimal-string-alignment distance: insertions, deletions, substitutions and transpositions.
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
-  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
-  for (size_t i = 1; i <= a.size(); ++i)
-    for (size_t j = 1; j <= b.size(); ++j) {
-      d[i][j] = std::min(
-          {d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-    }
-  return d[a.size()][b.size()];
-}
-
 std::vector<std::string> member_names(const Instance* inst) {
   std::vector<std::string> r;
   if (inst)
@@ -369,7 +358,7 @@ std::string Flattener::suggestion(const std::string& name,
   size_t best_d = std::max<size_t>(1, name.size() / 3) + 1;
   for (const auto& c : candidates) {
     if (name.size() < 2 || c.size() < 2 || c.size() > 4 * name.size()) continue;
-    size_t d = edit_distance(name, c);
+    size_t d = rt::edit_distance(name, c);
     if (d < best_d && d < name.size()) {
       best_d = d;
       best = c;
@@ -863,45 +852,39 @@ void Flattener::check_start_value(size_t var) {
 }
 
 void Flattener::report_unused_overrides() {
-  for (const auto& [name, value] : options_.start_overrides) {
+  report_unused(options_.overrides, overrides_used_, VarRole::Parameter,
+                DiagKind::unknown_override);
+  report_unused(options_.start_overrides, start_overrides_used_, VarRole::Variable,
+                DiagKind::unknown_start_override);
+}
+
+void Flattener::report_unused(const std::map<std::string, double>& given,
+                              const std::map<std::string, bool>& used, VarRole role,
+                              DiagKind kind) {
+  for (const auto& [name, value] : given) {
     (void)value;
-    if (start_overrides_used_.count(name)) continue;
+    if (used.count(name)) continue;
     const FlatVar* found = nullptr;
-    std::vector<std::string> variables;
+    std::vector<std::string> candidates;
     for (const auto& v : flat_.vars) {
       if (v.name == name) found = &v;
-      if (v.role == VarRole::Variable) variables.push_back(v.name);
+      if (v.role == role) candidates.push_back(v.name);
     }
-    diags_.report(DiagKind::unknown_start_override, flat_.span, {name});
-    if (found) {
-      diags_.note(found->span, "'" + name + "' is a parameter, declared here");
-      diags_.help("--start sets start values of variables; a parameter is set with --set " + name +
-                  "=VALUE");
-    } else {
-      help_did_you_mean(name, variables);
-    }
-  }
-  for (const auto& [name, value] : options_.overrides) {
-    (void)value;
-    if (overrides_used_.count(name)) continue;
-    const FlatVar* found = nullptr;
-    std::vector<std::string> parameters;
-    for (const auto& v : flat_.vars) {
-      if (v.name == name) found = &v;
-      if (v.role == VarRole::Parameter) parameters.push_back(v.name);
-    }
-    if (found && found->role == VarRole::Parameter) continue;  // used through an error path
+    if (found && found->role == role) continue;  // reported already, through an error path
     // a usage error: it points at the model the command line talks about
-    diags_.report(DiagKind::unknown_override, flat_.span, {name});
-    if (found && found->role == VarRole::Variable) {
-      diags_.note(found->span, "'" + name + "' is a variable, declared here");
-      diags_.help("--set changes parameters; a variable's start value is set in the model, e.g. " +
-                  name + "(start = ...)");
-    } else if (found) {
-      diags_.note(found->span, "'" + name + "' is a constant, declared here");
-    } else {
-      help_did_you_mean(name, parameters);
+    diags_.report(kind, flat_.span, {name});
+    if (!found) {
+      help_did_you_mean(name, candidates);
+      continue;
     }
+    const char* what = found->role == VarRole::Variable    ? "a variable"
+                       : found->role == VarRole::Parameter ? "a parameter"
+                                                           : "a constant";
+    diags_.note(found->span, "'" + name + "' is " + what + ", declared here");
+    if (found->role == VarRole::Variable)
+      diags_.help("a variable's start value is set with --start " + name + "=VALUE");
+    else if (found->role == VarRole::Parameter)
+      diags_.help("a parameter is set with --set " + name + "=VALUE");
   }
 }
 

@@ -221,7 +221,8 @@ class StaticSolver {
     if (m_.outputs.fn) {
       const int32_t st = m_.outputs(v_.data(), outputs_.data());
       if (st > 0) {
-        FailureRecord f = nonfinite_output_failure(m_, outputs_, "static", s, inc);
+        FailureRecord f =
+            nonfinite_output_failure(m_, outputs_, "static", s, inc, FailureAxis::Load);
         if (o_.nonfinite == NonFiniteAction::Error) {
           failure_ = std::move(f);
           return kEmitFailed;

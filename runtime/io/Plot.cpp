@@ -14,37 +14,20 @@
 #include <sstream>
 
 #include "runtime/io/Csv.h"
+#include "runtime/io/Suggest.h"
 
 namespace mbs::rt {
 
 namespace {
-
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
 
 // The column of `name` (1-based, as gnuplot counts), or a PlotError that suggests the nearest.
 size_t column_of(const std::vector<std::string>& header, const std::string& name,
                  const std::string& csv) {
   for (size_t i = 0; i < header.size(); ++i)
     if (header[i] == name) return i + 1;
-  std::vector<std::pair<size_t, std::string>> near;
-  for (const auto& h : header) near.emplace_back(edit_distance(name, h), h);
-  std::sort(near.begin(), near.end());
   std::string hint;
-  for (size_t i = 0; i < near.size() && i < 3; ++i)
-    hint += (i ? ", " : "") + std::string("'") + near[i].second + "'";
+  for (const std::string& n : nearest_names(name, header, 3))
+    hint += (hint.empty() ? "'" : ", '") + n + "'";
   throw PlotError(fmt::format("'{}' has no column '{}' (it has {} columns; the nearest: {})", csv,
                               name, header.size(), hint));
 }

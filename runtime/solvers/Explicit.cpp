@@ -527,10 +527,7 @@ SolveStatus ExplicitRk::advance_adaptive(int64_t target) {
                    tab_.name.data(), t_, h, err_, h_next);
     }
     if (++interval_rejections_ > allowed) {
-      attempt_failure_ = AttemptFailure{};
-      attempt_failure_.kind = FailureKind::ErrorTestFailed;
-      attempt_failure_.unknown = err_comp_ >= 0 ? state_unknown(model_, err_comp_) : -1;
-      attempt_failure_.update = err_comp_ratio_;
+      attempt_failure_ = error_test_attempt();
       fail_step(h, false, true);
       return SolveStatus::Failed;
     }
@@ -540,13 +537,10 @@ SolveStatus ExplicitRk::advance_adaptive(int64_t target) {
         double largest = 0.0;
         largest_state(largest);
         if (!(largest <= kDivergedGrowth * state_scale_)) {
-          attempt_failure_ = AttemptFailure{};
-          attempt_failure_.kind = FailureKind::ErrorTestFailed;
-          attempt_failure_.unknown = err_comp_ >= 0 ? state_unknown(model_, err_comp_) : -1;
-          attempt_failure_.update = err_comp_ratio_;
+          attempt_failure_ = error_test_attempt();
           fail_step(h, false, false);  // Diverged, with the error test as its cause
         } else {
-          fail_error_test(h, h_next);
+          fail_error_test(h, h_next, floor);
         }
         return SolveStatus::Failed;
       }
@@ -559,24 +553,27 @@ SolveStatus ExplicitRk::advance_adaptive(int64_t target) {
   return n_done_ >= n_steps_ ? SolveStatus::Finished : SolveStatus::Ok;
 }
 
-void ExplicitRk::fail_error_test(double h, double h_next) {
+Integrator::AttemptFailure ExplicitRk::error_test_attempt() const {
+  AttemptFailure a;
+  a.kind = FailureKind::ErrorTestFailed;
+  a.unknown = err_comp_ >= 0 ? state_unknown(model_, err_comp_) : -1;
+  a.update = err_comp_ratio_;
+  return a;
+}
+
+void ExplicitRk::fail_error_test(double h, double h_next, double floor) {
   const auto& m = model_;
-  FailureRecord f;
-  f.kind = FailureKind::ErrorTestFailed;
-  f.phase = FailurePhase::Step;
-  f.solver = name();
-  f.t = t_;
-  f.h = h;
-  f.h_min = h_min_;
-  f.halvings = 0;
-  f.unknown = err_comp_ >= 0 ? state_unknown(m, err_comp_) : -1;
-  f.update = err_comp_ratio_;
+  const AttemptFailure a = error_test_attempt();
+  FailureRecord f = step_record(a.kind, h, floor);
+  f.unknown = a.unknown;
+  f.update = a.update;
   std::string msg = fmt::format(
       "error: {}: the local error estimate stays above the tolerance in the step from t = {} "
       "with h = {:.6g}\n"
-      "note: scaled error {:.3g} (must be <= 1); the step it suggests, {:.3g}, is below h_min = "
-      "{:.6g}\n",
-      f.solver, f.t, h, err_, h_next, h_min_);
+      "note: scaled error {:.3g} (must be <= 1); the step it suggests, {:.3g}, is below {}\n",
+      f.solver, f.t, h, err_, h_next,
+      floor > h_min_ ? fmt::format("the smallest step {:.6g} = 64 eps max(|t|, |t_end|)", floor)
+                     : fmt::format("h_min = {:.6g}", floor));
   if (err_comp_ >= 0) {
     const std::string src = unknown_source(m, f.unknown);
     msg += fmt::format(

@@ -77,7 +77,10 @@ class ExplicitRk final : public Integrator {
   bool finish_derivative(const double* xi, double* d);
   bool factored_ = false;  // the leading matrix has been factored at least once
   void restore_accepted_state();
-  void fail_error_test(double h, double h_next);
+  // The error test failed at the smallest step `floor` (h_min or the floor relative to t).
+  void fail_error_test(double h, double h_next, double floor);
+  // The error test's failure as an attempt failure (the component with the largest error).
+  AttemptFailure error_test_attempt() const;
 
   const ButcherTableau& tab_;
   bool fsal_ = false;

@@ -167,12 +167,21 @@ std::string output_origin(const CompiledModel& m, int32_t k) {
                      loc.empty() ? "" : " (declared at " + loc + ")");
 }
 
+namespace {
+// "t = 0.5" or "load factor 0.5"
+std::string where(FailureAxis axis, double t) {
+  return axis == FailureAxis::Load ? fmt::format("load factor {}", t) : fmt::format("t = {}", t);
+}
+}  // namespace
+
 FailureRecord nonfinite_output_failure(const CompiledModel& m, std::span<const double> outputs,
-                                       std::string_view solver, double t, double h) {
+                                       std::string_view solver, double t, double h,
+                                       FailureAxis axis) {
   FailureRecord f;
   f.kind = FailureKind::NonFiniteOutput;
   f.phase = FailurePhase::Step;
   f.solver = solver;
+  f.axis = axis;
   f.t = t;
   f.h = h;
   // rank: explicit definition 0, solved unknown 1, alias 2 (its value is wrong elsewhere)
@@ -189,14 +198,11 @@ FailureRecord nonfinite_output_failure(const CompiledModel& m, std::span<const d
       best_rank = rank, f.output = static_cast<int32_t>(k), f.value = outputs[k];
   }
   std::string& out = f.message;
-  // the static solver's independent variable is the load factor, not time
-  const std::string where = solver == "static"
-                                ? fmt::format("at load factor {} (load step {:.6g})", t, h)
-                                : fmt::format("at t = {} (step h = {:.6g})", t, h);
   out = fmt::format(
-      "error: {}: the value of '{}' is {} {}; a result is never written with a non-finite "
-      "value\n",
-      solver, output_name(m, f.output), f.value, where);
+      "error: {}: the value of '{}' is {} at {} ({} {:.6g}); a result is never written with a "
+      "non-finite value\n",
+      solver, output_name(m, f.output), f.value, where(axis, t),
+      axis == FailureAxis::Load ? "load step" : "step h =", h);
   out += fmt::format("note: {}\n", output_origin(m, f.output));
   if (f.count > 1) {
     std::string others;
@@ -215,9 +221,10 @@ FailureRecord nonfinite_output_failure(const CompiledModel& m, std::span<const d
 
 std::string nonfinite_output_warning(const FailureRecord& f, const CompiledModel& m) {
   return fmt::format(
-      "warning: {}: the value of '{}' is {} at t = {} and is written as it is (--nonfinite "
+      "warning: {}: the value of '{}' is {} at {} and is written as it is (--nonfinite "
       "warn; {} column(s) at that point; no further warning): {}",
-      f.solver, output_name(m, f.output), f.value, f.t, f.count, output_origin(m, f.output));
+      f.solver, output_name(m, f.output), f.value, where(f.axis, f.t), f.count,
+      output_origin(m, f.output));
 }
 
 std::string render_failure(const FailureRecord& f, const CompiledModel& m) {

@@ -64,14 +64,19 @@ std::string_view failure_hint(FailureKind kind);
 
 enum class FailurePhase : uint8_t { InitialValues, Step };
 
+// What t and h of a failure are: time and time step (the integrators), or load factor and load
+// step (the static solver).
+enum class FailureAxis : uint8_t { Time, Load };
+
 struct FailureRecord {
   FailureKind kind = FailureKind::NewtonDiverged;
   FailurePhase phase = FailurePhase::Step;
   std::string_view solver;  // "gen-alpha", "rk4"
-  double t = 0.0;           // start of the failed step
-  double h = 0.0;           // the last step size tried (0 for initial values)
-  double h_min = 0.0;       // the smallest step allowed
-  int32_t halvings = 0;     // h = options.h / 2^halvings (about: the last step may be shorter)
+  FailureAxis axis = FailureAxis::Time;
+  double t = 0.0;        // start of the failed step
+  double h = 0.0;        // the last step size tried (0 for initial values)
+  double h_min = 0.0;    // the smallest step allowed
+  int32_t halvings = 0;  // h = options.h / 2^halvings (about: the last step may be shorter)
   int32_t kernel_status = 0;
   // The equation with the largest (scaled) residual at the last iterate, -1 if none.
   int32_t equation = -1;
@@ -106,7 +111,8 @@ std::string render_failure_notes(const FailureRecord& f, const CompiledModel& mo
 // alias (an alias only repeats a value that is wrong elsewhere); count = all non-finite columns.
 // The message is rendered.
 FailureRecord nonfinite_output_failure(const CompiledModel& model, std::span<const double> outputs,
-                                       std::string_view solver, double t, double h);
+                                       std::string_view solver, double t, double h,
+                                       FailureAxis axis = FailureAxis::Time);
 // The one-line warning of --nonfinite warn for such a record.
 std::string nonfinite_output_warning(const FailureRecord& f, const CompiledModel& model);
 // "'r' is defined by the equation f.mbs:5:3: r = sqrt(x - 1) (an explicit auxiliary the

@@ -127,13 +127,7 @@ bool Integrator::check_divergence(double h) {
   for (int32_t j = 0; j < m.n_y; ++j) out |= !(std::fabs(v[m.y_slot[j]]) <= limit);
   if (!out) [[likely]]
     return true;
-  FailureRecord f;
-  f.kind = FailureKind::Diverged;
-  f.phase = FailurePhase::Step;
-  f.solver = name();
-  f.t = t_;
-  f.h = h;
-  f.h_min = h_min_;
+  FailureRecord f = step_record(FailureKind::Diverged, h, h_min_);
   f.state = largest_state(f.value);
   f.scale = state_scale_;
   f.message = render_failure(f, model_);
@@ -144,13 +138,7 @@ bool Integrator::check_divergence(double h) {
 
 void Integrator::fail_step(double h, bool from_t, bool too_many) {
   const AttemptFailure& a = attempt_failure_;
-  FailureRecord f;
-  f.kind = a.kind;
-  f.phase = FailurePhase::Step;
-  f.solver = name();
-  f.t = t_;
-  f.h = h;
-  f.h_min = from_t ? step_floor() : h_min_;
+  FailureRecord f = step_record(a.kind, h, from_t ? step_floor() : h_min_);
   f.halvings = std::max(static_cast<int32_t>(std::lround(std::log2(options_.h / h))), 0);
   f.kernel_status = a.kernel_status;
   f.equation = a.equation;
@@ -189,14 +177,20 @@ void Integrator::mark_initialized() {
   state_scale_ = std::isfinite(largest) ? std::max(1.0, largest) : 1.0;
 }
 
-void Integrator::fail(const AttemptFailure& a, FailurePhase phase, double h, int32_t halvings) {
+FailureRecord Integrator::step_record(FailureKind kind, double h, double h_min) const {
   FailureRecord f;
-  f.kind = a.kind;
-  f.phase = phase;
+  f.kind = kind;
+  f.phase = FailurePhase::Step;
   f.solver = name();
   f.t = t_;
-  f.h = phase == FailurePhase::Step ? h : 0.0;
-  f.h_min = h_min_;
+  f.h = h;
+  f.h_min = h_min;
+  return f;
+}
+
+void Integrator::fail(const AttemptFailure& a, FailurePhase phase, double h, int32_t halvings) {
+  FailureRecord f = step_record(a.kind, phase == FailurePhase::Step ? h : 0.0, h_min_);
+  f.phase = phase;
   f.halvings = halvings;
   f.kernel_status = a.kernel_status;
   f.equation = a.equation;

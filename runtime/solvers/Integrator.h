@@ -105,6 +105,8 @@ class Integrator {
     return n >= n_steps_ ? t_end_ : t0_ + static_cast<double>(n) * options_.h;
   }
   void fail(const AttemptFailure& a, FailurePhase phase, double h, int32_t halvings);
+  // What every failure record of a step shares: kind, phase, solver, t, h and the smallest step.
+  FailureRecord step_record(FailureKind kind, double h, double h_min) const;
   // The outputs at the current point to the observer: 0 go on, non-zero the observer stopped
   // the run, kEmitFailed a non-finite output with --nonfinite error (failure_ is set and the
   // observer is not called: the row is not written).

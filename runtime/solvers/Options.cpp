@@ -11,6 +11,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "runtime/io/Suggest.h"
+
 namespace mbs::rt {
 
 namespace {
@@ -261,21 +263,6 @@ bool in_range(const OptionSpec& s, double x) {
   const bool lo = s.min_open ? x > s.min : x >= s.min;
   const bool hi = s.max_open ? x < s.max : x <= s.max;
   return lo && hi;
-}
-
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> d(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) d[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = d[0];
-    d[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = d[j];
-      d[j] = std::min({d[j] + 1, d[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return d[b.size()];
 }
 
 std::string normalized_key(std::string_view name) {

@@ -16,55 +16,12 @@
 #include <thread>
 #include <vector>
 
+#include "cli_test_util.h"
 #include "invdyn_models.h"
 
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// Runs mbsc with `args` (a shell-quoted string) in the source directory.
-Result mbsc(const std::string& args) {
-  std::string dir = testing::TempDir();
-  // unique per process: ctest runs test cases in parallel processes
-  std::string tag = std::to_string(getpid());
-  std::string out = dir + "mbsc_out_" + tag + ".txt", err = dir + "mbsc_err_" + tag + ".txt";
-  std::string cmd = std::string("cd '") + MBS_SOURCE_DIR + "' && '" + MBS_MBSC_PATH + "' " + args +
-                    " >'" + out + "' 2>'" + err + "'";
-  int status = std::system(cmd.c_str());
-  Result r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
-}
-
-std::vector<std::vector<std::string>> read_csv(const std::string& path) {
-  std::vector<std::vector<std::string>> rows;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    std::vector<std::string> cells;
-    std::stringstream ss(line);
-    std::string c;
-    while (std::getline(ss, c, ',')) cells.push_back(c);
-    rows.push_back(cells);
-  }
-  return rows;
-}
-
-std::string tmp(const std::string& name) {
-  return testing::TempDir() + std::to_string(getpid()) + "_" + name;
-}
+using namespace mbs::clitest;  // NOLINT(google-build-using-namespace)
 
 TEST(Cli, HelpListsOptionsDefaultsAndExitCodes) {
   Result r = mbsc("--help");

@@ -14,22 +14,18 @@
 #include <string>
 #include <vector>
 
+#include "cli_test_util.h"
+
 namespace {
 
 namespace fs = std::filesystem;
 
 constexpr size_t kHeaderBytes = 88;  // compiler/codegen/ObjectCache.h
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
+using mbs::clitest::Result;
 
 std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return mbs::clitest::slurp(path.string());
 }
 
 void spit(const fs::path& p, const std::string& bytes) {
@@ -70,12 +66,9 @@ class CliCache : public ::testing::Test {
   }
 
   Result mbsc(const std::string& model, const fs::path& cache_dir, const fs::path& csv) {
-    int status = std::system(command(model, cache_dir, csv, "run").c_str());
-    Result r;
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    r.out = slurp(base / "run.out");
-    r.err = slurp(base / "run.err");
-    return r;
+    return mbs::clitest::mbsc(
+        model + " --simulate --t-end 1 --step 1e-3 --output '" + csv.string() + "'",
+        "MBS_CACHE_DIR='" + cache_dir.string() + "' ");
   }
 };
 

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_test_util.h"
 #include "compiler/diag/Diagnostics.h"
 #include "compiler/driver/Compile.h"
 
@@ -30,27 +31,13 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return mbs::clitest::slurp(p.string());
 }
 
-struct CliRun {
-  int code = -1;
-  std::string err;
-};
-
-CliRun mbsc(const std::string& args) {
-  // unique per process: ctest runs test cases in parallel processes
-  std::string err = testing::TempDir() + "diag_err_" + std::to_string(getpid()) + ".txt";
-  std::string cmd = std::string("cd '") + MBS_SOURCE_DIR + "' && '" + MBS_MBSC_PATH + "' " + args +
-                    " >/dev/null 2>'" + err + "'";
-  int status = std::system(cmd.c_str());
-  CliRun r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.err = slurp(err);
-  // library files are shown by their path under the source tree, which differs between checkouts
+// mbsc's exit code and stderr, with paths under the source tree shown relative to it (library
+// files are named by their absolute path, which differs between checkouts).
+mbs::clitest::Result mbsc(const std::string& args) {
+  mbs::clitest::Result r = mbs::clitest::mbsc(args);
   const std::string src = std::string(MBS_SOURCE_DIR) + "/";
   for (size_t at; (at = r.err.find(src)) != std::string::npos;) r.err.erase(at, src.size());
   return r;
@@ -126,7 +113,7 @@ TEST(Diagnostics, FailFilesProduceExactlyTheExpectedText) {
   ASSERT_GE(all.size(), 30u);
   for (const auto& c : all) {
     SCOPED_TRACE(c.rel);
-    CliRun r = mbsc(c.args);
+    mbs::clitest::Result r = mbsc(c.args);
     EXPECT_EQ(r.code, c.exit_code) << r.err;
     if (!fs::exists(c.expected)) {
       if (update) std::ofstream(c.expected, std::ios::binary) << r.err;
@@ -144,7 +131,7 @@ TEST(Diagnostics, FailFilesProduceExactlyTheExpectedText) {
 TEST(Diagnostics, EveryErrorAndWarningHasALocation) {
   for (const auto& c : cases()) {
     SCOPED_TRACE(c.rel);
-    CliRun r = mbsc(c.args);
+    mbs::clitest::Result r = mbsc(c.args);
     std::stringstream lines(r.err);
     std::string line;
     size_t heads = 0;
@@ -187,7 +174,7 @@ TEST(Diagnostics, ExamplesAndLibrariesCompileWithoutAnyDiagnostic) {
   for (const auto& e : fs::directory_iterator(fs::path(MBS_SOURCE_DIR) / "examples")) {
     if (e.path().extension() != ".mbs") continue;
     SCOPED_TRACE(e.path().string());
-    CliRun r = mbsc("'" + e.path().string() + "'");
+    mbs::clitest::Result r = mbsc("'" + e.path().string() + "'");
     EXPECT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.err.find("is fine"), std::string::npos) << r.err;
     EXPECT_EQ(r.err.find("error"), std::string::npos) << r.err;
@@ -247,7 +234,7 @@ TEST(Diagnostics, MalformedInputNeverCrashes) {
     SCOPED_TRACE(name);
     std::string path = dir + name;
     std::ofstream(path, std::ios::binary) << text;
-    CliRun r = mbsc("'" + path + "'");
+    mbs::clitest::Result r = mbsc("'" + path + "'");
     EXPECT_EQ(r.code, 1) << r.err.substr(0, 2000);
     EXPECT_NE(r.err.find("error:"), std::string::npos) << r.err.substr(0, 2000);
     EXPECT_LT(r.err.size(), 200000u);

@@ -17,51 +17,11 @@
 #include <string>
 #include <vector>
 
+#include "cli_test_util.h"
+
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-Result mbsc(const std::string& args) {
-  const std::string tag = std::to_string(getpid());
-  const std::string out = testing::TempDir() + "guards_out_" + tag + ".txt";
-  const std::string err = testing::TempDir() + "guards_err_" + tag + ".txt";
-  const std::string cmd = std::string("cd '") + MBS_SOURCE_DIR + "' && '" + MBS_MBSC_PATH + "' " +
-                          args + " >'" + out + "' 2>'" + err + "'";
-  const int status = std::system(cmd.c_str());
-  Result r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
-}
-
-std::vector<std::vector<std::string>> read_csv(const std::string& path) {
-  std::vector<std::vector<std::string>> rows;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    std::vector<std::string> cells;
-    std::stringstream ss(line);
-    std::string c;
-    while (std::getline(ss, c, ',')) cells.push_back(c);
-    rows.push_back(cells);
-  }
-  return rows;
-}
-
-std::string tmp(const std::string& name) {
-  return testing::TempDir() + std::to_string(getpid()) + "_" + name;
-}
+using namespace mbs::clitest;  // NOLINT(google-build-using-namespace)
 
 std::string write_model(const std::string& name, const std::string& text) {
   const std::string path = tmp(name);
