@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <ostream>
 #include <sstream>
 #include <unordered_map>
@@ -87,6 +88,58 @@ rt::SparseKernel sparse(const MatrixKernel& m, const codegen::JitModule& jit) {
 
 rt::Kernel kernel(const codegen::KernelSpec& s, const codegen::JitModule& jit) {
   return rt::Kernel{jit.lookup(s.name), static_cast<int32_t>(s.outputs.size())};
+}
+
+// The parameters of the CompiledModel: names, slots, bounds, units, and which of them the
+// compiler used as numbers (FlatModel::compile_time_parameters, closed over the bindings: a
+// parameter that a compile-time parameter's binding reads is compile-time too).
+void set_parameter_info(const FlatModel& flat, const sym::Context& cx, const SourceManager& sources,
+                        rt::CompiledModel& m) {
+  std::unordered_map<uint32_t, std::string> fixed = flat.compile_time_parameters;
+  std::vector<uint32_t> work;
+  for (const auto& [s, why] : fixed) work.push_back(s);
+  while (!work.empty()) {
+    const uint32_t s = work.back();
+    work.pop_back();
+    const FlatVar& v = flat.vars[flat.var_of_symbol.at(s)];
+    if (!v.binding) continue;
+    for (uint32_t r : sym::free_symbols(v.binding)) {
+      auto it = flat.var_of_symbol.find(r);
+      if (it == flat.var_of_symbol.end() || flat.vars[it->second].role == VarRole::Variable)
+        continue;
+      if (fixed.emplace(r, "the value of '" + v.name + "', " + fixed.at(s)).second)
+        work.push_back(r);
+    }
+  }
+  std::vector<double> values(cx.symbol_count(), 0.0);
+  for (const FlatVar& v : flat.vars)
+    if (v.role != VarRole::Variable) values[v.symbol] = v.value;
+  // passes of parameter_bindings: the longest chain of bindings (acyclic: the flattener checked)
+  std::unordered_map<uint32_t, int32_t> depth;
+  std::function<int32_t(uint32_t)> depth_of = [&](uint32_t s) -> int32_t {
+    if (auto it = depth.find(s); it != depth.end()) return it->second;
+    const FlatVar& v = flat.vars[flat.var_of_symbol.at(s)];
+    int32_t d = 1;
+    if (v.binding)
+      for (uint32_t r : sym::free_symbols(v.binding))
+        if (auto it = flat.var_of_symbol.find(r);
+            it != flat.var_of_symbol.end() && flat.vars[it->second].role == VarRole::Parameter)
+          d = std::max(d, 1 + depth_of(r));
+    return depth[s] = d;
+  };
+  const double inf = std::numeric_limits<double>::infinity();
+  for (const FlatVar& v : flat.vars) {
+    if (v.role != VarRole::Parameter) continue;
+    m.parameters.push_back({v.name, source_ref(sources, v.span, v.name)});
+    m.parameter_slot.push_back(static_cast<int32_t>(v.symbol));
+    auto it = fixed.find(v.symbol);
+    m.parameter_compile_time.push_back(it == fixed.end() ? std::string() : it->second);
+    m.parameter_min.push_back(v.min ? sym::evaluate(v.min, values) : -inf);
+    m.parameter_max.push_back(v.max ? sym::evaluate(v.max, values) : inf);
+    m.parameter_unit.push_back(v.unit);
+    m.parameter_description.push_back(v.description);
+    m.parameter_binding_passes = std::max(m.parameter_binding_passes, depth_of(v.symbol));
+  }
 }
 
 }  // namespace
@@ -214,6 +267,9 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
 
   // ---- kernels
   ModelKernels kernels = build_kernels(*dae, cx, options.inverse_dynamics);
+  for (const FlatVar& v : flat->vars)
+    if (v.role == VarRole::Parameter)
+      kernels.parameter_bindings.outputs.push_back(v.binding ? v.binding : cx.num(v.value));
   mark("kernels");
   if (options.emit == "kernels") {
     print_kernels(emit_out, cx, kernels);
@@ -341,6 +397,17 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
       src.kind =
           el.how == "explicit" ? rt::OutputSource::Kind::Explicit : rt::OutputSource::Kind::Alias;
       src.definition = source_ref(sources, el.span, el.text);
+      // a = +-c*b: the slot of b and the factor
+      sym::Expr e = o.value;
+      double scale = 1.0;
+      if (e->op == sym::Op::Mul && e->nargs == 2 && e->arg(0)->is_const()) {
+        scale = e->arg(0)->value;
+        e = e->arg(1);
+      }
+      if (e->is_symbol() && scale != 0.0) {
+        src.alias_slot = static_cast<int32_t>(e->symbol);
+        src.alias_scale = scale;
+      }
     }
     m->output_source.push_back(std::move(src));
   }
@@ -355,11 +422,8 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
     diags.report(DiagKind::jit_failed, Span{}, {"a matrix kernel of the model has no code"});
     return finish(false);
   }
-  for (const auto& v : flat->vars) {
-    if (v.role != VarRole::Parameter) continue;
-    m->parameters.push_back({v.name, source_ref(sources, v.span, v.name)});
-    m->parameter_slot.push_back(static_cast<int32_t>(v.symbol));
-  }
+  set_parameter_info(*flat, cx, sources, *m);
+  m->parameter_bindings = kernel(kernels.parameter_bindings, *state->jit);
   m->n_v = static_cast<int32_t>(cx.symbol_count());
   {
     // does the leading matrix (newton_matrix at zero coefficients) depend on parameters only?

@@ -61,7 +61,7 @@ std::vector<codegen::KernelSpec> ModelKernels::all() const {
                                         init_residual,   init_matrix.spec,   jac_q.spec,
                                         jac_qd.spec,     jac_y.spec,         jac_z.spec,
                                         index2_residual, index2_matrix.spec, outputs,
-                                        initial_values};
+                                        initial_values,  parameter_bindings};
   if (inverse_dynamics) {
     // first: the kernels rt::InverseDynamics calls at every sample (see per_sample_inverse)
     a.insert(a.begin(),
@@ -203,6 +203,7 @@ ModelKernels build_kernels(const SymbolicDae& dae, sym::Context& cx, bool invers
     k.body_wrench_u = jacobian(cx, "body_wrench_u", bb.wrenches, cu);
   }
 
+  k.parameter_bindings.name = "parameter_bindings";
   k.initial_values.name = "initial_values";
   auto start = [&](Expr e) { return e ? e : cx.zero(); };
   for (const auto& u : dae.q) k.initial_values.outputs.push_back(start(u.start));

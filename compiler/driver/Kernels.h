@@ -49,6 +49,9 @@ struct ModelKernels {
   std::vector<int32_t> inverse_output_columns;
   sym::Pattern inverse_outputs_z;
   codegen::KernelSpec initial_values;  // start values [q | qd | y | z] from parameters
+  // every parameter's binding as written (other parameters as symbols), in the order of the
+  // flat model's parameters; set by the driver (set_parameter_bindings)
+  codegen::KernelSpec parameter_bindings;
   // every kernel; with inverse_dynamics the per_sample_inverse ones first
   std::vector<codegen::KernelSpec> all() const;
   static constexpr size_t per_sample_inverse = 5;

@@ -128,6 +128,14 @@ struct FlatModel {
   BodyBalance body_balance;  // inverse dynamics only
   // symbol -> index into vars (only variable/parameter symbols)
   std::unordered_map<uint32_t, size_t> var_of_symbol;
+  // Parameters whose value the compiler used as a number (an array size, a range bound, an
+  // if-condition, a multibody axis or structural zero, the start assembly of a mechanism): a
+  // new value needs a new compile. Symbol -> why (the first use found). Parameters whose
+  // bindings refer to them are added by the driver (compile_time_parameters).
+  std::unordered_map<uint32_t, std::string> compile_time_parameters;
+  void mark_compile_time(uint32_t symbol, const std::string& why) {
+    if (var_of_symbol.count(symbol)) compile_time_parameters.emplace(symbol, why);
+  }
 };
 
 void print_flat_model(std::ostream& os, const sym::Context& cx, const FlatModel& m);

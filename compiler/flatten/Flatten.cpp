@@ -897,6 +897,10 @@ Expr Flattener::resolve_parameters(Expr e, Span span, const std::string& what) {
           it == flat_.var_of_symbol.end() ? cx_.symbol_name(s) : flat_.vars[it->second].name;
       fail(DiagKind::not_structural, span, {what + " (it depends on '" + n + "')"});
     }
+    flat_.mark_compile_time(
+        s, what + (span.valid()
+                       ? fmt::format(" at {}:{}:{}", sources_.path(span.file), span.line, span.col)
+                       : std::string()));
     repl[s] = resolved_binding(it->second, span);
   }
   return sym::substitute(cx_, e, repl);

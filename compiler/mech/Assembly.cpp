@@ -37,6 +37,19 @@ bool assemble_mechanism(FlatModel& flat, sym::Context& cx, DerivativeTable& ders
   std::vector<double> vals(cx.symbol_count(), 0.0);
   for (const auto& v : flat.vars)
     if (v.role != VarRole::Variable) vals[v.symbol] = v.value;
+  // the assembled start values are numbers: the parameters they come from are compile-time
+  const auto mark = [&](sym::Expr e) {
+    if (!e) return;
+    for (uint32_t s : sym::free_symbols(e))
+      if (auto it = flat.var_of_symbol.find(s);
+          it != flat.var_of_symbol.end() && flat.vars[it->second].role != VarRole::Variable)
+        flat.mark_compile_time(s, "the start assembly of the mechanism");
+  };
+  for (const auto* r : all) mark(r->residual);
+  for (const auto& c : coords) {
+    mark(flat.vars[c.var].start);
+    mark(flat.vars[c.vel_var].start);
+  }
   for (const auto& c : coords) {
     vals[c.q] = eval_start(flat.vars[c.var], vals);
     vals[c.dq] = eval_start(flat.vars[c.vel_var], vals);

@@ -136,10 +136,21 @@ class Lowering {
   Expr param(const Elem& e, const std::string& member) {
     const FlatVar& v = fv(e, member);
     if (v.role == VarRole::Variable) return cx_.symbol(v.symbol);
-    if (v.value == 0.0) return cx_.zero();
+    if (v.value == 0.0) {
+      flat_.mark_compile_time(v.symbol,
+                              "a zero the multibody lowering leaves out (" + v.name + ")");
+      return cx_.zero();
+    }
     return cx_.symbol(v.symbol);
   }
-  double value(const Elem& e, const std::string& member) { return fv(e, member).value; }
+  // A parameter's value as a number: a new value needs a new compile.
+  double value(const Elem& e, const std::string& member) {
+    const FlatVar& v = fv(e, member);
+    if (v.role != VarRole::Variable)
+      flat_.mark_compile_time(v.symbol,
+                              "a structural choice of the multibody lowering (" + v.name + ")");
+    return v.value;
+  }
   V3 pvec(const Elem& e, const std::string& member) {
     return {param(e, member + "[1]"), param(e, member + "[2]"), param(e, member + "[3]")};
   }
@@ -463,7 +474,7 @@ void Lowering::build_graph() {
   for (auto& e : elems_) {
     if (e.info->role != Role::Edge) continue;
     int c = var(e.el->path + ".cut");
-    e.cut = (c >= 0 && flat_.vars[c].value != 0.0) || e.el->kind == "LoopClosure";
+    e.cut = (c >= 0 && value(e, "cut") != 0.0) || e.el->kind == "LoopClosure";
     if (e.cut && e.el->kind == "FreeMotion") fail(e, "cannot be cut");
   }
 }

@@ -18,7 +18,8 @@ namespace {
 
 class StaticSolver {
  public:
-  StaticSolver(const CompiledModel& m, const SolverOptions& o) : m_(m), o_(o) {
+  StaticSolver(const CompiledModel& m, const SolverOptions& o, std::span<const double> start)
+      : m_(m), o_(o) {
     n_ = m.n_eq();
     auto check = [&](const SparseKernel& k, const char* name, int32_t cols) {
       if (k.rows != n_ || k.cols != cols) {
@@ -43,7 +44,10 @@ class StaticSolver {
     for (const SparseKernel* k : {&m.jac_q, &m.jac_y, &m.jac_z})
       if (k->nnz() > 0 && !k->values.fn)
         throw SolverSetupError("static solver: the model has no code for a jac_* kernel");
-    v_ = m.v0;
+    if (start.empty())
+      v_ = m.v0;
+    else
+      v_.assign(start.begin(), start.end());
     for (int32_t i = 0; i < m.n_q; ++i) v_[m.qd_slot[i]] = v_[m.qdd_slot[i]] = 0.0;
     for (int32_t i = 0; i < m.n_y; ++i) v_[m.yd_slot[i]] = 0.0;
     f0_.assign(static_cast<size_t>(n_), 0.0);
@@ -375,15 +379,17 @@ class StaticSolver {
 StaticResult solve_static(
     std::shared_ptr<const CompiledModel> model, const SolverOptions& options,
     const std::function<int(double load, std::span<const double> outputs)>& observer,
-    ProgressSink* progress) {
+    ProgressSink* progress, std::span<const double> start) {
   if (!model) throw SolverSetupError("static solver: no model");
+  if (!start.empty() && start.size() != model->v0.size())
+    throw SolverSetupError("static solver: the start vector has the wrong size");
   if (auto err = validate(options)) throw SolverSetupError(*err);
   if (options.load_steps < 1) {
     throw SolverSetupError(fmt::format("option --load-steps (load_steps) = {} must be at least 1",
                                        options.load_steps));
   }
   check_model(*model);
-  StaticSolver solver(*model, options);
+  StaticSolver solver(*model, options, start);
   return solver.run(observer, progress);
 }
 

@@ -62,6 +62,6 @@ struct StaticResult {
 StaticResult solve_static(
     std::shared_ptr<const CompiledModel> model, const SolverOptions& options,
     const std::function<int(double load, std::span<const double> outputs)>& observer,
-    ProgressSink* progress = nullptr);
+    ProgressSink* progress = nullptr, std::span<const double> start = {});
 
 }  // namespace mbs::rt

@@ -36,7 +36,9 @@ double inf_norm(const std::vector<double>& x) {
 InverseDynamics::InverseDynamics(std::shared_ptr<const CompiledModel> model,
                                  const InverseDynamicsOptions& o)
     : keep_(std::move(model)), m_(*keep_), o_(o), ck_(m_) {
-  v_ = m_.v0;
+  v_ = o.start.empty() ? m_.v0 : o.start;
+  if (v_.size() != m_.v0.size())
+    throw std::invalid_argument("inverse dynamics: the start vector has the wrong size");
   auto eq_role = [&](int32_t i) {
     return m_.eq_role.empty() ? EquationRole::Model : m_.eq_role[static_cast<size_t>(i)];
   };

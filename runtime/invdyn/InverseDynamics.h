@@ -57,6 +57,8 @@ struct InverseDynamicsOptions {
   // CSV file of loads logged by another tool (time, then output names: efforts, multipliers,
   // <joint>.reaction_f[k] / reaction_t[k], ...), compared with the balance at every sample
   std::string logged;
+  // the symbol vector to start from (parameters and start values, rt::Instance); empty: v0
+  std::vector<double> start;
 };
 
 // One requested output: an unknown of the balance (z index) or a model output column (a joint

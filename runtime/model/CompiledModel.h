@@ -67,6 +67,10 @@ struct OutputSource {
   Kind kind = Kind::Unknown;  // solved (or not known), an alias a = +-b or der(x), v = f(...)
   SourceRef declaration;      // the variable's declaration
   SourceRef definition;       // Alias, Explicit: the defining equation with its text
+  // Alias of scale * v[alias_slot] (a = b, a = -b, v = der(x)): its start value is that slot's
+  // (rt::Instance::set_start); -1 otherwise.
+  int32_t alias_slot = -1;
+  double alias_scale = 1.0;
 };
 
 struct CompiledModel {
@@ -167,9 +171,23 @@ struct CompiledModel {
   // Start values [q | qd | y | z] computed from the parameters in v (v0 was filled with it).
   Kernel initial_values;
 
-  // Parameters that can be changed without recompiling: names and slots in v.
+  // Parameters: names and slots in v. A parameter changes without recompiling (rt::Instance)
+  // unless parameter_compile_time says why the compiler used its value as a number.
   std::vector<Unknown> parameters;
   std::vector<int32_t> parameter_slot;
+  // Per parameter (or empty): "" when it can be set at run time, else why a new value needs a
+  // new compile (e.g. "a range bound at m.mbs:3:12", "the start assembly of the mechanism").
+  std::vector<std::string> parameter_compile_time;
+  // Per parameter (or empty): its `min`/`max` attributes (-inf/+inf when absent), unit and
+  // description from the model text.
+  std::vector<double> parameter_min, parameter_max;
+  std::vector<std::string> parameter_unit, parameter_description;
+  // The value of every parameter from the others: output i is the binding of parameters[i] as
+  // written (reading other parameters' slots; a constant for a literal value). Evaluated
+  // parameter_binding_passes times, writing back every parameter that was not set, it brings
+  // the derived parameters up to date after some were set.
+  Kernel parameter_bindings;
+  int32_t parameter_binding_passes = 0;
 
   // Keeps the JIT-compiled code (and anything else the kernels need) alive.
   std::shared_ptr<const void> code_owner;

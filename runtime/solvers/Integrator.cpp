@@ -63,6 +63,17 @@ Integrator::Integrator(std::shared_ptr<const CompiledModel> model, const SolverO
   h_min_ = options.effective_h_min();
 }
 
+void Integrator::set_start(std::span<const double> v) {
+  if (initialized_ || n_done_ > 0)
+    throw SolverSetupError("set_start: the integrator has already started");
+  if (v.size() != ws_.v.size())
+    throw SolverSetupError(
+        fmt::format("set_start: {} values for a symbol vector of {}", v.size(), ws_.v.size()));
+  if (v[static_cast<size_t>(model_.slot_time)] != t0_)
+    throw SolverSetupError("set_start: the start vector has another start time than the model");
+  std::copy(v.begin(), v.end(), ws_.v.begin());
+}
+
 std::span<const double> Integrator::evaluate_outputs() {
   if (!model_.outputs.fn) return {};
   model_.outputs(ws_.v.data(), ws_.outputs.data());  // non-finite outputs are returned as such

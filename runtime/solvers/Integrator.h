@@ -57,6 +57,10 @@ class Integrator {
   Integrator& operator=(const Integrator&) = delete;
 
   virtual SolveStatus initialize() = 0;
+  // Starts from the symbol vector `v` (parameters and start values set at run time,
+  // rt::Instance) instead of the model's v0. Before initialize(); v has n_v entries and the
+  // model's start time. Throws SolverSetupError otherwise.
+  void set_start(std::span<const double> v);
   // One step of the output grid, t_n -> t_{n+1}. Finished if already at t_end.
   virtual SolveStatus step() = 0;
   // From the current point to t_end: the observer gets the current point (if not output yet),

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/driver/Compile.h"
+#include "compiler/driver/Session.h"
 #include "runtime/analysis/Linearize.h"
 #include "runtime/analysis/Modes.h"
 #include "runtime/analysis/Static.h"
@@ -242,8 +242,10 @@ int main(int argc, char** argv) {
   }
 
   // ---- compile
-  mbs::CompileResult compiled = mbs::compile(copts, std::cout, std::cerr);
-  if (!compiled.ok) return compiled.usage_error ? kExitUsage : kExitModelError;
+  mbs::Session session(copts, std::cerr);
+  if (!session.compile(std::cout)) return session.usage_error() ? kExitUsage : kExitModelError;
+  const mbs::CompileResult& compiled = session.compile_result();
+  session.options() = sopts;
   double ready_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_process)
           .count();
@@ -331,8 +333,7 @@ int main(int argc, char** argv) {
     }
     mbs::rt::StaticResult res;
     try {
-      res = mbs::rt::solve_static(
-          compiled.model, sopts,
+      res = session.solve_static(
           [&](double load, std::span<const double> values) {
             csv->write_row(load, values);
             return 0;
@@ -365,67 +366,81 @@ int main(int argc, char** argv) {
     state = res.v;
   }
 
-  // ---- simulate
-  std::unique_ptr<mbs::rt::Integrator> solver;
-  if (simulate || (analyse && state.empty())) {
-    try {
-      solver = mbs::rt::make_integrator(compiled.model, sopts);
-    } catch (const mbs::rt::SolverSetupError& e) {
+  // ---- simulate (or only the consistent start state, to linearise at)
+  mbs::SimulationRun run;
+  const auto print_failure = [&](const mbs::SimulationRun& r) {
+    std::cerr << r.failure->message;
+    if (!r.failure->message.empty() && r.failure->message.back() != '\n') std::cerr << "\n";
+  };
+  if (analyse && state.empty() && !simulate) {
+    run = session.initialize();
+    if (!run.setup_error.empty()) {
       // the model is fine, the chosen solver or its options do not fit it
-      std::cerr << "mbsc: error: " << e.what() << "\n";
+      std::cerr << "mbsc: error: " << run.setup_error << "\n";
       return kExitUsage;
     }
-  }
-  if (solver) {
-    for (const auto& w : solver->warnings()) std::cerr << w << "\n";
-    solver->set_progress(&progress);  // progress lines and warnings found while running
-  }
-  if (analyse && state.empty()) {
-    // linearise at the start: consistent accelerations and multipliers from the initial system
-    if (solver->initialize() == mbs::rt::SolveStatus::Failed) {
-      std::cerr << solver->failure()->message << "\n";
+    for (const auto& w : run.warnings) std::cerr << w << "\n";
+    if (run.status == mbs::rt::SolveStatus::Failed) {
+      print_failure(run);
       return kExitSolverFailure;
     }
-    state.assign(solver->symbols().begin(), solver->symbols().end());
+    state = run.state;
   }
   if (simulate) {
     if (output.empty()) output = model.name + ".csv";
     std::unique_ptr<mbs::rt::CsvWriter> csv;
-    try {
-      csv = std::make_unique<mbs::rt::CsvWriter>(output, model.output_names);
-    } catch (const std::exception& e) {
-      std::cerr << "mbsc: error: " << e.what() << "\n";
+    const auto open_csv = [&]() -> bool {
+      try {
+        csv = std::make_unique<mbs::rt::CsvWriter>(output, model.output_names);
+        return true;
+      } catch (const std::exception& e) {
+        std::cerr << "mbsc: error: " << e.what() << "\n";
+        return false;
+      }
+    };
+    // the file is opened once the solver has accepted the model and options (as before: a
+    // setup error leaves no file behind)
+    bool opened = false, open_failed = false;
+    run = session.simulate(
+        [&](double t, std::span<const double> values) {
+          if (!opened) {
+            opened = true;
+            if (!open_csv()) {
+              open_failed = true;
+              return 1;
+            }
+          }
+          csv->write_row(t, values);
+          return 0;
+        },
+        &progress);
+    if (!run.setup_error.empty()) {
+      std::cerr << "mbsc: error: " << run.setup_error << "\n";
       return kExitUsage;
     }
-    auto t_run = std::chrono::steady_clock::now();
-    mbs::rt::SolveStatus status = solver->run([&](double t, std::span<const double> values) {
-      csv->write_row(t, values);
-      return 0;
-    });
-    double run_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_run).count();
+    if (open_failed) return kExitUsage;
+    if (!opened && !open_csv()) return kExitUsage;
     try {
       csv->close();
     } catch (const std::exception& e) {
       std::cerr << "mbsc: error: " << e.what() << "\n";
       return kExitUsage;
     }
-    const auto& st = solver->statistics();
-    last_stats = &st;
-    if (status == mbs::rt::SolveStatus::Failed) {
-      std::cerr << solver->failure()->message;
-      if (!solver->failure()->message.empty() && solver->failure()->message.back() != '\n')
-        std::cerr << "\n";
+    const auto& st = run.statistics;
+    last_stats = &run.statistics;
+    if (run.status == mbs::rt::SolveStatus::Failed) {
+      print_failure(run);
       std::cerr << fmt::format("mbsc: the run stopped at t = {}; the {} rows before are in {}\n",
-                               solver->time(), csv->rows(), output);
+                               run.t, csv->rows(), output);
       return kExitSolverFailure;
     }
     std::cerr << fmt::format(
         "mbsc: {} simulated to t = {} with {}: {} steps, {} Newton iterations, {} "
         "factorizations\n"
         "mbsc: compile {:.1f} ms, run {:.1f} ms; {} rows written to {}\n",
-        model.name, solver->time(), solver->name(), st.steps, st.newton_iterations,
-        st.factorizations, compiled.total_ms, run_s * 1e3, csv->rows(), output);
-    if (status == mbs::rt::SolveStatus::Interrupted) {
+        model.name, run.t, run.solver, st.steps, st.newton_iterations, st.factorizations,
+        compiled.total_ms, run.run_ms, csv->rows(), output);
+    if (run.status == mbs::rt::SolveStatus::Interrupted) {
       std::cerr << "mbsc: interrupted; the result file is complete up to the last row\n";
       return kExitInterrupted;
     }

@@ -1,0 +1,224 @@
+#include "runtime/session/Instance.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "runtime/io/Suggest.h"
+
+namespace mbs::rt {
+
+namespace {
+
+std::string did_you_mean(std::string_view name, const std::vector<std::string>& candidates) {
+  auto near = nearest_names(name, candidates, 1);
+  if (near.empty() || edit_distance(name, near[0]) > std::max<size_t>(2, name.size() / 3))
+    return "";
+  return "; did you mean '" + near[0] + "'?";
+}
+
+std::vector<std::string> parameter_names(const CompiledModel& m) {
+  std::vector<std::string> names;
+  for (const auto& p : m.parameters) names.push_back(p.name);
+  return names;
+}
+
+// Where a start value of `name` lives in v: slot -1 when it does not. An alias (v = der(x),
+// a = -b) is the start value of what it is an alias of, times its scale.
+struct StartTarget {
+  int32_t slot = -1;
+  double scale = 1.0;
+};
+StartTarget start_target(const CompiledModel& m, std::string_view name) {
+  for (int32_t i = 0; i < m.n_q; ++i) {
+    if (m.q[i].name == name) return {m.q_slot[i]};
+    if ("der(" + m.q[i].name + ")" == name) return {m.qd_slot[i]};
+  }
+  for (int32_t i = 0; i < m.n_y; ++i)
+    if (m.y[i].name == name) return {m.y_slot[i]};
+  for (int32_t i = 0; i < m.n_z; ++i)
+    if (m.z[i].name == name) return {m.z_slot[i]};
+  for (size_t i = 0; i < m.output_names.size() && i < m.output_source.size(); ++i) {
+    if (m.output_names[i] != name || m.output_source[i].alias_slot < 0) continue;
+    const int32_t s = m.output_source[i].alias_slot;
+    const auto is = [&](const std::vector<int32_t>& slots) {
+      return std::find(slots.begin(), slots.end(), s) != slots.end();
+    };
+    if (is(m.q_slot) || is(m.qd_slot) || is(m.y_slot) || is(m.z_slot))
+      return {s, m.output_source[i].alias_scale};
+  }
+  return {};
+}
+int32_t start_slot(const CompiledModel& m, std::string_view name) {
+  return start_target(m, name).slot;
+}
+
+bool has_constraints(const CompiledModel& m) {
+  return std::any_of(m.eq_level.begin(), m.eq_level.end(), [](EquationLevel l) {
+    return l == EquationLevel::Position || l == EquationLevel::Velocity;
+  });
+}
+
+}  // namespace
+
+Instance::Instance(std::shared_ptr<const CompiledModel> model)
+    : model_(std::move(model)), v_(model_->v0) {}
+
+int32_t Instance::parameter_index(std::string_view name) const {
+  const auto& ps = model_->parameters;
+  for (size_t i = 0; i < ps.size(); ++i)
+    if (ps[i].name == name) return static_cast<int32_t>(i);
+  return -1;
+}
+
+std::string Instance::why_compile_time(std::string_view name) const {
+  const CompiledModel& m = *model_;
+  if (int32_t p = parameter_index(name); p >= 0) {
+    if (static_cast<size_t>(p) < m.parameter_compile_time.size())
+      return m.parameter_compile_time[static_cast<size_t>(p)];
+    return m.parameter_bindings.fn ? "" : "the model has no parameter_bindings kernel";
+  }
+  if (start_slot(m, name) >= 0) {
+    if (has_constraints(m))
+      return "the model has constraints: its start values are checked (or assembled) by the "
+             "compiler";
+    return "";
+  }
+  return "'" + std::string(name) + "' is not a parameter or unknown of model '" + m.name + "'";
+}
+
+void Instance::set_parameter(std::string_view name, double value) {
+  const int32_t p = parameter_index(name);
+  if (p < 0) {
+    std::string hint = start_slot(*model_, name) >= 0
+                           ? "; it is a variable: set its start value instead"
+                           : did_you_mean(name, parameter_names(*model_));
+    throw SetError(SetError::Kind::UnknownName, std::string(name),
+                   fmt::format("model '{}' has no parameter '{}'{}", model_->name, name, hint));
+  }
+  if (std::string why = why_compile_time(name); !why.empty())
+    throw SetError(SetError::Kind::NeedsCompile, std::string(name),
+                   fmt::format("parameter '{}' is used by the compiler ({}): a new value needs a "
+                               "new compile",
+                               name, why));
+  if (!std::isfinite(value))
+    throw SetError(SetError::Kind::NotFinite, std::string(name),
+                   fmt::format("parameter '{}' = {} is not a finite number", name, value));
+  parameters_[std::string(name)] = value;
+  dirty_ = true;
+}
+
+void Instance::set_start(std::string_view name, double value) {
+  const int32_t slot = start_slot(*model_, name);
+  if (slot < 0) {
+    std::vector<std::string> names;
+    for (const auto& u : model_->q) names.push_back(u.name);
+    for (const auto& u : model_->y) names.push_back(u.name);
+    for (const auto& u : model_->z) names.push_back(u.name);
+    const bool is_parameter = parameter_index(name) >= 0;
+    // a variable the compiler eliminated (an alias) has its start value in the compile
+    const bool is_output = std::find(model_->output_names.begin(), model_->output_names.end(),
+                                     name) != model_->output_names.end();
+    if (is_output)
+      throw SetError(SetError::Kind::NeedsCompile, std::string(name),
+                     fmt::format("the start value of '{}' is used by the compiler (the variable "
+                                 "was eliminated): a new value needs a new compile",
+                                 name));
+    throw SetError(SetError::Kind::UnknownName, std::string(name),
+                   fmt::format("model '{}' has no unknown '{}'{}", model_->name, name,
+                               is_parameter ? "; it is a parameter: set it as a parameter"
+                                            : did_you_mean(name, names)));
+  }
+  if (std::string why = why_compile_time(name); !why.empty())
+    throw SetError(SetError::Kind::NeedsCompile, std::string(name),
+                   fmt::format("the start value of '{}' cannot change at run time ({}): a new "
+                               "value needs a new compile",
+                               name, why));
+  if (!std::isfinite(value))
+    throw SetError(SetError::Kind::NotFinite, std::string(name),
+                   fmt::format("start value {} = {} is not a finite number", name, value));
+  starts_[std::string(name)] = value;
+  dirty_ = true;
+}
+
+void Instance::reset() {
+  parameters_.clear();
+  starts_.clear();
+  v_ = model_->v0;
+  dirty_ = false;
+}
+
+void Instance::update() {
+  const CompiledModel& m = *model_;
+  v_ = m.v0;
+  const size_t np = m.parameters.size();
+  std::vector<bool> set(np, false);
+  for (const auto& [name, value] : parameters_) {
+    const auto p = static_cast<size_t>(parameter_index(name));
+    v_[static_cast<size_t>(m.parameter_slot[p])] = value;
+    set[p] = true;
+  }
+  if (!parameters_.empty() && m.parameter_bindings.fn) {
+    // Jacobi passes over the bindings: after pass k every parameter whose chain of bindings is
+    // at most k long is exact
+    scratch_.assign(np, 0.0);
+    for (int32_t pass = 0; pass < m.parameter_binding_passes; ++pass) {
+      m.parameter_bindings(v_.data(), scratch_.data());
+      for (size_t p = 0; p < np; ++p)
+        if (!set[p]) v_[static_cast<size_t>(m.parameter_slot[p])] = scratch_[p];
+    }
+  }
+  for (size_t p = 0; p < np; ++p) {
+    const double x = v_[static_cast<size_t>(m.parameter_slot[p])];
+    const std::string& name = m.parameters[p].name;
+    const bool derived = !set[p];
+    if (!std::isfinite(x))
+      throw SetError(SetError::Kind::NotFinite, name,
+                     fmt::format("parameter '{}'{} is {}, not a finite number", name,
+                                 derived ? " (from the values set)" : "", x));
+    if (p < m.parameter_min.size() && x < m.parameter_min[p])
+      throw SetError(SetError::Kind::OutOfRange, name,
+                     fmt::format("parameter '{}' = {}{} violates min = {}", name, x,
+                                 derived ? " (from the values set)" : "", m.parameter_min[p]));
+    if (p < m.parameter_max.size() && x > m.parameter_max[p])
+      throw SetError(SetError::Kind::OutOfRange, name,
+                     fmt::format("parameter '{}' = {}{} violates max = {}", name, x,
+                                 derived ? " (from the values set)" : "", m.parameter_max[p]));
+  }
+  if (!parameters_.empty() && m.initial_values.fn) {
+    // start values [q | qd | y | z] that the model computes from parameters
+    scratch_.assign(static_cast<size_t>(m.initial_values.n_out), 0.0);
+    m.initial_values(v_.data(), scratch_.data());
+    size_t k = 0;
+    for (int32_t s : m.q_slot) v_[static_cast<size_t>(s)] = scratch_[k++];
+    for (int32_t s : m.qd_slot) v_[static_cast<size_t>(s)] = scratch_[k++];
+    for (int32_t s : m.y_slot) v_[static_cast<size_t>(s)] = scratch_[k++];
+    for (int32_t s : m.z_slot) v_[static_cast<size_t>(s)] = scratch_[k++];
+    for (size_t i = 0; i < k; ++i)
+      if (!std::isfinite(scratch_[i]))
+        throw SetError(SetError::Kind::NotFinite, "",
+                       "a start value computed from the parameters set is not a finite number");
+  }
+  for (const auto& [name, value] : starts_) {
+    const StartTarget t = start_target(m, name);
+    v_[static_cast<size_t>(t.slot)] = value / t.scale;
+  }
+  dirty_ = false;
+}
+
+const std::vector<double>& Instance::start_vector() {
+  if (dirty_) update();
+  return v_;
+}
+
+double Instance::parameter(std::string_view name) {
+  const int32_t p = parameter_index(name);
+  if (p < 0)
+    throw SetError(SetError::Kind::UnknownName, std::string(name),
+                   fmt::format("model '{}' has no parameter '{}'{}", model_->name, name,
+                               did_you_mean(name, parameter_names(*model_))));
+  return start_vector()[static_cast<size_t>(model_->parameter_slot[static_cast<size_t>(p)])];
+}
+
+}  // namespace mbs::rt
