@@ -1,0 +1,64 @@
+// Objectives of a study: a reduction over the output grid of a pointwise expression of the
+// model's outputs, e.g. `max(abs(x))`, `integral(v^2)`, `fit(x, "data.csv")`.
+//
+// The pointwise expression is a native kernel (compiled by compiler/driver/Objectives from the
+// objective's text with the model grammar) reading the vector [t, outputs...] of one output row:
+// slot 0 is time, slot 1 + i the model's output i (in the order of CompiledModel::output_names).
+// An ObjectiveAccumulator takes the rows of one run as they come and gives the value.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "runtime/model/CompiledModel.h"
+
+namespace mbs::rt {
+
+enum class Reduction : uint8_t {
+  Final,     // the value at the last grid point
+  Max,       // the largest value on the grid
+  Min,       // the smallest value
+  MaxAbs,    // the largest |value|
+  Mean,      // the mean over the grid points
+  Integral,  // trapezoidal rule on the grid
+  Rms,       // sqrt(mean of the squares)
+  L2,        // sqrt(sum of the squares over the grid points)
+  Fit,       // sum over the data file's times of (value interpolated on the grid - data)^2
+};
+
+struct Objective {
+  std::string text;  // as written, e.g. "max(abs(x))"; the column name in results
+  Reduction reduction = Reduction::Final;
+  Kernel pointwise;  // one output: the expression at [t, outputs...]
+  // Fit: the measured data (times increasing) the value is compared with
+  std::vector<double> data_t, data_value;
+  std::string data_file, data_column;
+  std::shared_ptr<const void> code_owner;  // keeps the kernel's code alive
+};
+
+// The value of one objective over one run: add() every output row in time order, then value().
+// A run that does not cover a Fit objective's data times gives NaN (the study records why).
+class ObjectiveAccumulator {
+ public:
+  explicit ObjectiveAccumulator(const Objective& objective);
+  void reset();
+  // One output row: t and the model's outputs (the order of output_names). Returns false when
+  // the pointwise kernel reports a non-finite value.
+  bool add(double t, std::span<const double> outputs);
+  // NaN when no row was added (or a Fit's data times lie outside the run).
+  double value() const;
+
+ private:
+  const Objective* objective_;
+  std::vector<double> x_;  // [t, outputs...]
+  int64_t count_ = 0;
+  double first_t_ = 0, last_t_ = 0, last_e_ = 0;
+  double acc_ = 0;  // sum, max, min, integral, sum of squares, fit sum
+  size_t next_data_ = 0;
+  bool data_outside_ = false;
+};
+
+}  // namespace mbs::rt
