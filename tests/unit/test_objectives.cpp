@@ -239,7 +239,7 @@ TEST(Objectives, EveryReductionOverASimulatedRun) {
     // a mean of a step function sees the grid times, which the run computes as k h
     EXPECT_NEAR(acc[i].value(), cases[i].second, 1e-9 * (1 + std::fabs(cases[i].second)));
   }
-  // reset(): a second pass gives the same values
+  // reset(): no rows again
   for (auto& a : acc) a.reset();
   EXPECT_TRUE(std::isnan(acc[0].value()));
 }
