@@ -10,6 +10,7 @@
 
 #include "runtime/analysis/Static.h"
 #include "runtime/io/Interrupt.h"
+#include "runtime/io/Suggest.h"
 #include "runtime/session/Instance.h"
 #include "runtime/solvers/Integrator.h"
 
@@ -53,7 +54,22 @@ Evaluator::Evaluator(std::shared_ptr<const CompiledModel> model,
       else
         check.set_parameter(v.name, 0.0);
     } catch (const SetError& e) {
-      if (e.kind() == SetError::Kind::UnknownName) throw std::invalid_argument(e.what());
+      if (e.kind() != SetError::Kind::UnknownName) {
+        // settable (by a compile if need be); the values are checked per run
+      } else if (v.start && probe.parameter_index(v.name) < 0) {
+        // neither a parameter nor a variable: suggest from both
+        std::vector<std::string> names;
+        for (const auto& p : model_->parameters) names.push_back(p.name);
+        for (const auto& o : model_->output_names) names.push_back(o);
+        auto near = nearest_names(v.name, names, 1);
+        throw std::invalid_argument(fmt::format(
+            "model '{}' has no parameter or variable '{}'{}", model_->name, v.name,
+            near.empty() || edit_distance(v.name, near[0]) > std::max<size_t>(2, v.name.size() / 3)
+                ? std::string()
+                : "; did you mean '" + near[0] + "'?"));
+      } else {
+        throw std::invalid_argument(e.what());
+      }
     }
     const std::string why = probe.why_compile_time(v.name);
     compile_time_.push_back(!why.empty());
@@ -74,7 +90,6 @@ struct Reducer {
   std::vector<int32_t> column;  // per column of the objectives' model: column of this model
   std::vector<double> mapped;
   bool identity = true;
-  bool finite = true;
 
   Reducer(const std::vector<Objective>& objectives, const CompiledModel& base,
           const CompiledModel& model, std::string& missing) {
@@ -98,7 +113,7 @@ struct Reducer {
                                    : std::numeric_limits<double>::quiet_NaN();
       outputs = mapped;
     }
-    for (auto& a : acc) finite = a.add(t, outputs) && finite;
+    for (auto& a : acc) a.add(t, outputs);  // a non-finite value makes value() NaN
   }
 };
 
@@ -140,11 +155,9 @@ RunOutcome Evaluator::evaluate(std::span<const double> values) const {
         instance.set_parameter(variables_[i].name, values[i]);
     }
     const std::vector<double>& v = instance.start_vector();
+    // columns this model lacks read as NaN: an objective that uses one is not finite
     std::string missing;
     Reducer reducer(objectives_, *model_, *model, missing);
-    if (!missing.empty())
-      return finish(RunOutcome::Status::Failed,
-                    fmt::format("the model compiled for these values has no output '{}'", missing));
     const auto observer = [&](double t, std::span<const double> outputs) {
       reducer.add(t, outputs);
       return 0;
@@ -169,13 +182,14 @@ RunOutcome Evaluator::evaluate(std::span<const double> values) const {
                       solver->failure() ? solver->failure()->message : "the solver failed");
     }
     for (size_t i = 0; i < reducer.acc.size(); ++i) out.objectives[i] = reducer.acc[i].value();
-    if (!reducer.finite)
-      return finish(RunOutcome::Status::Failed, "an objective's expression is not finite");
     for (size_t i = 0; i < out.objectives.size(); ++i)
       if (!std::isfinite(out.objectives[i]))
         return finish(
             RunOutcome::Status::Failed,
-            fmt::format("objective {} is not finite ({})", objectives_[i].text, out.objectives[i]));
+            fmt::format("objective {} is not finite ({}){}", objectives_[i].text, out.objectives[i],
+                        missing.empty() ? std::string()
+                                        : " (the model compiled for these values has no output '" +
+                                              missing + "')"));
     return finish(RunOutcome::Status::Ok, "");
   } catch (const std::exception& e) {
     return finish(RunOutcome::Status::Failed, e.what());

@@ -19,16 +19,16 @@
 namespace mbs::rt {
 
 struct ProgressInfo {
-  std::string_view task;    // "gen-alpha", "static"
-  std::string_view what;    // the name of the running variable: "t" or "load"
-  double t = 0.0;           // where the run is
-  double t0 = 0.0;          // where it started
-  double t_end = 0.0;       // where it ends
-  double h = 0.0;           // the current step (load increment); 0 if none
-  int64_t steps = 0;        // steps (attempts, iterations) so far
+  std::string_view task;            // "gen-alpha", "static"
+  std::string_view what;            // the name of the running variable: "t" or "load"
+  double t = 0.0;                   // where the run is
+  double t0 = 0.0;                  // where it started
+  double t_end = 0.0;               // where it ends
+  double h = 0.0;                   // the current step (load increment); 0 if none
+  int64_t steps = 0;                // steps (attempts, iterations) so far
   std::string_view unit = "steps";  // what `steps` counts: "steps", "samples", "runs"
-  double elapsed = 0.0;     // wall time since the meter was started [s]
-  double fraction() const;  // (t - t0) / (t_end - t0), in [0, 1]
+  double elapsed = 0.0;             // wall time since the meter was started [s]
+  double fraction() const;          // (t - t0) / (t_end - t0), in [0, 1]
 };
 
 class ProgressSink {
