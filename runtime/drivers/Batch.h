@@ -31,7 +31,7 @@ using BatchEvaluator = std::function<std::vector<std::optional<RunOutcome>>(
 BatchEvaluator parallel_batch(const Evaluator& evaluator, int threads);
 
 // One evaluation an optimiser or a sensitivity study made, reported as soon as its batch is done,
-// in the order of `index`.
+// in the order of `index`. `point` and `outcome` are valid during the call only.
 struct EvaluationRecord {
   size_t index = 0;  // running number of the run in the study, from 0
   // Genetic: the generation (0: the initial population). Minimize: the number of the method's

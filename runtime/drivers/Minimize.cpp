@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 #include <exception>
+#include <memory>
 #include <stdexcept>
 
 namespace mbs::rt {
@@ -226,7 +227,9 @@ MinimizeResult minimize(const BatchEvaluator& evaluate, const std::vector<StudyV
       fail("the start value of '" + v.name + "' lies outside its bounds");
   }
 
-  nlopt_opt opt = nlopt_create(info(options.method).algorithm, static_cast<unsigned>(n));
+  std::unique_ptr<nlopt_opt_s, decltype(&nlopt_destroy)> owner(
+      nlopt_create(info(options.method).algorithm, static_cast<unsigned>(n)), &nlopt_destroy);
+  nlopt_opt opt = owner.get();
   if (!opt) throw std::runtime_error("minimize: NLopt could not create the optimiser");
   Problem problem(evaluate, variables, options, report, gradient, opt);
   nlopt_set_min_objective(opt, &Problem::call, &problem);
@@ -240,7 +243,6 @@ MinimizeResult minimize(const BatchEvaluator& evaluate, const std::vector<StudyV
       opt, options.max_evaluations > 0 ? options.max_evaluations : 200 * static_cast<int>(n));
   double f = 0;
   nlopt_result code = nlopt_optimize(opt, x.data(), &f);
-  nlopt_destroy(opt);
   if (problem.error_) std::rethrow_exception(problem.error_);
 
   MinimizeResult result = std::move(problem.result);
