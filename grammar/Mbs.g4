@@ -50,6 +50,12 @@ withinClause
   : WITHIN name? ';'
   ;
 
+// One expression and nothing else: the text of an objective of a study
+// (compiler/driver/Objectives), parsed by parse_expression.
+loneExpression
+  : expression EOF
+  ;
+
 classDefinition
   : ENCAPSULATED? PARTIAL? classPrefix (longClassSpecifier | shortClassSpecifier) ';'
   ;

@@ -1,4 +1,5 @@
-// parse_file: .mbs text -> AST. The steps, each of which may end the parse with diagnostics:
+// parse_file: .mbs text -> AST (parse_expression: the same for a text that is one expression).
+// The steps, each of which may end the parse with diagnostics:
 //   1. UTF-8 validation (ANTLR's decoder throws on malformed input, so it never sees any).
 //   2. Lexing, checking every token as it comes: invalid characters and unterminated
 //      strings/comments (the grammar turns them into tokens so the lexer never fails), bracket
@@ -25,6 +26,8 @@
 #include <optional>
 #include <span>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 
 #include "MbsLexer.h"
 #include "MbsParser.h"
@@ -708,6 +711,8 @@ class Builder {
     }
     return f;
   }
+
+  ast::ExprPtr lone_expression(P::LoneExpressionContext* ctx) { return expr(ctx->expression()).e; }
 
  private:
   // An expression under construction and its depth (a leaf is 1).
@@ -1561,10 +1566,30 @@ class FileParser {
   FileParser(const SourceManager& sources, uint32_t file_id, DiagnosticEngine& diags)
       : sources_(sources), r_(file_id, diags) {}
 
-  // Never throws.
-  std::unique_ptr<ast::File> run() {
+  // Never throw.
+  std::unique_ptr<ast::File> run_file() {
+    return guarded([&] {
+      return parse(&P::storedDefinition, [&](Builder& builder, P::StoredDefinitionContext* tree) {
+        auto file = builder.file(tree);
+        if (!r_.failed() && file->classes.empty())
+          r_.error(DiagKind::empty_file, Span{r_.file(), 1, 1, 1, 1});
+        return file;
+      });
+    });
+  }
+  ast::ExprPtr run_expression() {
+    return guarded([&] {
+      return parse(&P::loneExpression, [&](Builder& builder, P::LoneExpressionContext* tree) {
+        return builder.lone_expression(tree);
+      });
+    });
+  }
+
+ private:
+  template <class Fn>
+  auto guarded(Fn fn) -> decltype(fn()) {
     try {
-      return parse();
+      return fn();
     } catch (const ParseAbort&) {
     } catch (const StatementFailed&) {
     } catch (const std::bad_alloc&) {
@@ -1577,7 +1602,6 @@ class FileParser {
     return nullptr;
   }
 
- private:
   void internal_error(const std::string& message) {
     try {
       r_.syntax(Span{r_.file(), 0, 0, 0, 0}, message);  // the whole file
@@ -1585,7 +1609,12 @@ class FileParser {
     }
   }
 
-  std::unique_ptr<ast::File> parse() {
+  // Lexes and parses the text from the entry rule `rule`, then converts the tree with
+  // `build(builder, tree)` while the parser that owns the tree is alive. nullptr when errors
+  // were reported.
+  template <class Ctx, class Build>
+  auto parse(Ctx* (P::*rule)(), Build build)
+      -> decltype(build(std::declval<Builder&>(), static_cast<Ctx*>(nullptr))) {
     const std::string& text = sources_.text(r_.file());
     if (auto bad = find_invalid_utf8(text, r_.file())) {
       r_.error(DiagKind::invalid_utf8, *bad);
@@ -1602,8 +1631,18 @@ class FileParser {
     // After a lexical error the syntax errors would mostly be its consequences: stop.
     if (!lex(lexer, tokens) || r_.failed()) return nullptr;
     if (tokens.empty()) {
-      if (!r_.failed()) r_.error(DiagKind::empty_file, Span{r_.file(), 1, 1, 1, 1});
+      if constexpr (std::is_same_v<Ctx, P::StoredDefinitionContext>)
+        r_.error(DiagKind::empty_file, Span{r_.file(), 1, 1, 1, 1});
+      else
+        r_.syntax(Span{r_.file(), 0, 0, 0, 0}, "expected an expression, found nothing");
       return nullptr;
+    }
+    if constexpr (std::is_same_v<Ctx, P::LoneExpressionContext>) {
+      // `final` is a keyword of modifications, which a lone expression cannot contain; there it
+      // is a name (the reduction final(x) of an objective).
+      for (auto& t : tokens)
+        if (t->getType() == P::FINAL)
+          if (auto* w = dynamic_cast<antlr4::WritableToken*>(t.get())) w->setType(P::IDENT);
     }
 
     antlr4::ListTokenSource source(std::move(tokens));
@@ -1618,9 +1657,9 @@ class FileParser {
     parser->setErrorHandler(std::make_shared<antlr4::BailErrorStrategy>());
     parser->getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
         antlr4::atn::PredictionMode::SLL);
-    P::StoredDefinitionContext* tree = nullptr;
+    Ctx* tree = nullptr;
     try {
-      tree = parser->storedDefinition();
+      tree = ((*parser).*rule)();
     } catch (const antlr4::ParseCancellationException&) {
       tree = nullptr;
     }
@@ -1632,17 +1671,14 @@ class FileParser {
       parser->setErrorHandler(std::make_shared<MbsErrorStrategy>(r_));
       parser->getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
           antlr4::atn::PredictionMode::LL);
-      tree = parser->storedDefinition();
+      tree = ((*parser).*rule)();
     }
     if (r_.failed() || tree == nullptr) return nullptr;
 
     Builder builder(r_);
-    auto file = builder.file(tree);
-    if (!r_.failed() && file->classes.empty()) {
-      r_.error(DiagKind::empty_file, Span{r_.file(), 1, 1, 1, 1});
-    }
+    auto result = build(builder, tree);
     if (r_.failed()) return nullptr;
-    return file;
+    return result;
   }
 
   // Lexes the whole file, reporting the tokens the lexer makes for bad input (and dropping
@@ -1781,23 +1817,39 @@ class FileParser {
 
 }  // namespace
 
-std::unique_ptr<ast::File> parse_file(const SourceManager& sources, uint32_t file_id,
-                                      DiagnosticEngine& diags) {
+namespace {
+
+// Runs `fn(parser)` with one FileParser, serialised and on a thread with a large stack.
+template <class Fn>
+auto with_parser(const SourceManager& sources, uint32_t file_id, DiagnosticEngine& diags, Fn fn)
+    -> decltype(fn(std::declval<FileParser&>())) {
   // ANTLR 4.9's prediction cache (a static DFA shared by all parser instances) is not
   // thread-safe, so parses are serialised.
   static std::mutex one_parse_at_a_time;
   std::lock_guard<std::mutex> lock(one_parse_at_a_time);
-  std::unique_ptr<ast::File> result;
+  decltype(fn(std::declval<FileParser&>())) result;
   auto work = [&]() noexcept {
     try {
       FileParser parser(sources, file_id, diags);
-      result = parser.run();
+      result = fn(parser);
     } catch (...) {
       result = nullptr;
     }
   };
   run_with_large_stack(work);
   return result;
+}
+
+}  // namespace
+
+std::unique_ptr<ast::File> parse_file(const SourceManager& sources, uint32_t file_id,
+                                      DiagnosticEngine& diags) {
+  return with_parser(sources, file_id, diags, [](FileParser& p) { return p.run_file(); });
+}
+
+ast::ExprPtr parse_expression(const SourceManager& sources, uint32_t file_id,
+                              DiagnosticEngine& diags) {
+  return with_parser(sources, file_id, diags, [](FileParser& p) { return p.run_expression(); });
 }
 
 }  // namespace mbs

@@ -18,6 +18,13 @@ namespace mbs {
 std::unique_ptr<ast::File> parse_file(const SourceManager& sources, uint32_t file_id,
                                       DiagnosticEngine& diags);
 
+// Parses the whole text of `file_id` as one expression (grammar rule loneExpression), with the
+// same checks, limits and messages as expressions in a file: the objectives of a study are
+// written this way. `final`, a keyword of modifications only, is a name here. An empty text is
+// a syntax error. Returns nullptr when errors were reported.
+ast::ExprPtr parse_expression(const SourceManager& sources, uint32_t file_id,
+                              DiagnosticEngine& diags);
+
 inline constexpr int kMaxNesting = 256;
 // No expression tree the parser returns is deeper than this (a leaf has depth 1; a chain
 // a+b+c+... of n operators has depth n+1), so passes may recurse over expressions freely.

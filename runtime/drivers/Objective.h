@@ -11,6 +11,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "runtime/model/CompiledModel.h"
@@ -28,11 +29,14 @@ enum class Reduction : uint8_t {
   L2,        // sqrt(sum of the squares over the grid points)
   Fit,       // sum over the data file's times of (value interpolated on the grid - data)^2
 };
+// The name of a reduction as written in an objective ("final", "maxabs", "fit", ...).
+std::string_view reduction_name(Reduction r);
 
 struct Objective {
   std::string text;  // as written, e.g. "max(abs(x))"; the column name in results
   Reduction reduction = Reduction::Final;
-  Kernel pointwise;  // one output: the expression at [t, outputs...]
+  Kernel pointwise;       // one output: the expression at [t, outputs...]
+  int32_t n_outputs = 0;  // the model outputs the kernel expects after t (output_names.size())
   // Fit: the measured data (times increasing) the value is compared with
   std::vector<double> data_t, data_value;
   std::string data_file, data_column;
@@ -41,24 +45,33 @@ struct Objective {
 
 // The value of one objective over one run: add() every output row in time order, then value().
 // A run that does not cover a Fit objective's data times gives NaN (the study records why).
+// The objective must outlive the accumulator. add() does not allocate.
 class ObjectiveAccumulator {
  public:
   explicit ObjectiveAccumulator(const Objective& objective);
   void reset();
-  // One output row: t and the model's outputs (the order of output_names). Returns false when
-  // the pointwise kernel reports a non-finite value.
+  // One output row: t and the model's outputs (the order of output_names; throws
+  // std::invalid_argument when there are not objective.n_outputs of them). Returns false when
+  // the pointwise kernel reports a non-finite value; value() is then NaN.
   bool add(double t, std::span<const double> outputs);
-  // NaN when no row was added (or a Fit's data times lie outside the run).
+  // NaN when no row was added, when a row's value was not finite, or when a Fit's data times
+  // lie outside the run (data_outside() says which). Fit: a data time within 1e-9 (relative
+  // to the times' magnitude) of the first or last grid point counts as that point.
   double value() const;
+  // Fit: some data time lies before the first or after the last row added so far.
+  bool data_outside() const;
 
  private:
+  void add_fit(double t, double e);
+
   const Objective* objective_;
   std::vector<double> x_;  // [t, outputs...]
   int64_t count_ = 0;
-  double first_t_ = 0, last_t_ = 0, last_e_ = 0;
-  double acc_ = 0;  // sum, max, min, integral, sum of squares, fit sum
+  double last_t_ = 0, last_e_ = 0;
+  double acc_ = 0;  // max, min, max |e|, sum, integral, sum of squares, fit sum
   size_t next_data_ = 0;
   bool data_outside_ = false;
+  bool finite_ = true;
 };
 
 }  // namespace mbs::rt

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -35,9 +36,11 @@ enum class StudyAnalysis : uint8_t { Simulate, Static };
 
 // The outcome of one evaluation.
 struct RunOutcome {
-  enum class Status : uint8_t { Ok, Failed };
+  // Interrupted: Ctrl-C stopped the run before its end (not a result: a resumed study runs it
+  // again)
+  enum class Status : uint8_t { Ok, Failed, Interrupted };
   Status status = Status::Failed;
-  std::string message;            // why it failed: the solver's message, a bound, a compile
+  std::string message;             // why it failed: the solver's message, a bound, a compile
   std::vector<double> objectives;  // one per objective (NaN where not computed)
   Statistics statistics;
   double ms = 0;  // wall time of the run

@@ -958,6 +958,7 @@ InverseDynamicsRun inverse_dynamics_to_csv(std::shared_ptr<const CompiledModel> 
   };
   ProgressMeter meter;
   meter.start(progress, "inverse dynamics", "t", time_of(0), time_of(steps));
+  meter.set_unit("samples");
   for (int64_t k = 0; k <= steps; ++k) {
     if (interrupt_requested()) {  // Ctrl-C: stop after the last whole sample
       run.interrupted = true;

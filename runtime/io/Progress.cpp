@@ -83,7 +83,8 @@ std::string StderrProgress::format(const ProgressInfo& i) {
   std::string s =
       fmt::format("{} = {:.6g} of {:.6g} ({:.0f} %)", i.what, i.t, i.t_end, 100.0 * i.fraction());
   if (i.elapsed > 0.0)
-    s += fmt::format(", {:.0f} steps/s", static_cast<double>(i.steps) / i.elapsed);
+    s += fmt::format(", {:.{}f} {}/s", static_cast<double>(i.steps) / i.elapsed,
+                     static_cast<double>(i.steps) / i.elapsed < 10 ? 1 : 0, i.unit);
   if (i.h > 0.0) s += fmt::format(", h = {:.3g}", i.h);
   s += fmt::format(", {} elapsed", seconds(i.elapsed));
   const double f = i.fraction();

@@ -26,6 +26,7 @@ struct ProgressInfo {
   double t_end = 0.0;       // where it ends
   double h = 0.0;           // the current step (load increment); 0 if none
   int64_t steps = 0;        // steps (attempts, iterations) so far
+  std::string_view unit = "steps";  // what `steps` counts: "steps", "samples", "runs"
   double elapsed = 0.0;     // wall time since the meter was started [s]
   double fraction() const;  // (t - t0) / (t_end - t0), in [0, 1]
 };
@@ -56,6 +57,8 @@ class ProgressMeter {
     check(t, h);
   }
   void finish();
+  // What a tick counts, for the rate ("steps" unless set; a string literal).
+  void set_unit(std::string_view unit) { info_.unit = unit; }
   ProgressSink* sink() const { return sink_; }
   int64_t clock_reads() const { return clock_reads_; }
 

@@ -160,12 +160,14 @@ TEST(Diagnostics, EveryKindIsProducedBySomeTest) {
       {"cache_entry_damaged", "needs a damaged object cache; test_cli_cache provokes it"},
       {"cache_entry_undeletable", "needs an undeletable object cache entry; test_cli_cache"},
   };
+  // the objectives of a study are texts of their own, not model files: test_objectives
+  // produces every objective_* kind (Objectives.EveryObjectiveDiagnosticKindIsProduced)
   std::set<std::string> seen;
   for (const auto& c : cases())
     for (const auto& k : kinds_of(c)) seen.insert(k);
   for (size_t i = 0; i < mbs::diag_kind_count(); ++i) {
     std::string name = mbs::diag_info(static_cast<mbs::DiagKind>(i)).name;
-    if (exempt.count(name)) continue;
+    if (exempt.count(name) || name.rfind("objective_", 0) == 0) continue;
     EXPECT_TRUE(seen.count(name)) << "no tests/diagnostics/fail_*.mbs produces '" << name << "'";
   }
 }

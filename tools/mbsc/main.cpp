@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "compiler/driver/Session.h"
+#include "compiler/driver/Studies.h"
 #include "runtime/analysis/Linearize.h"
 #include "runtime/analysis/Modes.h"
 #include "runtime/analysis/Static.h"
@@ -23,6 +24,7 @@
 #include "runtime/solvers/Integrator.h"
 #include "runtime/solvers/Options.h"
 #include "runtime/solvers/OptionsCli.h"
+#include "tools/mbsc/StudyCli.h"
 
 namespace {
 
@@ -41,6 +43,7 @@ const char* kFooter = R"(Exit codes:
   3    solver failure (the message gives time, step size, equation and variable)
   130  interrupted by Ctrl-C (the result file holds every row up to that point)
 
+Studies: --vary NAME=VALUES ... --objective EXPR (docs/studies.md); mbsc monitor FILE.csv.
 Plots: mbsc plot RESULT.csv NAME... [--vs NAME] --output FILE.png|svg (mbsc plot --help).
 Library search path: -I directories, then $MBS_PATH (colon separated), then the stdlib/.
 Documentation: docs/cli.md, docs/language.md, docs/solvers.md)";
@@ -88,6 +91,15 @@ int plot_command(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "plot") return plot_command(argc - 1, argv + 1);
+  if (argc >= 2 && std::string(argv[1]) == "monitor")
+    return mbs::cli::monitor_command(argc - 1, argv + 1);
+  // --study FILE: its lines are options (docs/studies.md, "The study file")
+  std::vector<std::string> args;
+  if (!mbs::cli::expand_study_files(argc, argv, args)) return kExitUsage;
+  std::vector<char*> arg_ptrs;
+  for (auto& a : args) arg_ptrs.push_back(a.data());
+  argc = static_cast<int>(arg_ptrs.size());
+  argv = arg_ptrs.data();
   auto t_process = std::chrono::steady_clock::now();
   CLI::App app{"mbs: an equation-based modelling language and simulator for multibody systems",
                "mbsc"};
@@ -187,6 +199,8 @@ int main(int argc, char** argv) {
                  "seconds between progress lines with -v (default 3)")
       ->type_name("S")
       ->check(CLI::PositiveNumber);
+  mbs::cli::StudyFlags study;
+  mbs::cli::add_study_flags(app, study);
   mbs::rt::SolverOptions sopts;
   mbs::rt::add_solver_options(app, sopts);
 
@@ -254,6 +268,17 @@ int main(int argc, char** argv) {
                              compiled.total_ms, ready_ms);
   if (!copts.emit.empty()) return kExitOk;
   const mbs::rt::CompiledModel& model = *compiled.model;
+  if (study.active()) {
+    if (inverse || do_linearize || do_eigen) {
+      std::cerr << "mbsc: error: a study (--vary) runs simulations (or --static); it cannot be "
+                   "combined with --inverse-dynamics, --linearize or --eigen\n";
+      return kExitUsage;
+    }
+    mbs::rt::install_interrupt_handler();
+    mbs::rt::StderrProgress progress(mbs::rt::progress_mode(copts.verbose, quiet),
+                                     progress_interval);
+    return mbs::cli::run_study(session, study, do_static, output, progress);
+  }
   const bool analyse = do_linearize || do_eigen;
   if (inverse) {
     if (output.empty()) output = model.name + "_inverse.csv";

@@ -1,0 +1,221 @@
+#include "runtime/drivers/Study.h"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <stdexcept>
+#include <thread>
+
+#include "runtime/analysis/Static.h"
+#include "runtime/io/Interrupt.h"
+#include "runtime/session/Instance.h"
+#include "runtime/solvers/Integrator.h"
+
+namespace mbs::rt {
+
+std::string_view run_status_name(RunOutcome::Status s) {
+  switch (s) {
+    case RunOutcome::Status::Ok:
+      return "ok";
+    case RunOutcome::Status::Failed:
+      return "failed";
+    case RunOutcome::Status::Interrupted:
+      return "interrupted";
+  }
+  return "?";
+}
+
+int study_threads(int requested) {
+  if (requested > 0) return requested;
+  const unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : static_cast<int>(n);
+}
+
+Evaluator::Evaluator(std::shared_ptr<const CompiledModel> model,
+                     std::vector<StudyVariable> variables, std::vector<Objective> objectives,
+                     SolverOptions options, StudyAnalysis analysis, ModelProvider provider)
+    : model_(std::move(model)),
+      variables_(std::move(variables)),
+      objectives_(std::move(objectives)),
+      options_(options),
+      analysis_(analysis),
+      provider_(std::move(provider)) {
+  if (!model_) throw std::invalid_argument("study: no model");
+  const Instance probe(model_);
+  for (const StudyVariable& v : variables_) {
+    // a name the model does not have: the message of setting it (with the suggestion)
+    Instance check(model_);
+    try {
+      if (v.start)
+        check.set_start(v.name, 0.0);
+      else
+        check.set_parameter(v.name, 0.0);
+    } catch (const SetError& e) {
+      if (e.kind() == SetError::Kind::UnknownName) throw std::invalid_argument(e.what());
+    }
+    const std::string why = probe.why_compile_time(v.name);
+    compile_time_.push_back(!why.empty());
+    if (!why.empty() && !provider_)
+      throw std::invalid_argument(fmt::format(
+          "study: '{}' cannot change without a new compile ({}) and no compiler is at hand", v.name,
+          why));
+  }
+}
+
+namespace {
+
+// The rows of one run into the objectives' accumulators, the model's columns mapped onto those
+// the objectives were compiled for (a model compiled for other compile-time values may have
+// other columns).
+struct Reducer {
+  std::vector<ObjectiveAccumulator> acc;
+  std::vector<int32_t> column;  // per column of the objectives' model: column of this model
+  std::vector<double> mapped;
+  bool identity = true;
+  bool finite = true;
+
+  Reducer(const std::vector<Objective>& objectives, const CompiledModel& base,
+          const CompiledModel& model, std::string& missing) {
+    for (const Objective& o : objectives) acc.emplace_back(o);
+    identity = base.output_names == model.output_names;
+    if (identity || objectives.empty()) return;
+    for (const auto& name : base.output_names) {
+      int32_t c = -1;
+      for (size_t j = 0; j < model.output_names.size(); ++j)
+        if (model.output_names[j] == name) c = static_cast<int32_t>(j);
+      column.push_back(c);
+    }
+    mapped.assign(base.output_names.size(), std::numeric_limits<double>::quiet_NaN());
+    for (size_t i = 0; i < column.size(); ++i)
+      if (column[i] < 0 && missing.empty()) missing = base.output_names[i];
+  }
+  void add(double t, std::span<const double> outputs) {
+    if (!identity && !column.empty()) {
+      for (size_t i = 0; i < column.size(); ++i)
+        mapped[i] = column[i] >= 0 ? outputs[static_cast<size_t>(column[i])]
+                                   : std::numeric_limits<double>::quiet_NaN();
+      outputs = mapped;
+    }
+    for (auto& a : acc) finite = a.add(t, outputs) && finite;
+  }
+};
+
+}  // namespace
+
+RunOutcome Evaluator::evaluate(std::span<const double> values) const {
+  const auto start = std::chrono::steady_clock::now();
+  RunOutcome out;
+  out.objectives.assign(objectives_.size(), std::numeric_limits<double>::quiet_NaN());
+  const auto finish = [&](RunOutcome::Status status, std::string message) {
+    out.status = status;
+    out.message = std::move(message);
+    out.ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    return out;
+  };
+  try {
+    if (values.size() != variables_.size())
+      return finish(RunOutcome::Status::Failed,
+                    fmt::format("{} values for {} variables", values.size(), variables_.size()));
+    std::shared_ptr<const CompiledModel> model = model_;
+    std::map<std::string, double> ct_parameters, ct_starts;
+    for (size_t i = 0; i < variables_.size(); ++i)
+      if (compile_time_[i])
+        (variables_[i].start ? ct_starts : ct_parameters)[variables_[i].name] = values[i];
+    if (!ct_parameters.empty() || !ct_starts.empty()) {
+      std::string error;
+      model = provider_(ct_parameters, ct_starts, error);
+      if (!model)
+        return finish(RunOutcome::Status::Failed,
+                      error.empty() ? "the model did not compile with these values" : error);
+    }
+    Instance instance(model);
+    for (size_t i = 0; i < variables_.size(); ++i) {
+      if (compile_time_[i]) continue;
+      if (variables_[i].start)
+        instance.set_start(variables_[i].name, values[i]);
+      else
+        instance.set_parameter(variables_[i].name, values[i]);
+    }
+    const std::vector<double>& v = instance.start_vector();
+    std::string missing;
+    Reducer reducer(objectives_, *model_, *model, missing);
+    if (!missing.empty())
+      return finish(RunOutcome::Status::Failed,
+                    fmt::format("the model compiled for these values has no output '{}'", missing));
+    const auto observer = [&](double t, std::span<const double> outputs) {
+      reducer.add(t, outputs);
+      return 0;
+    };
+    if (analysis_ == StudyAnalysis::Static) {
+      StaticResult r = solve_static(model, options_, observer, nullptr, v);
+      out.statistics = r.statistics;
+      if (r.status == SolveStatus::Interrupted)
+        return finish(RunOutcome::Status::Interrupted, "interrupted");
+      if (r.status == SolveStatus::Failed)
+        return finish(RunOutcome::Status::Failed,
+                      r.failure ? r.failure->message : "the static solver failed");
+    } else {
+      auto solver = make_integrator(model, options_);
+      solver->set_start(v);
+      const SolveStatus status = solver->run(observer);
+      out.statistics = solver->statistics();
+      if (status == SolveStatus::Interrupted)
+        return finish(RunOutcome::Status::Interrupted, "interrupted");
+      if (status == SolveStatus::Failed)
+        return finish(RunOutcome::Status::Failed,
+                      solver->failure() ? solver->failure()->message : "the solver failed");
+    }
+    for (size_t i = 0; i < reducer.acc.size(); ++i) out.objectives[i] = reducer.acc[i].value();
+    if (!reducer.finite)
+      return finish(RunOutcome::Status::Failed, "an objective's expression is not finite");
+    for (size_t i = 0; i < out.objectives.size(); ++i)
+      if (!std::isfinite(out.objectives[i]))
+        return finish(
+            RunOutcome::Status::Failed,
+            fmt::format("objective {} is not finite ({})", objectives_[i].text, out.objectives[i]));
+    return finish(RunOutcome::Status::Ok, "");
+  } catch (const std::exception& e) {
+    return finish(RunOutcome::Status::Failed, e.what());
+  }
+}
+
+bool run_parallel(const Evaluator& evaluator, const std::vector<std::vector<double>>& points,
+                  int threads, const std::function<void(size_t, const RunOutcome&)>& done,
+                  const std::function<bool(size_t)>& skip) {
+  std::atomic<size_t> next{0};
+  std::mutex done_mutex;
+  std::exception_ptr error;
+  const auto worker = [&]() {
+    for (;;) {
+      if (interrupt_requested()) return;
+      const size_t i = next.fetch_add(1);
+      if (i >= points.size()) return;
+      if (skip && skip(i)) continue;
+      RunOutcome r = evaluator.evaluate(points[i]);
+      std::lock_guard lock(done_mutex);
+      if (error) return;
+      try {
+        done(i, r);
+      } catch (...) {
+        error = std::current_exception();
+        next.store(points.size());
+        return;
+      }
+    }
+  };
+  const int n = std::max(1, std::min<int>(study_threads(threads), static_cast<int>(points.size())));
+  if (n == 1) {
+    worker();
+  } else {
+    std::vector<std::thread> pool;
+    for (int k = 0; k < n; ++k) pool.emplace_back(worker);
+    for (auto& t : pool) t.join();
+  }
+  if (error) std::rethrow_exception(error);
+  return !interrupt_requested();
+}
+
+}  // namespace mbs::rt

@@ -1,0 +1,286 @@
+// Parameter variation (compiler/driver/Studies, runtime/drivers): objectives against closed
+// forms, failed runs recorded, the same file with 1 and 2 threads, resume after a kill, values
+// the compiler uses recompiled per run, and the command line with `mbsc monitor`.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "compiler/driver/Studies.h"
+#include "runtime/drivers/StudyFile.h"
+#include "runtime/drivers/Variation.h"
+#include "runtime/io/Csv.h"
+#include "tests/unit/cli_test_util.h"
+
+namespace {
+
+using mbs::Session;
+
+std::string temp(const std::string& name) {
+  return testing::TempDir() + std::to_string(getpid()) + "_" + name;
+}
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const std::string path = temp(name);
+  std::ofstream(path) << text;
+  return path;
+}
+
+// x' = -a x, x(0) = x0: x(t) = x0 e^{-a t}
+const char* kDecay = R"(
+model Decay
+  parameter Real a(min = 0) = 1;
+  Real x(start = 1);
+equation
+  der(x) = -a*x;
+end Decay;
+)";
+
+std::unique_ptr<Session> session_for(const std::string& file, std::ostringstream& diag) {
+  mbs::CompileOptions o;
+  o.file = file;
+  auto s = std::make_unique<Session>(o, diag);
+  std::ostringstream emit;
+  EXPECT_TRUE(s->compile(emit)) << diag.str();
+  s->options().t_end = 1.0;
+  s->options().h = 1e-3;
+  return s;
+}
+
+std::vector<mbs::rt::StudyRow> rows_of(const std::string& csv, const mbs::rt::StudyDescription& d) {
+  return mbs::rt::read_study_rows(csv, d);
+}
+
+TEST(Variation, AxesAndGrid) {
+  auto a = mbs::rt::parse_variation_axis("k=1:3:5");
+  EXPECT_EQ(a.name, "k");
+  EXPECT_EQ(a.values, (std::vector<double>{1, 1.5, 2, 2.5, 3}));
+  auto l = mbs::rt::parse_variation_axis("d=1e-3:1:4:log");
+  ASSERT_EQ(l.values.size(), 4u);
+  EXPECT_EQ(l.values[0], 1e-3);
+  EXPECT_NEAR(l.values[1], 1e-2, 1e-16);
+  EXPECT_NEAR(l.values[2], 1e-1, 1e-15);
+  EXPECT_EQ(l.values[3], 1.0);
+  EXPECT_EQ(mbs::rt::parse_variation_axis("m=2,5,7").values, (std::vector<double>{2, 5, 7}));
+  EXPECT_THROW(mbs::rt::parse_variation_axis("m=2,x"), std::invalid_argument);
+  EXPECT_THROW(mbs::rt::parse_variation_axis("m=0:1:2.5"), std::invalid_argument);
+  EXPECT_THROW(mbs::rt::parse_variation_axis("m=-1:1:3:log"), std::invalid_argument);
+  EXPECT_THROW(mbs::rt::parse_variation_axis("=1"), std::invalid_argument);
+  auto g = mbs::rt::variation_points({{"a", {1, 2}}, {"b", {10, 20, 30}}}, false);
+  ASSERT_EQ(g.size(), 6u);
+  EXPECT_EQ(g[0], (std::vector<double>{1, 10}));
+  EXPECT_EQ(g[1], (std::vector<double>{1, 20}));  // the last fastest
+  EXPECT_EQ(g[3], (std::vector<double>{2, 10}));
+  auto p = mbs::rt::variation_points({{"a", {1, 2}}, {"b", {10, 20}}}, true);
+  EXPECT_EQ(p, (std::vector<std::vector<double>>{{1, 10}, {2, 20}}));
+  EXPECT_THROW(mbs::rt::variation_points({{"a", {1, 2}}, {"b", {10}}}, true),
+               std::invalid_argument);
+}
+
+TEST(Variation, ObjectivesMatchTheClosedForms) {
+  std::ostringstream diag;
+  auto s = session_for(write_temp("decay.mbs", kDecay), diag);
+  mbs::VariationOptions v;
+  v.axes = {"a=1,2,4", "x=1,2"};  // a parameter and a start value
+  mbs::StudyOptions o;
+  o.objectives = {"final(x)", "integral(x)", "max(x)"};
+  o.output = temp("decay_variation.csv");
+  o.threads = 2;
+  auto r = mbs::run_variation(*s, v, o, diag);
+  ASSERT_TRUE(r.ok) << r.error << diag.str();
+  EXPECT_EQ(r.total, 6);
+  EXPECT_EQ(r.run_now, 6);
+  EXPECT_EQ(r.failed, 0);
+  mbs::rt::StudyDescription d;
+  d.variables = {"a", "x"};
+  d.objectives = o.objectives;
+  auto rows = rows_of(o.output, d);
+  ASSERT_EQ(rows.size(), 6u);
+  for (const auto& row : rows) {
+    ASSERT_EQ(row.status, "ok") << row.message;
+    const double a = row.values[0], x0 = row.values[1];
+    // the run index says which point: a outermost
+    EXPECT_EQ(a, (std::vector<double>{1, 2, 4})[static_cast<size_t>(row.run / 2)]);
+    EXPECT_EQ(x0, (std::vector<double>{1, 2})[static_cast<size_t>(row.run % 2)]);
+    EXPECT_NEAR(row.objectives[0], x0 * std::exp(-a), 1e-5 * x0);
+    // trapezoidal rule on h = 1e-3: error ~ h^2/12 * a^2 * integral
+    EXPECT_NEAR(row.objectives[1], x0 * (1 - std::exp(-a)) / a, 1e-5 * x0);
+    EXPECT_EQ(row.objectives[2], x0);
+  }
+  // the smallest final(x): a = 4, x0 = 1
+  EXPECT_EQ(r.best, 4);
+  EXPECT_NEAR(r.best_value, std::exp(-4.0), 1e-5);
+}
+
+TEST(Variation, AFailedRunIsARecordedResult) {
+  std::ostringstream diag;
+  auto s = session_for(write_temp("decay_fail.mbs", kDecay), diag);
+  mbs::VariationOptions v;
+  v.axes = {"a=1,-1,2"};
+  mbs::StudyOptions o;
+  o.objectives = {"final(x)"};
+  o.output = temp("decay_fail.csv");
+  auto r = mbs::run_variation(*s, v, o, diag);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.failed, 1);
+  mbs::rt::StudyDescription d;
+  d.variables = {"a"};
+  d.objectives = o.objectives;
+  auto rows = rows_of(o.output, d);
+  ASSERT_EQ(rows.size(), 3u);
+  for (const auto& row : rows) {
+    if (row.values[0] < 0) {
+      EXPECT_EQ(row.status, "failed");
+      EXPECT_NE(row.message.find("violates min = 0"), std::string::npos) << row.message;
+      EXPECT_TRUE(std::isnan(row.objectives[0]));
+    } else {
+      EXPECT_EQ(row.status, "ok");
+    }
+  }
+}
+
+TEST(Variation, ThreadsGiveTheSameResults) {
+  std::ostringstream diag;
+  auto s = session_for(write_temp("decay_threads.mbs", kDecay), diag);
+  mbs::VariationOptions v;
+  v.axes = {"a=0.5:5:12"};
+  mbs::StudyOptions o;
+  o.objectives = {"final(x)", "rms(x)"};
+  std::map<int64_t, std::vector<double>> by_threads[2];
+  mbs::rt::StudyDescription d;
+  d.variables = {"a"};
+  d.objectives = o.objectives;
+  for (int k = 0; k < 2; ++k) {
+    o.threads = k + 1;
+    o.output = temp("decay_threads_" + std::to_string(k) + ".csv");
+    ASSERT_TRUE(mbs::run_variation(*s, v, o, diag).ok);
+    for (const auto& row : rows_of(o.output, d)) by_threads[k][row.run] = row.objectives;
+  }
+  EXPECT_EQ(by_threads[0].size(), 12u);
+  EXPECT_EQ(by_threads[0], by_threads[1]);  // bit for bit
+}
+
+TEST(Variation, AKilledStudyResumesWithoutRepeatingRuns) {
+  std::ostringstream diag;
+  auto s = session_for(write_temp("decay_resume.mbs", kDecay), diag);
+  mbs::VariationOptions v;
+  v.axes = {"a=1:4:7"};
+  mbs::StudyOptions o;
+  o.objectives = {"final(x)"};
+  o.output = temp("decay_resume.csv");
+  o.threads = 1;
+  ASSERT_TRUE(mbs::run_variation(*s, v, o, diag).ok);
+  std::string full;
+  {
+    std::ifstream in(o.output);
+    full.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  // as if killed: the header, three whole rows and half a row
+  size_t cut = 0;
+  for (int lines = 0; lines < 4; ++lines) cut = full.find('\n', cut) + 1;
+  const size_t next = full.find('\n', cut);
+  std::ofstream(o.output, std::ios::trunc) << full.substr(0, cut + (next - cut) / 2);
+  o.resume = true;
+  auto r = mbs::run_variation(*s, v, o, diag);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.resumed, 3);
+  EXPECT_EQ(r.run_now, 4);
+  std::ifstream in(o.output);
+  std::string resumed((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  mbs::rt::StudyDescription d;
+  d.variables = {"a"};
+  d.objectives = o.objectives;
+  auto rows = rows_of(o.output, d);
+  ASSERT_EQ(rows.size(), 7u);
+  std::vector<int> seen(7, 0);
+  for (const auto& row : rows) ++seen[static_cast<size_t>(row.run)];
+  EXPECT_EQ(seen, std::vector<int>(7, 1));
+  // a study with other values refuses the file
+  v.axes = {"a=1:5:7"};
+  auto other = mbs::run_variation(*s, v, o, diag);
+  EXPECT_FALSE(other.ok);
+  EXPECT_NE(other.error.find("cannot resume"), std::string::npos) << other.error;
+}
+
+TEST(Variation, CompileTimeValuesAreRecompiledPerRun) {
+  std::ostringstream diag;
+  auto s = session_for(write_temp("arr.mbs", R"(
+model Arr
+  parameter Integer n = 2;
+  Real x[n](each start = 1);
+equation
+  for i in 1:n loop
+    der(x[i]) = -n*x[i];
+  end for;
+end Arr;
+)"),
+                       diag);
+  mbs::VariationOptions v;
+  v.axes = {"n=1,2,3"};
+  mbs::StudyOptions o;
+  o.objectives = {"final(x[1])"};
+  o.output = temp("arr_variation.csv");
+  auto r = mbs::run_variation(*s, v, o, diag);
+  ASSERT_TRUE(r.ok) << r.error << diag.str();
+  mbs::rt::StudyDescription d;
+  d.variables = {"n"};
+  d.objectives = o.objectives;
+  for (const auto& row : rows_of(o.output, d)) {
+    ASSERT_EQ(row.status, "ok") << row.message;
+    EXPECT_NEAR(row.objectives[0], std::exp(-row.values[0]), 1e-5);
+  }
+}
+
+TEST(Variation, UnknownNamesAreUsageErrors) {
+  std::ostringstream diag;
+  auto s = session_for(write_temp("decay_names.mbs", kDecay), diag);
+  mbs::VariationOptions v;
+  v.axes = {"aa=1,2"};
+  mbs::StudyOptions o;
+  o.output = temp("decay_names.csv");
+  auto r = mbs::run_variation(*s, v, o, diag);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("did you mean 'a'"), std::string::npos) << r.error;
+}
+
+TEST(Variation, CommandLineStudyFileAndMonitor) {
+  using mbs::clitest::mbsc;
+  const auto has = [](const std::string& text, const std::string& what) {
+    return text.find(what) != std::string::npos;
+  };
+  const std::string model = write_temp("decay_cli.mbs", kDecay);
+  const std::string out = temp("decay_cli.csv");
+  const std::string study = write_temp("decay.study", R"(# a study file: one option per line
+vary a=1,2,4
+vary x=1:2:2
+objective final(x)
+objective integral(x)
+t-end 1
+threads 2
+)");
+  const std::string cache = "MBS_CACHE_DIR='" + temp("cache") + "' ";
+  auto r = mbsc("'" + model + "' --study '" + study + "' --output '" + out + "'", cache);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(has(r.err, "6 runs")) << r.err;
+  EXPECT_TRUE(has(r.err, "smallest final(x)")) << r.err;
+  auto m = mbsc("monitor '" + out + "' --once");
+  ASSERT_EQ(m.code, 0) << m.err;
+  EXPECT_TRUE(has(m.out, "6 of 6 runs done (100 %), 0 failed")) << m.out;
+  EXPECT_TRUE(has(m.out, "best so far: run 4, final(x) =")) << m.out;
+  // without a file: the most recent study's (noted in the cache directory)
+  auto last = mbsc("monitor --once", cache);
+  ASSERT_EQ(last.code, 0) << last.err;
+  EXPECT_TRUE(has(last.out, "6 of 6 runs done")) << last.out;
+  // a bad line of the study file names the file and the line
+  const std::string bad = write_temp("bad.study", "vary a=1\n--objective final(x)\n");
+  auto b = mbsc("'" + model + "' --study '" + bad + "' --output '" + out + "'");
+  EXPECT_EQ(b.code, 2);
+  EXPECT_TRUE(has(b.err, "bad.study:2: error")) << b.err;
+}
+
+}  // namespace
