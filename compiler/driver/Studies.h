@@ -7,10 +7,14 @@
 #pragma once
 
 #include <iosfwd>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "compiler/driver/Session.h"
+#include "runtime/drivers/Genetic.h"
+#include "runtime/drivers/Minimize.h"
+#include "runtime/drivers/Sensitivity.h"
 #include "runtime/drivers/Study.h"
 #include "runtime/drivers/StudyFile.h"
 #include "runtime/io/Progress.h"
@@ -40,12 +44,52 @@ struct StudyReport {
   double best_value = 0;
   std::vector<double> best_values;  // its variables
   double wall_ms = 0;
+  std::string message;  // what the optimiser says (seed, method status)
 };
 
 // Runs the variation; diagnostics (objectives) go to `diag_out`. Never throws.
 StudyReport run_variation(Session& session, const VariationOptions& variation,
                           const StudyOptions& options, std::ostream& diag_out,
                           rt::ProgressSink* progress = nullptr);
+
+// A variable of an optimisation or sensitivity study: NAME=LOWER:UPPER (bounds) or
+// NAME=LOWER:UPPER:START (also the minimiser's start), or NAME alone (sensitivities: no bounds).
+struct RangeSpec {
+  std::string name;
+  double lower = std::numeric_limits<double>::quiet_NaN();
+  double upper = std::numeric_limits<double>::quiet_NaN();
+  double start = std::numeric_limits<double>::quiet_NaN();
+};
+// Throws std::invalid_argument with the reason.
+RangeSpec parse_range(const std::string& text);
+
+enum class OptimizerKind : uint8_t { Genetic, Minimize };
+
+struct OptimizeOptions {
+  OptimizerKind kind = OptimizerKind::Genetic;
+  std::vector<std::string> ranges;  // parse_range texts, every bound finite
+  rt::GeneticOptions genetic;
+  rt::MinimizeOptions minimize;  // start: from the ranges (else the middle of the bounds)
+};
+
+// Minimises the first objective; one row per evaluation (columns generation, or iteration and
+// fd). A study of this kind cannot be resumed (its next points depend on all before).
+StudyReport run_optimization(Session& session, const OptimizeOptions& optimize,
+                             const StudyOptions& options, std::ostream& diag_out,
+                             rt::ProgressSink* progress = nullptr);
+
+struct SensitivityReport {
+  StudyReport study;
+  rt::SensitivityResult result;
+  std::vector<std::string> variables;
+};
+
+// d objective / d variable by central differences at the session's current values; one row per
+// run (column fd: 0 the reference point, 1 a perturbed one).
+SensitivityReport run_sensitivity(Session& session, const std::vector<std::string>& names,
+                                  const rt::SensitivityOptions& sensitivity,
+                                  const StudyOptions& options, std::ostream& diag_out,
+                                  rt::ProgressSink* progress = nullptr);
 
 // The study variables for names: a parameter of the model, else a start value (an unknown).
 std::vector<rt::StudyVariable> study_variables(const rt::CompiledModel& model,

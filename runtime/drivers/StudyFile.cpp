@@ -21,8 +21,8 @@ namespace mbs::rt {
 
 namespace {
 
-constexpr const char* kStatistics[] = {
-    "steps", "rejected_steps", "newton_iterations", "factorizations", "ms", "message"};
+constexpr const char* kStatistics[] = {"steps", "rejected_steps", "newton_iterations",
+                                       "factorizations", "message"};
 
 std::string quoted(const std::string& s) {
   bool plain = true;
@@ -166,8 +166,8 @@ void StudyFile::write(int64_t run, std::span<const double> extra, std::span<cons
                        ? number(outcome.objectives[i])
                        : std::string());
   const Statistics& st = outcome.statistics;
-  line += fmt::format(",{},{},{},{},{:.3f},", st.steps, st.rejected_steps, st.newton_iterations,
-                      st.factorizations, outcome.ms);
+  line += fmt::format(",{},{},{},{},", st.steps, st.rejected_steps, st.newton_iterations,
+                      st.factorizations);
   line += quoted(outcome.message) + "\n";
   // one write: a killed study leaves whole rows (and a cut last line, if any, is dropped on
   // resume)
@@ -185,8 +185,8 @@ void StudyFile::write(int64_t run, std::span<const double> extra, std::span<cons
   ++written_;
 }
 
-StudyDescription read_study_description(const std::string& csv_path, double* started,
-                                        int64_t* pid) {
+StudyDescription read_study_description(const std::string& csv_path, double* started, int64_t* pid,
+                                        int64_t* resumed) {
   std::ifstream in(sidecar(csv_path));
   if (!in) throw std::runtime_error("cannot read '" + sidecar(csv_path) + "'");
   StudyDescription d;
@@ -203,6 +203,7 @@ StudyDescription read_study_description(const std::string& csv_path, double* sta
     if (key == "extra") d.extra.push_back(value);
     if (key == "started" && started) *started = std::stod(value);
     if (key == "pid" && pid) *pid = std::stoll(value);
+    if (key == "resumed" && resumed) *resumed = std::stoll(value);
   }
   return d;
 }
@@ -215,11 +216,9 @@ StudySummary summarize_study(const std::string& csv_path) {
   StudySummary s;
   double started = 0;
   int64_t pid = 0;
-  s.description = read_study_description(csv_path, &started, &pid);
+  s.description = read_study_description(csv_path, &started, &pid, &s.resumed);
   const auto rows = read_study_rows(csv_path, s.description);
   std::vector<int64_t> seen;
-  double ms = 0;
-  int64_t timed = 0;
   for (const StudyRow& r : rows) {
     if (r.status != "ok" && r.status != "failed") continue;
     if (std::find(seen.begin(), seen.end(), r.run) != seen.end()) continue;
@@ -238,30 +237,14 @@ StudySummary summarize_study(const std::string& csv_path) {
       s.best_values = r.values;
     }
   }
-  // the ms column (second to last): mean over the rows
-  {
-    std::ifstream in(csv_path);
-    std::string line;
-    std::getline(in, line);
-    while (std::getline(in, line)) {
-      auto f = split_csv_line(line);
-      if (f.size() < 2) continue;
-      char* end = nullptr;
-      const double x = std::strtod(f[f.size() - 2].c_str(), &end);
-      if (end && *end == '\0') {
-        ms += x;
-        ++timed;
-      }
-    }
-  }
-  s.mean_ms = timed > 0 ? ms / static_cast<double>(timed) : 0;
   const double now =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   s.elapsed_s = started > 0 ? now - started : 0;
+  s.runs_per_s = s.elapsed_s > 0 ? static_cast<double>(s.done - s.resumed) / s.elapsed_s : 0;
   s.running = pid > 0 && ::kill(static_cast<pid_t>(pid), 0) == 0;
   const int64_t total = s.description.total;
   if (total > 0 && s.done > 0 && s.running && s.elapsed_s > 0) {
-    const double rate = static_cast<double>(rows.size()) / s.elapsed_s;
+    const double rate = static_cast<double>(s.done - s.resumed) / s.elapsed_s;
     if (rate > 0) s.left_s = static_cast<double>(total - s.done) / rate;
   }
   return s;
@@ -276,7 +259,7 @@ std::string format_study_summary(const StudySummary& s, const std::string& csv_p
   else
     out += fmt::format("{} runs done", s.done);
   out += fmt::format(", {} failed\n", s.failed);
-  out += fmt::format("  {:.1f} ms per run, {:.0f} s elapsed", s.mean_ms, s.elapsed_s);
+  out += fmt::format("  {:.3g} runs/s, {:.0f} s elapsed", s.runs_per_s, s.elapsed_s);
   if (s.left_s >= 0) out += fmt::format(", ~{:.0f} s left", s.left_s);
   out += s.running ? " (running)\n" : " (not running)\n";
   if (s.best_run >= 0) {

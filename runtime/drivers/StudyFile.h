@@ -3,9 +3,10 @@
 // with `resume`, the rows already there are read back and the study skips those runs.
 //
 // Columns: run, status, the study's extra columns (e.g. generation), every variable, every
-// objective, the solver statistics (steps, rejected_steps, newton_iterations, factorizations),
-// ms (wall time of the run) and message (why a run failed). Numbers are written exactly
-// (17 significant digits); a run that failed has empty objective fields.
+// objective, the solver statistics (steps, rejected_steps, newton_iterations, factorizations)
+// and message (why a run failed). Nothing in a row depends on timing or threads, so a study
+// written in run order is the same file byte for byte with any number of threads. Numbers are
+// written exactly (17 significant digits); a run that failed has empty objective fields.
 //
 // Beside it, FILE.study (replaced atomically) says what the study is for `mbsc monitor`:
 // kind, total runs, the objective to minimise, the start time and the process id.
@@ -72,7 +73,7 @@ std::vector<StudyRow> read_study_rows(const std::string& path, const StudyDescri
 // The description in FILE.study (kind, total, minimize, variables, objectives, started, pid);
 // throws std::runtime_error when it cannot be read.
 StudyDescription read_study_description(const std::string& csv_path, double* started = nullptr,
-                                        int64_t* pid = nullptr);
+                                        int64_t* pid = nullptr, int64_t* resumed = nullptr);
 
 }  // namespace mbs::rt
 
@@ -82,7 +83,8 @@ namespace mbs::rt {
 struct StudySummary {
   StudyDescription description;
   int64_t done = 0, failed = 0;  // distinct runs finished (ok or failed), of them failed
-  double mean_ms = 0;            // mean wall time of a run
+  int64_t resumed = 0;           // rows in the file when the study (re)started
+  double runs_per_s = 0;         // runs finished per second since then
   double elapsed_s = 0;          // since the study (or its last resume) started
   double left_s = -1;            // estimated time left (-1: unknown)
   bool running = false;          // the study's process is alive

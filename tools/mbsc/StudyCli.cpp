@@ -53,6 +53,88 @@ void add_study_flags(CLI::App& app, StudyFlags& flags) {
   app.add_option("-j,--threads", flags.threads, "threads for a study (default: all cores)")
       ->check(CLI::Range(0, 4096))
       ->group(group);
+  app.add_option("--optimize", flags.optimize,
+                 "minimise the first --objective over the --range variables: genetic (seed 002's "
+                 "genetic optimisation) or minimize (NLopt, --method)")
+      ->check(CLI::IsMember({"genetic", "minimize"}))
+      ->group(group);
+  app.add_option("--range", flags.ranges,
+                 "a variable of --optimize with its bounds: NAME=LOWER:UPPER, or "
+                 "NAME=LOWER:UPPER:START (the minimiser's start; default the middle)")
+      ->type_name("NAME=LO:HI")
+      ->allow_extra_args(false)
+      ->group(group);
+  app.add_option("--sensitivity", flags.sensitivity,
+                 "d objective / d NAME by central finite differences at the model's values (with "
+                 "--set/--start); NAME=LOWER:UPPER keeps the differences inside bounds")
+      ->type_name("NAME")
+      ->allow_extra_args(false)
+      ->group(group);
+  auto& g = flags.genetic;
+  app.add_option("--initial-population", g.initial_population,
+                 "genetic: random individuals of the first generation (default 100)")
+      ->check(CLI::Range(1, 100000000))
+      ->group(group);
+  app.add_option("--population", g.population,
+                 "genetic: children per later generation (default 100)")
+      ->check(CLI::Range(1, 100000000))
+      ->group(group);
+  app.add_option("--generations", g.generations,
+                 "genetic: generations, the first included (default 10)")
+      ->check(CLI::Range(1, 100000))
+      ->group(group);
+  app.add_option("--survivors", g.survivors,
+                 "genetic: best individuals kept per generation (default 10)")
+      ->check(CLI::Range(1, 100000000))
+      ->group(group);
+  app.add_option("--crossover-amount", g.crossover_amount,
+                 "genetic: share of the children made by crossover (default 0.5)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->group(group);
+  app.add_option("--range-reduction", g.range_reduction,
+                 "genetic: the mutation range shrinks by this factor per generation (default 0.7)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->group(group);
+  app.add_option("--distance-factor", g.distance_factor,
+                 "genetic: least relative distance between survivors (default 0.1; 0: none)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->group(group);
+  app.add_option("--seed", flags.seed,
+                 "genetic: the random seed (default: drawn and printed); the same seed gives the "
+                 "same study, whatever -j")
+      ->check(CLI::Range(int64_t{0}, std::numeric_limits<int64_t>::max()))
+      ->group(group);
+  app.add_option("--method", flags.method,
+                 "minimize: nelder-mead (default), bobyqa, cobyla (derivative-free), lbfgs, slsqp "
+                 "(gradient by central differences)")
+      ->check(CLI::IsMember({"nelder-mead", "bobyqa", "cobyla", "lbfgs", "slsqp"}))
+      ->group(group);
+  auto& m = flags.minimize;
+  app.add_option("--x-rel-tol", m.x_rel_tol,
+                 "minimize: stop when a step changes every variable by less than this relative "
+                 "amount (default 1e-4)")
+      ->check(CLI::NonNegativeNumber)
+      ->group(group);
+  app.add_option("--x-abs-tol", m.x_abs_tol, "minimize: ... or by less than this (default off)")
+      ->check(CLI::NonNegativeNumber)
+      ->group(group);
+  app.add_option("--f-rel-tol", m.f_rel_tol,
+                 "minimize: stop when a step changes the objective by less than this relative "
+                 "amount (default off)")
+      ->check(CLI::NonNegativeNumber)
+      ->group(group);
+  app.add_option("--f-abs-tol", m.f_abs_tol, "minimize: ... or by less than this (default off)")
+      ->check(CLI::NonNegativeNumber)
+      ->group(group);
+  app.add_option("--max-evaluations", m.max_evaluations,
+                 "minimize: objective evaluations at most (default 200 per variable)")
+      ->check(CLI::Range(0, 100000000))
+      ->group(group);
+  app.add_option("--fd-step", flags.fd.relative_step,
+                 "finite differences (--sensitivity, the gradient of lbfgs/slsqp): relative step "
+                 "h_i = STEP * max(|x_i|, 1) (default eps^(1/3) = 6.06e-6)")
+      ->check(CLI::PositiveNumber)
+      ->group(group);
 }
 
 bool expand_study_files(int argc, char** argv, std::vector<std::string>& args) {
@@ -101,7 +183,20 @@ bool expand_study_files(int argc, char** argv, std::vector<std::string>& args) {
 
 int run_study(Session& session, const StudyFlags& flags, bool static_analysis, std::string output,
               rt::ProgressSink& progress) {
-  if (output.empty()) output = session.model()->name + "_variation.csv";
+  const int kinds = !flags.vary.empty() + !flags.optimize.empty() + !flags.sensitivity.empty();
+  if (kinds > 1) {
+    std::cerr << "mbsc: error: --vary, --optimize and --sensitivity are three studies: run one at "
+                 "a time\n";
+    return kExitUsage;
+  }
+  if (!flags.ranges.empty() && flags.optimize.empty()) {
+    std::cerr << "mbsc: error: --range names a variable of --optimize\n";
+    return kExitUsage;
+  }
+  const std::string kind = !flags.vary.empty()       ? "variation"
+                           : !flags.optimize.empty() ? flags.optimize
+                                                     : "sensitivity";
+  if (output.empty()) output = session.model()->name + "_" + kind + ".csv";
   StudyOptions options;
   options.objectives = flags.objectives;
   options.output = output;
@@ -119,7 +214,24 @@ int run_study(Session& session, const StudyFlags& flags, bool static_analysis, s
       // only a convenience for `mbsc monitor`
     }
   }
-  StudyReport r = run_variation(session, variation, options, std::cerr, &progress);
+  StudyReport r;
+  SensitivityReport sens;
+  if (!flags.vary.empty()) {
+    r = run_variation(session, variation, options, std::cerr, &progress);
+  } else if (!flags.optimize.empty()) {
+    OptimizeOptions o;
+    o.kind = flags.optimize == "genetic" ? OptimizerKind::Genetic : OptimizerKind::Minimize;
+    o.ranges = flags.ranges;
+    o.genetic = flags.genetic;
+    if (flags.seed >= 0) o.genetic.seed = static_cast<uint64_t>(flags.seed);
+    o.minimize = flags.minimize;
+    o.minimize.method = *rt::minimize_method_from_name(flags.method);
+    o.minimize.gradient = flags.fd;
+    r = run_optimization(session, o, options, std::cerr, &progress);
+  } else {
+    sens = run_sensitivity(session, flags.sensitivity, flags.fd, options, std::cerr, &progress);
+    r = sens.study;
+  }
   progress.finish();
   if (!r.ok) {
     if (r.model_error) return kExitModelError;
@@ -127,21 +239,38 @@ int run_study(Session& session, const StudyFlags& flags, bool static_analysis, s
     return kExitUsage;
   }
   std::cerr << fmt::format(
-      "mbsc: variation of {}: {} runs ({} run now, {} from the file), {} "
+      "mbsc: {} of {}: {} runs ({} run now, {} from the file), {} "
       "failed, {:.1f} s with {} threads; rows in {}\n",
-      session.model()->name, r.total, r.run_now, r.resumed, r.failed, r.wall_ms / 1e3,
+      kind, session.model()->name, r.total, r.run_now, r.resumed, r.failed, r.wall_ms / 1e3,
       rt::study_threads(flags.threads), output);
-  if (r.best >= 0) {
+  if (!r.message.empty()) std::cerr << "mbsc: " << kind << ": " << r.message << "\n";
+  const std::vector<std::string>& specs = !flags.vary.empty()     ? flags.vary
+                                          : !flags.ranges.empty() ? flags.ranges
+                                                                  : flags.sensitivity;
+  const auto name_of = [&](size_t i) { return specs[i].substr(0, specs[i].find('=')); };
+  if (r.best >= 0 && flags.sensitivity.empty()) {
     std::string where;
-    for (size_t i = 0; i < flags.vary.size() && i < r.best_values.size(); ++i)
-      where += fmt::format("{}{} = {:.10g}", i ? ", " : "",
-                           flags.vary[i].substr(0, flags.vary[i].find('=')), r.best_values[i]);
+    for (size_t i = 0; i < specs.size() && i < r.best_values.size(); ++i)
+      where += fmt::format("{}{} = {:.10g}", i ? ", " : "", name_of(i), r.best_values[i]);
     std::cerr << fmt::format("mbsc: smallest {} = {:.10g} in run {} ({})\n", flags.objectives[0],
                              r.best_value, r.best, where);
   }
+  if (!flags.sensitivity.empty()) {
+    // the derivatives to stdout: one line per objective and variable
+    const auto& res = sens.result;
+    for (const auto& w : res.warnings) std::cerr << "mbsc: warning: " << w << "\n";
+    std::cout << fmt::format("sensitivities of {} at", session.model()->name);
+    for (size_t i = 0; i < res.reference.size(); ++i)
+      std::cout << fmt::format("{} {} = {:.10g}", i ? "," : "", name_of(i), res.reference[i]);
+    std::cout << " (central differences):\n";
+    for (size_t k = 0; k < res.derivative.size(); ++k)
+      for (size_t i = 0; i < res.derivative[k].size(); ++i)
+        std::cout << fmt::format("  d {} / d {} = {:.10g}\n", flags.objectives[k], name_of(i),
+                                 res.derivative[k][i]);
+  }
   if (r.interrupted) {
     std::cerr << "mbsc: interrupted; every finished run is in " << output
-              << " (continue with --resume)\n";
+              << (flags.vary.empty() ? "\n" : " (continue with --resume)\n");
     return kExitInterrupted;
   }
   return kExitOk;

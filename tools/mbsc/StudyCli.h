@@ -7,6 +7,9 @@
 #include <vector>
 
 #include "compiler/driver/Session.h"
+#include "runtime/drivers/Genetic.h"
+#include "runtime/drivers/Minimize.h"
+#include "runtime/drivers/Sensitivity.h"
 #include "runtime/io/Progress.h"
 
 namespace mbs::cli {
@@ -17,7 +20,15 @@ struct StudyFlags {
   std::vector<std::string> objectives;
   bool resume = false;
   int threads = 0;
-  bool active() const { return !vary.empty(); }
+  std::string optimize;                  // "genetic" or "minimize"
+  std::vector<std::string> ranges;       // NAME=LOWER:UPPER[:START]
+  std::vector<std::string> sensitivity;  // NAME: d objectives / d NAME at the current values
+  std::string method = "nelder-mead";
+  int64_t seed = -1;
+  rt::GeneticOptions genetic;
+  rt::MinimizeOptions minimize;
+  rt::SensitivityOptions fd;
+  bool active() const { return !vary.empty() || !optimize.empty() || !sensitivity.empty(); }
 };
 
 void add_study_flags(CLI::App& app, StudyFlags& flags);
