@@ -260,6 +260,7 @@ int main(int argc, char** argv) {
   }
 
   // ---- compile
+  if (study.needs_sensitivity_kernels()) copts.sensitivities = true;
   mbs::Session session(copts, std::cerr);
   if (!session.compile(std::cout)) return session.usage_error() ? kExitUsage : kExitModelError;
   const mbs::CompileResult& compiled = session.compile_result();
