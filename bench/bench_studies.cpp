@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/driver/Compile.h"
 #include "compiler/driver/Objectives.h"
 #include "compiler/driver/Session.h"
 #include "runtime/drivers/Study.h"
@@ -69,6 +70,34 @@ void BM_PendulumVariation(benchmark::State& state) {
       benchmark::Counter(static_cast<double>(state.iterations() * 64), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_PendulumVariation)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// the same run with exact sensitivities with respect to state.range(0) parameters (m, g, L),
+// against BM_PendulumSimulation: the cost per parameter
+void BM_PendulumExactSensitivities(benchmark::State& state) {
+  mbs::CompileOptions o;
+  o.file = std::string(MBS_SOURCE_DIR) + "/examples/pendulum.mbs";
+  o.sensitivities = true;
+  std::ostringstream emit, diag;
+  auto model = mbs::compile(o, emit, diag).model;
+  auto compiled = mbs::compile_objectives(*model, {"final(x)"}, "", diag);
+  std::vector<mbs::rt::StudyVariable> vars;
+  const char* names[] = {"m", "g", "L"};
+  for (int64_t i = 0; i < state.range(0); ++i) vars.push_back({names[i]});
+  const mbs::rt::Evaluator evaluator(model, vars, compiled.objectives, options());
+  std::vector<double> x = {1.0, 9.81, 1.0};
+  x.resize(vars.size());
+  std::vector<std::vector<double>> g;
+  for (auto _ : state) {
+    auto r = vars.empty() ? evaluator.evaluate(x) : evaluator.evaluate_with_gradient(x, g);
+    if (r.status != mbs::rt::RunOutcome::Status::Ok) state.SkipWithError(r.message.c_str());
+  }
+}
+BENCHMARK(BM_PendulumExactSensitivities)
+    ->Arg(0)
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace
 
