@@ -387,4 +387,37 @@ TEST(Sensitivity, CentralDifferencesAgainstTheClosedForm) {
   EXPECT_EQ(r.study.run_now, 5);  // the reference and two points per variable
 }
 
+TEST(Variation, TheSpringDamperExampleAgainstItsClosedForms) {
+  // examples/studies/msd_variation.study, run from the command line as its header says
+  using mbs::clitest::mbsc;
+  const std::string out = temp("msd_variation.csv");
+  auto r = mbsc(
+      "examples/mass_spring_damper.mbs --study examples/studies/msd_variation.study "
+      "--output '" +
+      out + "' -q");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("smallest maxabs(x)"), std::string::npos) << r.err;
+  mbs::rt::StudyDescription d;
+  d.variables = {"k", "d"};
+  d.objectives = {"maxabs(x)", "final(x)", "integral(x)", "maxabs(v)"};
+  const auto rows = rows_of(out, d);
+  ASSERT_EQ(rows.size(), 12u);
+  const double m = 1, x0 = 0.1, T = 2;
+  double best = 1e300;
+  int64_t best_run = -1;
+  for (const auto& row : rows) {
+    ASSERT_EQ(row.status, "ok") << row.message;
+    const double k = row.values[0], c = row.values[1];
+    const double w = std::sqrt(k / m), zeta = c / (2 * std::sqrt(k * m));
+    const double wd = w * std::sqrt(1 - zeta * zeta), s = zeta * w;
+    const double x = x0 * std::exp(-s * T) * (std::cos(wd * T) + s / wd * std::sin(wd * T));
+    const double v = -x0 * std::exp(-s * T) * (w * w / wd) * std::sin(wd * T);
+    EXPECT_EQ(row.objectives[0], x0);
+    EXPECT_NEAR(row.objectives[1], x, 1e-5 * x0) << k << " " << c;
+    EXPECT_NEAR(row.objectives[2], -(m * v + c * (x - x0)) / k, 1e-6) << k << " " << c;
+    if (row.objectives[3] < best) best = row.objectives[3], best_run = row.run;
+  }
+  EXPECT_EQ(best_run, 2);  // k = 50, d = 1.6
+}
+
 }  // namespace

@@ -203,6 +203,10 @@ int main(int argc, char** argv) {
   mbs::cli::add_study_flags(app, study);
   mbs::rt::SolverOptions sopts;
   mbs::rt::add_solver_options(app, sopts);
+  // an option given twice (in a --study file and on the command line): the last one counts
+  for (CLI::Option* o : app.get_options())
+    if (o->get_items_expected_max() == 1 && o->get_expected_min() == 1)
+      o->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
 
   try {
     app.parse(argc, argv);
