@@ -301,8 +301,9 @@ int start_mpi(const StudyFlags& flags) {
     if (rt::mpi_launcher_rank() == 0)
       std::cerr << fmt::format(
           "mbsc: error: this mbsc was built without MPI, so it cannot share a study between {}: "
-          "install Open MPI (Debian: apt-get install libopenmpi-dev openmpi-bin) and rebuild "
-          "(CMake then turns MBS_MPI on), or run the study without mpirun (-j N for threads)\n",
+          "install Open MPI (Debian: apt-get install libopenmpi-dev openmpi-bin), run cmake again "
+          "(it turns MBS_MPI on when it finds MPI) and rebuild, or run the study without mpirun "
+          "(-j N for threads)\n",
           launched > 1 ? fmt::format("the {} ranks of mpirun", launched)
                        : std::string("the ranks of an MPI job (--mpi)"));
     return kExitUsage;
