@@ -267,9 +267,34 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
 
   // ---- kernels
   ModelKernels kernels = build_kernels(*dae, cx, options.inverse_dynamics);
+  std::vector<uint32_t> parameter_symbols;
   for (const FlatVar& v : flat->vars)
-    if (v.role == VarRole::Parameter)
+    if (v.role == VarRole::Parameter) {
       kernels.parameter_bindings.outputs.push_back(v.binding ? v.binding : cx.num(v.value));
+      parameter_symbols.push_back(v.symbol);
+    }
+  if (options.sensitivities) {
+    kernels.sensitivities = true;
+    std::vector<uint32_t> qs, qds, qdds, ys, yds, zs;
+    for (const auto& u : dae->q) qs.push_back(u.symbol), qds.push_back(u.d1), qdds.push_back(u.d2);
+    for (const auto& u : dae->y) ys.push_back(u.symbol), yds.push_back(u.d1);
+    for (const auto& u : dae->z) zs.push_back(u.symbol);
+    const auto cat = [](std::initializer_list<const std::vector<uint32_t>*> parts) {
+      std::vector<uint32_t> all;
+      for (const auto* p : parts) all.insert(all.end(), p->begin(), p->end());
+      return all;
+    };
+    kernels.sens_F_p = symbol_jacobian(cx, "sens_F_p", kernels.residual.outputs, parameter_symbols);
+    kernels.sens_init = symbol_jacobian(cx, "sens_init", kernels.init_residual.outputs,
+                                        cat({&qs, &qds, &ys, &parameter_symbols}));
+    kernels.sens_start =
+        symbol_jacobian(cx, "sens_start", kernels.initial_values.outputs, parameter_symbols);
+    kernels.sens_bindings =
+        symbol_jacobian(cx, "sens_bindings", kernels.parameter_bindings.outputs, parameter_symbols);
+    kernels.sens_outputs =
+        symbol_jacobian(cx, "sens_outputs", kernels.outputs.outputs,
+                        cat({&qs, &qds, &qdds, &ys, &yds, &zs, &parameter_symbols}));
+  }
   mark("kernels");
   if (options.emit == "kernels") {
     print_kernels(emit_out, cx, kernels);
@@ -424,6 +449,13 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
   }
   set_parameter_info(*flat, cx, sources, *m);
   m->parameter_bindings = kernel(kernels.parameter_bindings, *state->jit);
+  if (kernels.sensitivities) {
+    m->sens_F_p = sparse(kernels.sens_F_p, *state->jit);
+    m->sens_init = sparse(kernels.sens_init, *state->jit);
+    m->sens_start = sparse(kernels.sens_start, *state->jit);
+    m->sens_bindings = sparse(kernels.sens_bindings, *state->jit);
+    m->sens_outputs = sparse(kernels.sens_outputs, *state->jit);
+  }
   m->n_v = static_cast<int32_t>(cx.symbol_count());
   {
     // does the leading matrix (newton_matrix at zero coefficients) depend on parameters only?

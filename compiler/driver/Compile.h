@@ -26,6 +26,9 @@ struct CompileOptions {
   int opt_level = 2;              // LLVM optimisation level
   bool reactions = false;         // multibody: every joint's wrench as outputs
   bool inverse_dynamics = false;  // compile for rt::InverseDynamics (MechOptions)
+  // the kernels of exact sensitivities (CompiledModel::sens_*: derivatives with respect to the
+  // parameters, for studies)
+  bool sensitivities = false;
   // false: stop before code generation, after the start-value check (ok = no errors, model =
   // null; the fuzz targets use it)
   bool codegen = true;

@@ -56,12 +56,22 @@ MatrixKernel jacobian(sym::Context& cx, const char* name, const std::vector<Expr
 
 }  // namespace
 
+MatrixKernel symbol_jacobian(sym::Context& cx, const char* name, const std::vector<Expr>& f,
+                             const std::vector<uint32_t>& symbols) {
+  std::vector<Column> cols(symbols.size());
+  for (size_t j = 0; j < symbols.size(); ++j) cols[j].terms.push_back({symbols[j], cx.one()});
+  return jacobian(cx, name, f, cols);
+}
+
 std::vector<codegen::KernelSpec> ModelKernels::all() const {
   std::vector<codegen::KernelSpec> a = {residual,        newton_matrix.spec, mass_matrix.spec,
                                         init_residual,   init_matrix.spec,   jac_q.spec,
                                         jac_qd.spec,     jac_y.spec,         jac_z.spec,
                                         index2_residual, index2_matrix.spec, outputs,
                                         initial_values,  parameter_bindings};
+  if (sensitivities)
+    a.insert(a.end(), {sens_F_p.spec, sens_init.spec, sens_start.spec, sens_bindings.spec,
+                       sens_outputs.spec});
   if (inverse_dynamics) {
     // first: the kernels rt::InverseDynamics calls at every sample (see per_sample_inverse)
     a.insert(a.begin(),

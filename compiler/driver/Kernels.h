@@ -52,6 +52,11 @@ struct ModelKernels {
   // every parameter's binding as written (other parameters as symbols), in the order of the
   // flat model's parameters; set by the driver (set_parameter_bindings)
   codegen::KernelSpec parameter_bindings;
+  // Exact sensitivities (CompileOptions::sensitivities; set by the driver): dF/dp, the initial
+  // system's d/d[q | qd | y | p], the start values' d/dp, the bindings' d/dp and the outputs'
+  // d/d[q | qd | qdd | y | yd | z | p], p = the flat model's parameters in order.
+  bool sensitivities = false;
+  MatrixKernel sens_F_p, sens_init, sens_start, sens_bindings, sens_outputs;
   // every kernel; with inverse_dynamics the per_sample_inverse ones first
   std::vector<codegen::KernelSpec> all() const;
   static constexpr size_t per_sample_inverse = 5;
@@ -59,6 +64,10 @@ struct ModelKernels {
 
 // `inverse_dynamics` adds outputs_z and the constraint_* kernels (rt::InverseDynamics; the
 // runtime serves the constraint rows from the other kernels when they are absent).
+// The sparse Jacobian of `f` with respect to `symbols` (one column each).
+MatrixKernel symbol_jacobian(sym::Context& cx, const char* name, const std::vector<sym::Expr>& f,
+                             const std::vector<uint32_t>& symbols);
+
 ModelKernels build_kernels(const SymbolicDae& dae, sym::Context& cx, bool inverse_dynamics = false);
 
 void print_kernels(std::ostream& os, const sym::Context& cx, const ModelKernels& k);

@@ -584,7 +584,7 @@ ObjectivesResult compile_objectives(const rt::CompiledModel& model,
   Lowering lowering(cx, diags, model, symbol_of);
   ObjectiveCompiler compiler(sources, diags, lowering, data_dir);
 
-  std::vector<codegen::KernelSpec> specs;
+  std::vector<codegen::KernelSpec> specs, gradient_specs;
   for (size_t i = 0; i < texts.size(); ++i) {
     const uint32_t id = sources.add_file(fmt::format("<objective {}>", i + 1), texts[i]);
     auto e = parse_expression(sources, id, diags);
@@ -595,6 +595,14 @@ ObjectivesResult compile_objectives(const rt::CompiledModel& model,
     sym::Expr pointwise = compiler.compile(*e, o);
     if (!pointwise) continue;
     specs.push_back({fmt::format("objective_{}", i + 1), {pointwise}});
+    // its gradient with respect to the outputs it reads (exact sensitivities of a study)
+    codegen::KernelSpec gradient{fmt::format("objective_{}_gradient", i + 1), {}};
+    for (uint32_t s : sym::free_symbols(pointwise)) {
+      if (s == 0) continue;  // time does not depend on parameters
+      o.gradient_columns.push_back(static_cast<int32_t>(s) - 1);
+      gradient.outputs.push_back(sym::diff(cx, pointwise, s));
+    }
+    gradient_specs.push_back(std::move(gradient));
     result.objectives.push_back(std::move(o));
   }
   if (diags.has_errors() || result.objectives.empty()) return finish();
@@ -603,13 +611,17 @@ ObjectivesResult compile_objectives(const rt::CompiledModel& model,
   codegen::JitOptions jopts;
   jopts.threads = 1;
   std::string error;
+  const size_t n_pointwise = specs.size();
+  specs.insert(specs.end(), gradient_specs.begin(), gradient_specs.end());
   code->jit = codegen::JitModule::compile(cx, specs, jopts, &error);
   if (!code->jit) {
     diags.report(DiagKind::jit_failed, Span{}, {error});
     return finish();
   }
-  for (size_t i = 0; i < specs.size(); ++i) {
+  for (size_t i = 0; i < n_pointwise; ++i) {
     rt::Objective& o = result.objectives[i];
+    const codegen::KernelSpec& g = specs[n_pointwise + i];
+    o.gradient = rt::Kernel{code->jit->lookup(g.name), static_cast<int32_t>(g.outputs.size())};
     o.pointwise = rt::Kernel{code->jit->lookup(specs[i].name), 1};
     o.code_owner = code;
     if (!o.pointwise.fn)

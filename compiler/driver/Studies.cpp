@@ -347,10 +347,25 @@ StudyReport run_optimization(Session& session, const OptimizeOptions& optimize,
         for (const auto& r : ranges)
           m.start.push_back(std::isnan(r.start) ? 0.5 * (r.lower + r.upper) : r.start);
       }
-      auto r = rt::minimize(batch, evaluator->variables(), m, [&](const rt::EvaluationRecord& e) {
-        const double extra[2] = {static_cast<double>(e.round), e.finite_difference ? 1.0 : 0.0};
-        run.record(e, extra);
-      });
+      // gradient methods: exact sensitivities when the model has them, else central differences
+      rt::GradientFunction exact;
+      if (optimize.exact_gradient && session.model()->has_sensitivities()) {
+        exact = [&](const std::vector<double>& x) {
+          rt::PointGradient pg;
+          std::vector<std::vector<double>> g;
+          pg.outcome = evaluator->evaluate_with_gradient(x, g);
+          pg.interrupted = pg.outcome.status == rt::RunOutcome::Status::Interrupted;
+          if (!g.empty()) pg.gradient = g[static_cast<size_t>(m.objective)];
+          return pg;
+        };
+      }
+      auto r = rt::minimize(
+          batch, evaluator->variables(), m,
+          [&](const rt::EvaluationRecord& e) {
+            const double extra[2] = {static_cast<double>(e.round), e.finite_difference ? 1.0 : 0.0};
+            run.record(e, extra);
+          },
+          exact);
       report.interrupted = r.interrupted;
       report.message = fmt::format("{}: {}, {} objective evaluations",
                                    rt::minimize_method_name(m.method), r.status, r.evaluations);
@@ -369,7 +384,7 @@ StudyReport run_optimization(Session& session, const OptimizeOptions& optimize,
 }
 
 SensitivityReport run_sensitivity(Session& session, const std::vector<std::string>& names,
-                                  const rt::SensitivityOptions& sensitivity,
+                                  const rt::SensitivityOptions& sensitivity, bool exact,
                                   const StudyOptions& options, std::ostream& diag_out,
                                   rt::ProgressSink* progress) {
   SensitivityReport out;
@@ -434,7 +449,7 @@ SensitivityReport run_sensitivity(Session& session, const std::vector<std::strin
   d.extra = {"fd"};
   d.variables = out.variables;
   d.objectives = options.objectives;
-  d.total = 1 + 2 * static_cast<int64_t>(x.size());
+  d.total = exact ? 1 : 1 + 2 * static_cast<int64_t>(x.size());
   StudyRun run(report);
   run.objective = -1;
   try {
@@ -446,6 +461,32 @@ SensitivityReport run_sensitivity(Session& session, const std::vector<std::strin
   report.total = d.total;
   run.meter.start(progress, "sensitivity", "runs", 0.0, static_cast<double>(d.total));
   run.meter.set_unit("runs");
+  if (exact) {
+    // one run with the sensitivities of the discrete solution
+    try {
+      std::vector<std::vector<double>> g;
+      rt::RunOutcome o = evaluator->evaluate_with_gradient(x, g);
+      const rt::EvaluationRecord e{0, 0, false, x, &o};
+      const double fd = 0.0;
+      run.record(e, std::span<const double>(&fd, 1));
+      if (o.status != rt::RunOutcome::Status::Ok) throw std::runtime_error(o.message);
+      out.result.reference = x;
+      out.result.points = {x};
+      out.result.outcomes = {o};
+      out.result.reference_objectives = o.objectives;
+      out.result.derivative = g;
+      out.exact = true;
+    } catch (const std::exception& e) {
+      run.meter.finish();
+      report.error = e.what();
+      return out;
+    }
+    run.meter.finish();
+    report.ok = true;
+    report.wall_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    return out;
+  }
   try {
     out.result = rt::compute_sensitivities(rt::parallel_batch(*evaluator, options.threads),
                                            evaluator->variables(), x, sensitivity,

@@ -70,6 +70,9 @@ struct OptimizeOptions {
   std::vector<std::string> ranges;  // parse_range texts, every bound finite
   rt::GeneticOptions genetic;
   rt::MinimizeOptions minimize;  // start: from the ranges (else the middle of the bounds)
+  // lbfgs/slsqp: the gradient from exact sensitivities when the model was compiled with them
+  // (CompileOptions::sensitivities), else central differences
+  bool exact_gradient = true;
 };
 
 // Minimises the first objective; one row per evaluation (columns generation, or iteration and
@@ -82,12 +85,14 @@ struct SensitivityReport {
   StudyReport study;
   rt::SensitivityResult result;
   std::vector<std::string> variables;
+  bool exact = false;  // from the sensitivities of the discrete solution (one run)
 };
 
-// d objective / d variable by central differences at the session's current values; one row per
-// run (column fd: 0 the reference point, 1 a perturbed one).
+// d objective / d variable at the session's current values: `exact`, the sensitivities of the
+// discrete solution in one run (a model compiled with CompileOptions::sensitivities), else
+// central differences; one row per run (column fd: 0 the reference point, 1 a perturbed one).
 SensitivityReport run_sensitivity(Session& session, const std::vector<std::string>& names,
-                                  const rt::SensitivityOptions& sensitivity,
+                                  const rt::SensitivityOptions& sensitivity, bool exact,
                                   const StudyOptions& options, std::ostream& diag_out,
                                   rt::ProgressSink* progress = nullptr);
 

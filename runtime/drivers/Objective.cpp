@@ -174,4 +174,121 @@ double ObjectiveAccumulator::value() const {
   return kNaN;
 }
 
+ObjectiveDerivative::ObjectiveDerivative(const Objective& objective, int32_t directions)
+    : objective_(&objective),
+      n_dir_(directions),
+      x_(1 + static_cast<size_t>(std::max(0, objective.n_outputs))),
+      grad_(objective.gradient_columns.size()),
+      de_(static_cast<size_t>(directions)),
+      prev_de_(static_cast<size_t>(directions)),
+      acc_(static_cast<size_t>(directions)),
+      at_extreme_(static_cast<size_t>(directions)),
+      fit_(static_cast<size_t>(directions)) {
+  if (!objective.gradient.fn && !objective.gradient_columns.empty())
+    throw std::invalid_argument("objective '" + objective.text + "' has no gradient kernel");
+}
+
+void ObjectiveDerivative::add(double t, std::span<const double> outputs,
+                              std::span<const double> d_outputs) {
+  const size_t n_out = x_.size() - 1;
+  x_[0] = t;
+  std::copy(outputs.begin(), outputs.end(), x_.begin() + 1);
+  double e = kNaN;
+  objective_->pointwise(x_.data(), &e);
+  if (!grad_.empty()) objective_->gradient(x_.data(), grad_.data());
+  // de/d direction = sum over the outputs read of de/d output * d output / d direction
+  for (int32_t k = 0; k < n_dir_; ++k) {
+    double d = 0;
+    for (size_t c = 0; c < grad_.size(); ++c)
+      d += grad_[c] * d_outputs[static_cast<size_t>(k) * n_out +
+                                static_cast<size_t>(objective_->gradient_columns[c])];
+    de_[static_cast<size_t>(k)] = d;
+  }
+  const bool first = count_ == 0;
+  const auto all = [&](auto f) {
+    for (size_t k = 0; k < de_.size(); ++k) f(k);
+  };
+  switch (objective_->reduction) {
+    case Reduction::Final:
+      break;
+    case Reduction::Max:
+    case Reduction::Min:
+    case Reduction::MaxAbs: {
+      // the derivative where the extreme is (the first point reaching it, as value() does)
+      const double key = objective_->reduction == Reduction::MaxAbs ? std::fabs(e) : e;
+      const bool better =
+          first || (objective_->reduction == Reduction::Min ? key < extreme_ : key > extreme_);
+      if (better) {
+        extreme_ = key;
+        const double sign = objective_->reduction == Reduction::MaxAbs && e < 0 ? -1.0 : 1.0;
+        all([&](size_t k) { at_extreme_[k] = sign * de_[k]; });
+      }
+      break;
+    }
+    case Reduction::Mean:
+      all([&](size_t k) { acc_[k] += de_[k]; });
+      break;
+    case Reduction::Integral:
+      if (!first) all([&](size_t k) { acc_[k] += 0.5 * (t - prev_t_) * (de_[k] + prev_de_[k]); });
+      break;
+    case Reduction::Rms:
+    case Reduction::L2:
+      sum_sq_ += e * e;
+      all([&](size_t k) { acc_[k] += 2 * e * de_[k]; });  // d sum e^2
+      break;
+    case Reduction::Fit: {
+      const std::vector<double>& dt = objective_->data_t;
+      const std::vector<double>& dv = objective_->data_value;
+      if (first) {
+        while (next_data_ < dt.size() && dt[next_data_] < t - time_tolerance(t)) ++next_data_;
+        while (next_data_ < dt.size() && dt[next_data_] <= t) {
+          const double r = e - dv[next_data_++];
+          all([&](size_t k) { fit_[k] += 2 * r * de_[k]; });
+        }
+      } else {
+        const double span = t - prev_t_;
+        while (next_data_ < dt.size() && dt[next_data_] <= t) {
+          const double w = span > 0 ? (dt[next_data_] - prev_t_) / span : 1.0;
+          const double r = prev_e_ + w * (e - prev_e_) - dv[next_data_++];
+          all([&](size_t k) { fit_[k] += 2 * r * (prev_de_[k] + w * (de_[k] - prev_de_[k])); });
+        }
+      }
+      break;
+    }
+  }
+  ++count_;
+  prev_t_ = t;
+  prev_e_ = e;
+  prev_de_.swap(de_);
+}
+
+double ObjectiveDerivative::value(int32_t k) const {
+  if (count_ == 0 || k < 0 || k >= n_dir_) return kNaN;
+  const auto i = static_cast<size_t>(k);
+  const double n = static_cast<double>(count_);
+  switch (objective_->reduction) {
+    case Reduction::Final:
+      return prev_de_[i];
+    case Reduction::Max:
+    case Reduction::Min:
+    case Reduction::MaxAbs:
+      return at_extreme_[i];
+    case Reduction::Mean:
+      return acc_[i] / n;
+    case Reduction::Integral:
+      return acc_[i];
+    case Reduction::Rms: {
+      const double rms = std::sqrt(sum_sq_ / n);
+      return rms > 0 ? acc_[i] / n / (2 * rms) : kNaN;
+    }
+    case Reduction::L2: {
+      const double l2 = std::sqrt(sum_sq_);
+      return l2 > 0 ? acc_[i] / (2 * l2) : kNaN;
+    }
+    case Reduction::Fit:
+      return fit_[i];
+  }
+  return kNaN;
+}
+
 }  // namespace mbs::rt

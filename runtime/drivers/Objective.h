@@ -41,6 +41,29 @@ struct Objective {
   std::vector<double> data_t, data_value;
   std::string data_file, data_column;
   std::shared_ptr<const void> code_owner;  // keeps the kernel's code alive
+  // d expression / d output: the outputs the expression reads (indices into output_names) and
+  // a kernel of the derivatives with respect to them, at [t, outputs...]
+  std::vector<int32_t> gradient_columns;
+  Kernel gradient;
+};
+
+// The derivatives of one objective over one run with respect to study directions (exact
+// sensitivities): add() every output row with the outputs' derivatives, then value(k).
+class ObjectiveDerivative {
+ public:
+  ObjectiveDerivative(const Objective& objective, int32_t directions);
+  // d_outputs: directions x outputs (row-major), the derivatives of the outputs at t.
+  void add(double t, std::span<const double> outputs, std::span<const double> d_outputs);
+  // d value / d direction k (NaN where the value is not defined).
+  double value(int32_t k) const;
+
+ private:
+  const Objective* objective_;
+  int32_t n_dir_;
+  std::vector<double> x_, grad_, de_, prev_de_, acc_, at_extreme_, fit_;
+  int64_t count_ = 0;
+  double prev_t_ = 0, prev_e_ = 0, extreme_ = 0, sum_sq_ = 0, sum_ = 0;
+  size_t next_data_ = 0;
 };
 
 // The value of one objective over one run: add() every output row in time order, then value().

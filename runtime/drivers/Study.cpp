@@ -121,6 +121,16 @@ struct Reducer {
 }  // namespace
 
 RunOutcome Evaluator::evaluate(std::span<const double> values) const {
+  return run(values, nullptr);
+}
+
+RunOutcome Evaluator::evaluate_with_gradient(std::span<const double> values,
+                                             std::vector<std::vector<double>>& gradient) const {
+  return run(values, &gradient);
+}
+
+RunOutcome Evaluator::run(std::span<const double> values,
+                          std::vector<std::vector<double>>* gradient) const {
   const auto start = std::chrono::steady_clock::now();
   RunOutcome out;
   out.objectives.assign(objectives_.size(), std::numeric_limits<double>::quiet_NaN());
@@ -174,7 +184,35 @@ RunOutcome Evaluator::evaluate(std::span<const double> values) const {
     } else {
       auto solver = make_integrator(model, options_);
       solver->set_start(v);
-      const SolveStatus status = solver->run(observer);
+      std::vector<ObjectiveDerivative> derivatives;
+      std::vector<double> d_outputs;
+      if (gradient) {
+        if (model != model_)
+          throw std::invalid_argument(
+              "exact sensitivities need variables that change at run time (not recompiled)");
+        std::vector<SensitivityDirection> dirs;
+        for (const auto& var : variables_) dirs.push_back(instance.sensitivity_direction(var.name));
+        solver->enable_sensitivities(std::move(dirs));
+        for (const auto& o : objectives_)
+          derivatives.emplace_back(o, static_cast<int32_t>(variables_.size()));
+        d_outputs.assign(variables_.size() * model->output_names.size(), 0.0);
+      }
+      Integrator* integrator = solver.get();
+      const auto observe = [&](double t, std::span<const double> outputs) {
+        reducer.add(t, outputs);
+        if (!derivatives.empty()) {
+          integrator->output_sensitivities(d_outputs);
+          for (auto& d : derivatives) d.add(t, outputs, d_outputs);
+        }
+        return 0;
+      };
+      const SolveStatus status = solver->run(observe);
+      if (gradient) {
+        gradient->assign(objectives_.size(), std::vector<double>(variables_.size(), 0.0));
+        for (size_t k = 0; k < derivatives.size(); ++k)
+          for (size_t i = 0; i < variables_.size(); ++i)
+            (*gradient)[k][i] = derivatives[k].value(static_cast<int32_t>(i));
+      }
       out.statistics = solver->statistics();
       if (status == SolveStatus::Interrupted)
         return finish(RunOutcome::Status::Interrupted, "interrupted");

@@ -71,8 +71,15 @@ class Evaluator {
   // Runs the model with variables()[i] = values[i]. Thread-safe; never throws (a failure of any
   // kind is a RunOutcome with Status::Failed and a message).
   RunOutcome evaluate(std::span<const double> values) const;
+  // The same run with exact sensitivities: gradient[k][i] = d objective k / d variable i of the
+  // discrete solution (forward sensitivities, docs/studies.md "Exact sensitivities"). Needs a
+  // model compiled with sensitivities, variables that change at run time and an implicit
+  // Newmark-family solver; otherwise a failed outcome that says why.
+  RunOutcome evaluate_with_gradient(std::span<const double> values,
+                                    std::vector<std::vector<double>>& gradient) const;
 
  private:
+  RunOutcome run(std::span<const double> values, std::vector<std::vector<double>>* gradient) const;
   std::shared_ptr<const CompiledModel> model_;
   std::vector<StudyVariable> variables_;
   std::vector<Objective> objectives_;

@@ -189,6 +189,15 @@ struct CompiledModel {
   Kernel parameter_bindings;
   int32_t parameter_binding_passes = 0;
 
+  // ---- exact sensitivities (optional: compiled with CompileOptions::sensitivities; values.fn
+  // null otherwise). p = parameters in order.
+  SparseKernel sens_F_p;       // dF/dp (n_eq x n_p)
+  SparseKernel sens_init;      // d init_residual / d[q | qd | y | p]
+  SparseKernel sens_start;     // d initial_values / dp ([q | qd | y | z] x n_p)
+  SparseKernel sens_bindings;  // d parameter_bindings / dp (n_p x n_p)
+  SparseKernel sens_outputs;   // d outputs / d[q | qd | qdd | y | yd | z | p]
+  bool has_sensitivities() const { return sens_F_p.values.fn != nullptr; }
+
   // Keeps the JIT-compiled code (and anything else the kernels need) alive.
   std::shared_ptr<const void> code_owner;
 };

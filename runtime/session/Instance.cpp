@@ -221,4 +221,71 @@ double Instance::parameter(std::string_view name) {
   return start_vector()[static_cast<size_t>(model_->parameter_slot[static_cast<size_t>(p)])];
 }
 
+SensitivityDirection Instance::sensitivity_direction(std::string_view name) {
+  const CompiledModel& m = *model_;
+  if (!m.has_sensitivities())
+    throw SetError(
+        SetError::Kind::NeedsCompile, std::string(name),
+        "model '" + m.name + "' was compiled without the kernels of exact sensitivities");
+  const size_t np = m.parameters.size();
+  const auto nq = static_cast<size_t>(m.n_q), ny = static_cast<size_t>(m.n_y);
+  SensitivityDirection d;
+  d.dp.assign(np, 0.0);
+  d.start.assign(2 * nq + ny, 0.0);
+  if (std::string why = why_compile_time(name); !why.empty())
+    throw SetError(parameter_index(name) < 0 && start_slot(m, name) < 0
+                       ? SetError::Kind::UnknownName
+                       : SetError::Kind::NeedsCompile,
+                   std::string(name),
+                   "no exact sensitivity with respect to '" + std::string(name) + "': " + why);
+  const std::vector<double>& v = start_vector();
+  if (const int32_t p = parameter_index(name); p >= 0) {
+    d.dp[static_cast<size_t>(p)] = 1.0;
+    // derived parameters: dp_j = sum_i d binding_j / d p_i dp_i, for every parameter not set
+    std::vector<bool> fixed(np, false);
+    fixed[static_cast<size_t>(p)] = true;
+    for (const auto& [n, x] : parameters_) fixed[static_cast<size_t>(parameter_index(n))] = true;
+    std::vector<double> b(static_cast<size_t>(m.sens_bindings.nnz()));
+    m.sens_bindings.values(v.data(), b.data());
+    for (int32_t pass = 0; pass < m.parameter_binding_passes; ++pass) {
+      std::vector<double> next(np, 0.0);
+      for (int32_t e = 0; e < m.sens_bindings.nnz(); ++e)
+        next[static_cast<size_t>(m.sens_bindings.row[e])] +=
+            b[static_cast<size_t>(e)] * d.dp[static_cast<size_t>(m.sens_bindings.col[e])];
+      for (size_t j = 0; j < np; ++j)
+        if (!fixed[j]) d.dp[j] = next[j];
+    }
+    // start values computed from parameters ([q | qd | y | z] rows), except those set
+    std::vector<double> s(static_cast<size_t>(m.sens_start.nnz()));
+    m.sens_start.values(v.data(), s.data());
+    std::vector<double> ds(2 * nq + ny + static_cast<size_t>(m.n_z), 0.0);
+    for (int32_t e = 0; e < m.sens_start.nnz(); ++e)
+      ds[static_cast<size_t>(m.sens_start.row[e])] +=
+          s[static_cast<size_t>(e)] * d.dp[static_cast<size_t>(m.sens_start.col[e])];
+    std::copy_n(ds.begin(), d.start.size(), d.start.begin());
+    for (const auto& [n, x] : starts_) {
+      const int32_t slot = start_target(m, n).slot;
+      for (size_t i = 0; i < nq; ++i) {
+        if (m.q_slot[i] == slot) d.start[i] = 0;
+        if (m.qd_slot[i] == slot) d.start[nq + i] = 0;
+      }
+      for (size_t j = 0; j < ny; ++j)
+        if (m.y_slot[j] == slot) d.start[2 * nq + j] = 0;
+    }
+    return d;
+  }
+  const StartTarget t = start_target(m, name);
+  for (size_t i = 0; i < nq; ++i) {
+    if (m.q_slot[i] == t.slot) d.start[i] = 1.0 / t.scale;
+    if (m.qd_slot[i] == t.slot) d.start[nq + i] = 1.0 / t.scale;
+  }
+  for (size_t j = 0; j < ny; ++j)
+    if (m.y_slot[j] == t.slot) d.start[2 * nq + j] = 1.0 / t.scale;
+  if (std::all_of(d.start.begin(), d.start.end(), [](double x) { return x == 0.0; }))
+    throw SetError(SetError::Kind::NeedsCompile, std::string(name),
+                   "no exact sensitivity with respect to the start value of '" + std::string(name) +
+                       "': it is an algebraic unknown (a guess)");
+  return d;
+}
+
 }  // namespace mbs::rt

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "runtime/model/CompiledModel.h"
+#include "runtime/solvers/Integrator.h"
 
 namespace mbs::rt {
 
@@ -75,6 +76,12 @@ class Instance {
   // recomputed from their bindings, the start values recomputed from the parameters
   // (initial_values) and the start values set. Throws SetError (OutOfRange, NotFinite).
   const std::vector<double>& start_vector();
+  // The direction of exact sensitivities with respect to a parameter or a start value (a
+  // coordinate q, der(q) or an ODE1 unknown y, or an alias of one) at the values set: the
+  // derived parameters and the start values computed from parameters follow it; parameters and
+  // start values that were set do not. Needs a model compiled with sensitivities. Throws
+  // SetError (UnknownName, NeedsCompile: a compile-time value or an algebraic unknown).
+  SensitivityDirection sensitivity_direction(std::string_view name);
   // The value of a parameter in start_vector() (throws SetError::UnknownName).
   double parameter(std::string_view name);
 

@@ -207,6 +207,7 @@ SolveStatus NewmarkFamily::initialize() {
   x0_ = ws_.x;
   n_history_ = 0;
   matrix_valid_ = false;
+  if (n_directions_ > 0 && !initialize_sensitivities()) return SolveStatus::Failed;
   mark_initialized();
   return SolveStatus::Ok;
 }
@@ -522,6 +523,7 @@ bool NewmarkFamily::attempt(double h) {
 }
 
 void NewmarkFamily::accept(double h) {
+  if (n_directions_ > 0) advance_sensitivities(h);
   const auto& m = model_;
   const double* v = ws_.v.data();
   const double* x = ws_.x.data();
@@ -541,6 +543,224 @@ void NewmarkFamily::accept(double h) {
   if (verbosity_ >= 1) [[unlikely]] {
     fmt::print(stderr, "{}: t = {:.9g}, h = {:.3e}, Newton iterations: {}\n", name(), t_ + h, h,
                attempt_iterations_);
+  }
+}
+
+// ---- exact sensitivities
+//
+// The discrete solution of a step is x = [qdd | yd | z] with F(q_base + c_q x_q, qd_base +
+// c_qd x_q, x_q, y_base + c_y x_y, x_y, x_z, p) = 0, q_base etc. linear in the last point's
+// state. Along a direction with parameter derivative dp, differentiating gives
+//   J S_x = -(F_p dp + F_q S_qbase + F_qd S_qdbase + F_y S_ybase),
+// J the Newton matrix at the converged point, S_qbase etc. from the same recurrences as q_base.
+// At t0 the initial system gives S_x0 the same way. docs/studies.md, "Exact sensitivities".
+
+namespace {
+
+// y += scale * K x for a sparse kernel's values
+void spmv(const SparseKernel& k, const double* values, const double* x, double* y,
+          double scale = 1.0) {
+  const int32_t nnz = k.nnz();
+  for (int32_t e = 0; e < nnz; ++e) y[k.row[e]] += scale * values[e] * x[k.col[e]];
+}
+
+}  // namespace
+
+void NewmarkFamily::enable_sensitivities(std::vector<SensitivityDirection> directions) {
+  const auto& m = model_;
+  if (initialized_)
+    throw SolverSetupError("exact sensitivities must be enabled before the run starts");
+  if (!m.has_sensitivities())
+    throw SolverSetupError(
+        fmt::format("model '{}' was compiled without the kernels of exact sensitivities", m.name));
+  if (index2_) throw SolverSetupError("exact sensitivities are not available with --index2");
+  const size_t np = m.parameters.size(), ns = static_cast<size_t>(2 * m.n_q + m.n_y);
+  for (const auto& d : directions)
+    if (d.dp.size() != np || d.start.size() != ns)
+      throw SolverSetupError("a sensitivity direction has the wrong size");
+  directions_ = std::move(directions);
+  n_directions_ = static_cast<int32_t>(directions_.size());
+  const auto nd = directions_.size();
+  const auto n = static_cast<size_t>(m.n_eq()), nq = static_cast<size_t>(m.n_q),
+             ny = static_cast<size_t>(m.n_y);
+  sq_.assign(nd * nq, 0.0);
+  sqd_.assign(nd * nq, 0.0);
+  sa_.assign(nd * nq, 0.0);
+  sy_.assign(nd * ny, 0.0);
+  sx_.assign(nd * n, 0.0);
+  fp_values_.assign(static_cast<size_t>(m.sens_F_p.nnz()), 0.0);
+  jq_values_.assign(static_cast<size_t>(m.jac_q.nnz()), 0.0);
+  jqd_values_.assign(static_cast<size_t>(m.jac_qd.nnz()), 0.0);
+  jy_values_.assign(static_cast<size_t>(m.jac_y.nnz()), 0.0);
+  j_exact_.assign(static_cast<size_t>(matrix_->nnz()), 0.0);
+  so_values_.assign(static_cast<size_t>(m.sens_outputs.nnz()), 0.0);
+  sb_q_.assign(nq, 0.0);
+  sb_qd_.assign(nq, 0.0);
+  sb_y_.assign(ny, 0.0);
+  rhs_.assign(n, 0.0);
+  refine_r_.assign(n, 0.0);
+  refine_x_.assign(n, 0.0);
+  w_.assign(3 * nq + 2 * ny + static_cast<size_t>(m.n_z) + np, 0.0);
+}
+
+bool NewmarkFamily::initialize_sensitivities() {
+  const auto& m = model_;
+  const double* v = ws_.v.data();
+  const int32_t nq = m.n_q, ny = m.n_y, n = m.n_eq();
+  const auto np = static_cast<int32_t>(m.parameters.size());
+  for (int32_t k = 0; k < n_directions_; ++k) {
+    const auto& d = directions_[static_cast<size_t>(k)];
+    std::copy_n(d.start.begin(), nq, sq_.begin() + k * nq);
+    std::copy_n(d.start.begin() + nq, nq, sqd_.begin() + k * nq);
+    std::copy_n(d.start.begin() + 2 * nq, ny, sy_.begin() + k * ny);
+  }
+  if (options_.initial_accelerations && n > 0) {
+    // init_matrix S_x0 = -d init_residual / d[q | qd | y | p] [S_q | S_qd | S_y | dp]
+    const SparseKernel& A = m.init_matrix;
+    std::vector<double> a_values(static_cast<size_t>(A.nnz())),
+        g_values(static_cast<size_t>(m.sens_init.nnz()));
+    if (A.values(v, a_values.data()) != 0 || m.sens_init.values(v, g_values.data()) != 0) {
+      attempt_failure_ = AttemptFailure{};
+      attempt_failure_.kind = FailureKind::NonFiniteJacobian;
+      fail(attempt_failure_, FailurePhase::InitialValues, 0.0, 0);
+      return false;
+    }
+    LinearSolver solver;
+    solver.setup(n, A.row, A.col);
+    if (solver.factor(a_values.data()) != 0) {
+      attempt_failure_ = AttemptFailure{};
+      attempt_failure_.kind = FailureKind::SingularMatrix;
+      fail(attempt_failure_, FailurePhase::InitialValues, 0.0, 0);
+      return false;
+    }
+    std::vector<double> w(static_cast<size_t>(2 * nq + ny + np));
+    for (int32_t k = 0; k < n_directions_; ++k) {
+      std::copy_n(sq_.begin() + k * nq, nq, w.begin());
+      std::copy_n(sqd_.begin() + k * nq, nq, w.begin() + nq);
+      std::copy_n(sy_.begin() + k * ny, ny, w.begin() + 2 * nq);
+      const auto& dp = directions_[static_cast<size_t>(k)].dp;
+      std::copy(dp.begin(), dp.end(), w.begin() + 2 * nq + ny);
+      double* sx = sx_.data() + static_cast<size_t>(k) * static_cast<size_t>(n);
+      std::fill_n(sx, n, 0.0);
+      spmv(m.sens_init, g_values.data(), w.data(), sx, -1.0);
+      solver.solve(sx);
+    }
+  }
+  for (int32_t k = 0; k < n_directions_; ++k)
+    std::copy_n(sx_.begin() + k * n, nq, sa_.begin() + k * nq);
+  return true;
+}
+
+void NewmarkFamily::solve_exact(std::vector<double>& b) {
+  // row-scaled as the factored Newton matrix: A = diag(s) J; refine x on the factorization
+  // (possibly of an earlier iterate or step) until A x = s b to rounding, else refactor
+  const auto& m = model_;
+  const int32_t n = m.n_eq();
+  const SparseKernel& J = *matrix_;
+  for (int32_t i = 0; i < n; ++i) b[static_cast<size_t>(i)] *= row_scale_[i];
+  double b_norm = 0;
+  for (double x : b) b_norm = std::max(b_norm, std::fabs(x));
+  std::vector<double>& x = refine_x_;
+  std::vector<double>& r = refine_r_;
+  std::fill(x.begin(), x.end(), 0.0);
+  r = b;
+  double r_norm = b_norm;
+  const double tol = 1e-14 * b_norm;
+  bool refactored = !matrix_valid_;
+  if (refactored) {
+    for (int32_t e = 0; e < J.nnz(); ++e) matrix_values_[e] = j_exact_[e] * row_scale_[J.row[e]];
+    newton_.factor(matrix_values_);
+    ++stats_.factorizations;
+    matrix_valid_ = true;
+    matrix_cq_ = cq_;
+    theta_ = kNaN;
+  }
+  for (int it = 0; it < 30 && r_norm > tol; ++it) {
+    newton_.solve(r.data());
+    ++stats_.linear_solves;
+    for (int32_t i = 0; i < n; ++i) x[i] += r[i];
+    r = b;
+    for (int32_t e = 0; e < J.nnz(); ++e)
+      r[J.row[e]] -= row_scale_[J.row[e]] * j_exact_[e] * x[J.col[e]];
+    double norm = 0;
+    for (double y : r) norm = std::max(norm, std::fabs(y));
+    if (!(norm < 0.5 * r_norm) && !refactored) {
+      // the factorization is too far from J here: factor J itself and start again
+      for (int32_t e = 0; e < J.nnz(); ++e) matrix_values_[e] = j_exact_[e] * row_scale_[J.row[e]];
+      newton_.factor(matrix_values_);
+      ++stats_.factorizations;
+      matrix_cq_ = cq_;
+      theta_ = kNaN;
+      refactored = true;
+      std::fill(x.begin(), x.end(), 0.0);
+      r = b;
+      norm = b_norm;
+    }
+    r_norm = norm;
+  }
+  b = x;
+}
+
+void NewmarkFamily::advance_sensitivities(double h) {
+  const auto& m = model_;
+  const double* v = ws_.v.data();
+  const int32_t nq = m.n_q, ny = m.n_y, n = m.n_eq();
+  const double am = p_.alpha_m, af = p_.alpha_f, beta = p_.beta, gamma = p_.gamma, h2 = h * h;
+  m.sens_F_p.values(v, fp_values_.data());
+  m.jac_q.values(v, jq_values_.data());
+  m.jac_qd.values(v, jqd_values_.data());
+  m.jac_y.values(v, jy_values_.data());
+  matrix_->values(v, j_exact_.data());
+  for (int32_t k = 0; k < n_directions_; ++k) {
+    double* sq = sq_.data() + k * nq;
+    double* sqd = sqd_.data() + k * nq;
+    double* sa = sa_.data() + k * nq;
+    double* sy = sy_.data() + k * ny;
+    double* sx = sx_.data() + static_cast<size_t>(k) * static_cast<size_t>(n);
+    for (int32_t i = 0; i < nq; ++i) {
+      const double a_known = (af * sx[i] - am * sa[i]) / (1.0 - am);
+      sb_q_[i] = sq[i] + h * sqd[i] + h2 * (0.5 - beta) * sa[i] + h2 * beta * a_known;
+      sb_qd_[i] = sqd[i] + h * (1.0 - gamma) * sa[i] + h * gamma * a_known;
+    }
+    for (int32_t j = 0; j < ny; ++j) sb_y_[j] = sy[j] + 0.5 * h * sx[nq + j];
+    std::fill(rhs_.begin(), rhs_.end(), 0.0);
+    spmv(m.sens_F_p, fp_values_.data(), directions_[static_cast<size_t>(k)].dp.data(), rhs_.data(),
+         -1.0);
+    spmv(m.jac_q, jq_values_.data(), sb_q_.data(), rhs_.data(), -1.0);
+    spmv(m.jac_qd, jqd_values_.data(), sb_qd_.data(), rhs_.data(), -1.0);
+    spmv(m.jac_y, jy_values_.data(), sb_y_.data(), rhs_.data(), -1.0);
+    solve_exact(rhs_);
+    for (int32_t i = 0; i < nq; ++i) {
+      sa[i] = ((1.0 - af) * rhs_[i] + af * sx[i] - am * sa[i]) / (1.0 - am);
+      sq[i] = sb_q_[i] + cq_ * rhs_[i];
+      sqd[i] = sb_qd_[i] + cqd_ * rhs_[i];
+    }
+    for (int32_t j = 0; j < ny; ++j) sy[j] = sb_y_[j] + cy_ * rhs_[nq + j];
+    std::copy_n(rhs_.begin(), n, sx);
+  }
+}
+
+void NewmarkFamily::output_sensitivities(std::span<double> out) {
+  const auto& m = model_;
+  const int32_t nq = m.n_q, ny = m.n_y, nz = m.n_z, n = m.n_eq();
+  const auto n_out = static_cast<size_t>(std::max(m.outputs.n_out, 0));
+  if (n_directions_ == 0 || out.size() != static_cast<size_t>(n_directions_) * n_out)
+    throw SolverSetupError("output_sensitivities: no directions or a wrong size");
+  m.sens_outputs.values(ws_.v.data(), so_values_.data());
+  std::fill(out.begin(), out.end(), 0.0);
+  for (int32_t k = 0; k < n_directions_; ++k) {
+    // [q | qd | qdd | y | yd | z | p]
+    const double* sx = sx_.data() + static_cast<size_t>(k) * static_cast<size_t>(n);
+    auto w = w_.begin();
+    w = std::copy_n(sq_.begin() + k * nq, nq, w);
+    w = std::copy_n(sqd_.begin() + k * nq, nq, w);
+    w = std::copy_n(sx, nq, w);
+    w = std::copy_n(sy_.begin() + k * ny, ny, w);
+    w = std::copy_n(sx + nq, ny, w);
+    w = std::copy_n(sx + nq + ny, nz, w);
+    const auto& dp = directions_[static_cast<size_t>(k)].dp;
+    std::copy(dp.begin(), dp.end(), w);
+    spmv(m.sens_outputs, so_values_.data(), w_.data(), out.data() + static_cast<size_t>(k) * n_out);
   }
 }
 

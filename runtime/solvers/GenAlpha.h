@@ -58,6 +58,8 @@ class NewmarkFamily final : public Integrator {
 
   const Parameters& parameters() const { return p_; }
   bool index2() const { return index2_; }
+  void enable_sensitivities(std::vector<SensitivityDirection> directions) override;
+  void output_sensitivities(std::span<double> out) override;
 
  private:
   friend class Integrator;  // advance_grid_step() and run_loop() call attempt() and accept()
@@ -70,6 +72,10 @@ class NewmarkFamily final : public Integrator {
                       double update);
   bool solve_initial_values();
   void restore_accepted_state();  // v := the last accepted point (after a failed attempt)
+  // exact sensitivities (docs/studies.md, "Exact sensitivities")
+  bool initialize_sensitivities();
+  void advance_sensitivities(double h);      // the accepted step's, from the converged point
+  void solve_exact(std::vector<double>& b);  // J x = b by refinement on the factored matrix
 
   Parameters p_{};
   double beta_p_ = 0.0, gamma_p_ = 0.0;     // beta', gamma'
@@ -102,6 +108,11 @@ class NewmarkFamily final : public Integrator {
   double matrix_cq_ = 0.0;     // c_q = beta' h^2 the matrix was computed with
   bool matrix_fresh_ = false;  // computed during the current attempt
   double theta_ = 0.0;         // last contraction rate seen with this matrix (NaN: none yet)
+  // Sensitivities per direction (direction-major): S of q, qd, a, y and x at the last point.
+  std::vector<SensitivityDirection> directions_;
+  std::vector<double> sq_, sqd_, sa_, sy_, sx_;
+  std::vector<double> fp_values_, jq_values_, jqd_values_, jy_values_, j_exact_;
+  std::vector<double> sb_q_, sb_qd_, sb_y_, rhs_, refine_r_, refine_x_, so_values_, w_;
 };
 
 // The generalized-alpha integrator is the family with options.solver = gen-alpha.

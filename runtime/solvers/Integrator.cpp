@@ -74,6 +74,17 @@ void Integrator::set_start(std::span<const double> v) {
   std::copy(v.begin(), v.end(), ws_.v.begin());
 }
 
+void Integrator::enable_sensitivities(std::vector<SensitivityDirection>) {
+  throw SolverSetupError(fmt::format(
+      "exact sensitivities are not available with --solver {}: use gen-alpha, newmark or "
+      "trapezoidal, or finite differences",
+      name()));
+}
+
+void Integrator::output_sensitivities(std::span<double>) {
+  throw SolverSetupError("no sensitivities were enabled");
+}
+
 std::span<const double> Integrator::evaluate_outputs() {
   if (!model_.outputs.fn) return {};
   model_.outputs(ws_.v.data(), ws_.outputs.data());  // non-finite outputs are returned as such

@@ -46,6 +46,13 @@ enum class SolveStatus : uint8_t {
 };
 std::string_view status_name(SolveStatus s);
 
+// One direction of exact sensitivities: how the parameters and the start values change along it
+// (rt::Instance::sensitivity_direction builds them for a parameter or a start value).
+struct SensitivityDirection {
+  std::vector<double> dp;     // per parameter: d parameter / d direction (derived ones included)
+  std::vector<double> start;  // d [q | qd | y](t0) / d direction (2 n_q + n_y)
+};
+
 // Called at output points with t and the model's outputs there (model.outputs, in the order of
 // model.output_names). Return 0 to continue; anything else stops the run (status Stopped).
 using Observer = std::function<int(double t, std::span<const double> outputs)>;
@@ -57,6 +64,13 @@ class Integrator {
   Integrator& operator=(const Integrator&) = delete;
 
   virtual SolveStatus initialize() = 0;
+  // Exact forward sensitivities of the discrete solution along `directions` (before
+  // initialize(); needs a model compiled with sensitivities). Throws SolverSetupError when the
+  // method or the model cannot provide them.
+  virtual void enable_sensitivities(std::vector<SensitivityDirection> directions);
+  int32_t sensitivity_directions() const { return n_directions_; }
+  // d outputs / d direction at the current point: directions x outputs, row-major.
+  virtual void output_sensitivities(std::span<double> out);
   // Starts from the symbol vector `v` (parameters and start values set at run time,
   // rt::Instance) instead of the model's v0. Before initialize(); v has n_v entries and the
   // model's start time. Throws SolverSetupError otherwise.
@@ -169,6 +183,7 @@ class Integrator {
   bool skip_final_emit_ = false;  // the last accepted point diverged: it is not written
   ProgressSink* progress_sink_ = nullptr;
   ProgressMeter progress_;
+  int32_t n_directions_ = 0;
 };
 
 // A run that fails with its state grown by this factor over its start scale has diverged (the

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/driver/Objectives.h"
 #include "compiler/driver/Studies.h"
 #include "runtime/drivers/StudyFile.h"
 #include "runtime/drivers/Variation.h"
@@ -316,10 +318,11 @@ class Identification : public testing::Test {
     });
   }
   mbs::StudyReport identify(mbs::OptimizerKind kind, const std::string& method,
-                            std::vector<std::string> ranges, int threads = 0) {
+                            std::vector<std::string> ranges, int threads = 0, bool exact = false) {
     std::ostringstream diag;
     mbs::CompileOptions o;
     o.file = model_;
+    o.sensitivities = exact;
     Session s(o, diag);
     std::ostringstream emit;
     EXPECT_TRUE(s.compile(emit)) << diag.str();
@@ -353,6 +356,18 @@ TEST_F(Identification, EveryMinimiserRecoversTheSpringRateAndTheDamping) {
   }
 }
 
+TEST_F(Identification, GradientMethodsWithExactSensitivities) {
+  for (const char* method : {"lbfgs", "slsqp"}) {
+    auto fd = identify(mbs::OptimizerKind::Minimize, method, {"k=80:120", "d=0.1:1"});
+    auto exact = identify(mbs::OptimizerKind::Minimize, method, {"k=80:120", "d=0.1:1"}, 0, true);
+    ASSERT_EQ(exact.best_values.size(), 2u) << method;
+    EXPECT_NEAR(exact.best_values[0], 100, 0.1) << method;
+    EXPECT_NEAR(exact.best_values[1], 0.4, 0.01) << method;
+    // one run per objective call instead of 1 + 2 per variable
+    EXPECT_LT(exact.run_now * 3, fd.run_now) << method;
+  }
+}
+
 TEST_F(Identification, GeneticOptimisationRecoversThemAndIsReproducible) {
   auto r = identify(mbs::OptimizerKind::Genetic, "genetic", {"k=50:200", "d=0.05:2"});
   ASSERT_EQ(r.best_values.size(), 2u);
@@ -374,7 +389,7 @@ TEST(Sensitivity, CentralDifferencesAgainstTheClosedForm) {
   mbs::StudyOptions o;
   o.objectives = {"final(x)", "integral(x)"};
   o.output = temp("decay_sens.csv");
-  auto r = mbs::run_sensitivity(*s, {"a", "x"}, {}, o, diag);
+  auto r = mbs::run_sensitivity(*s, {"a", "x"}, {}, false, o, diag);
   ASSERT_TRUE(r.study.ok) << r.study.error << diag.str();
   ASSERT_EQ(r.result.derivative.size(), 2u);
   const double a = 1.5, T = 1;
@@ -418,6 +433,116 @@ TEST(Variation, TheSpringDamperExampleAgainstItsClosedForms) {
     if (row.objectives[3] < best) best = row.objectives[3], best_run = row.run;
   }
   EXPECT_EQ(best_run, 2);  // k = 50, d = 1.6
+}
+
+// Exact sensitivities of the discrete solution against closed forms and central differences.
+struct Gradients {
+  std::vector<std::vector<double>> exact, fd;
+};
+
+Gradients exact_and_fd(const std::string& file, const std::vector<std::string>& names,
+                       const std::vector<std::string>& objectives, double t_end, double h,
+                       std::map<std::string, double> set = {}) {
+  std::ostringstream diag, emit;
+  mbs::CompileOptions o;
+  o.file = file;
+  o.sensitivities = true;
+  Session s(o, diag);
+  EXPECT_TRUE(s.compile(emit)) << diag.str();
+  s.options().t_end = t_end;
+  s.options().h = h;
+  s.options().rtol = 1e-12;
+  s.options().atol = 1e-14;
+  for (const auto& [n, x] : set) s.set_parameter(n, x);
+  auto compiled = mbs::compile_objectives(*s.model(), objectives, "", diag);
+  EXPECT_TRUE(compiled.ok) << diag.str();
+  auto vars = mbs::study_variables(*s.model(), names);
+  mbs::rt::Evaluator ev(s.model(), vars, compiled.objectives, s.options());
+  // the values: the model's (with `set`); start values from the first output row
+  std::vector<double> x;
+  std::vector<double> first;
+  s.simulate([&](double, std::span<const double> out) {
+    if (first.empty()) first.assign(out.begin(), out.end());
+    return 1;
+  });
+  for (const auto& v : vars) {
+    if (!v.start) {
+      x.push_back(s.instance().parameter(v.name));
+      continue;
+    }
+    const auto& columns = s.model()->output_names;
+    const auto it = std::find(columns.begin(), columns.end(), v.name);
+    EXPECT_NE(it, columns.end()) << v.name;
+    x.push_back(first[static_cast<size_t>(it - columns.begin())]);
+  }
+  Gradients g;
+  auto r = ev.evaluate_with_gradient(x, g.exact);
+  EXPECT_EQ(r.status, mbs::rt::RunOutcome::Status::Ok) << r.message;
+  g.fd.assign(objectives.size(), std::vector<double>(names.size()));
+  for (size_t i = 0; i < names.size(); ++i) {
+    const double step = 1e-5 * std::max(1.0, std::fabs(x[i]));
+    auto xp = x, xm = x;
+    xp[i] += step;
+    xm[i] -= step;
+    auto rp = ev.evaluate(xp), rm = ev.evaluate(xm);
+    EXPECT_EQ(rp.status, mbs::rt::RunOutcome::Status::Ok) << rp.message;
+    for (size_t k = 0; k < objectives.size(); ++k)
+      g.fd[k][i] = (rp.objectives[k] - rm.objectives[k]) / (2 * step);
+  }
+  return g;
+}
+
+void expect_agree(const Gradients& g, double rel) {
+  for (size_t k = 0; k < g.exact.size(); ++k)
+    for (size_t i = 0; i < g.exact[k].size(); ++i)
+      EXPECT_NEAR(g.exact[k][i], g.fd[k][i], rel * (1e-3 + std::fabs(g.fd[k][i])))
+          << "objective " << k << " variable " << i;
+}
+
+TEST(ExactSensitivity, OdeModelAgainstTheClosedFormAndDifferences) {
+  const std::string file = write_temp("decay_exact.mbs", kDecay);
+  auto g = exact_and_fd(file, {"a", "x"}, {"final(x)", "integral(x)", "rms(x)", "max(x)"}, 1.0,
+                        1e-3, {{"a", 1.5}});
+  const double a = 1.5;
+  EXPECT_NEAR(g.exact[0][0], -std::exp(-a), 1e-5);
+  EXPECT_NEAR(g.exact[0][1], std::exp(-a), 1e-5);
+  EXPECT_NEAR(g.exact[1][1], (1 - std::exp(-a)) / a, 1e-5);
+  EXPECT_NEAR(g.exact[3][1], 1.0, 1e-12);  // max(x) = x0
+  expect_agree(g, 1e-6);
+}
+
+TEST(ExactSensitivity, SpringDamperWithADerivedParameter) {
+  // d = 2 zeta sqrt(k m): the sensitivity with respect to k goes through d
+  const std::string file = write_temp("msd_derived.mbs", R"(
+model Msd
+  parameter Real m = 1;
+  parameter Real k = 100;
+  parameter Real zeta = 0.05;
+  parameter Real d = 2*zeta*sqrt(k*m);
+  parameter Real x0 = 0.1;
+  Real x(start = x0), v(start = 0);
+equation
+  v = der(x);
+  m*der(v) + d*v + k*x = 0;
+end Msd;
+)");
+  auto g = exact_and_fd(file, {"k", "m", "x0", "v"}, {"final(x)", "maxabs(v)", "integral(x^2)"},
+                        1.0, 1e-3);
+  expect_agree(g, 1e-5);
+}
+
+TEST(ExactSensitivity, Index3Pendulum) {
+  const std::string file = std::string(MBS_SOURCE_DIR) + "/examples/pendulum.mbs";
+  auto g = exact_and_fd(file, {"m", "g"}, {"final(x)", "final(y)", "integral(lambda)"}, 1.0, 1e-3);
+  expect_agree(g, 1e-5);
+}
+
+TEST(ExactSensitivity, SliderCrankClosedLoop) {
+  const std::string file = std::string(MBS_SOURCE_DIR) + "/examples/mechanics/slider_crank.mbs";
+  auto g =
+      exact_and_fd(file, {"torque", "rod_body.m", "slider_body.m"},
+                   {"final(slider.s)", "final(crank.w)", "integral(rod_joint.phi)"}, 0.5, 1e-3);
+  expect_agree(g, 1e-5);
 }
 
 }  // namespace

@@ -130,6 +130,12 @@ void add_study_flags(CLI::App& app, StudyFlags& flags) {
                  "minimize: objective evaluations at most (default 200 per variable)")
       ->check(CLI::Range(0, 100000000))
       ->group(group);
+  app.add_option("--sensitivity-method", flags.sensitivity_method,
+                 "exact (default: forward sensitivities of the discrete solution, one run; "
+                 "gen-alpha, newmark, trapezoidal) or fd (central differences); also the "
+                 "gradient of lbfgs/slsqp")
+      ->check(CLI::IsMember({"exact", "fd"}))
+      ->group(group);
   app.add_option("--fd-step", flags.fd.relative_step,
                  "finite differences (--sensitivity, the gradient of lbfgs/slsqp): relative step "
                  "h_i = STEP * max(|x_i|, 1) (default eps^(1/3) = 6.06e-6)")
@@ -233,9 +239,11 @@ int run_study(Session& session, const StudyFlags& flags, bool static_analysis, s
     o.minimize = flags.minimize;
     o.minimize.method = *rt::minimize_method_from_name(flags.method);
     o.minimize.gradient = flags.fd;
+    o.exact_gradient = flags.sensitivity_method == "exact";
     r = run_optimization(session, o, options, diag, &progress);
   } else {
-    sens = run_sensitivity(session, flags.sensitivity, flags.fd, options, diag, &progress);
+    sens = run_sensitivity(session, flags.sensitivity, flags.fd,
+                           flags.sensitivity_method == "exact", options, diag, &progress);
     r = sens.study;
   }
   progress.finish();
@@ -272,7 +280,8 @@ int run_study(Session& session, const StudyFlags& flags, bool static_analysis, s
     std::cout << fmt::format("sensitivities of {} at", session.model()->name);
     for (size_t i = 0; i < res.reference.size(); ++i)
       std::cout << fmt::format("{} {} = {:.10g}", i ? "," : "", name_of(i), res.reference[i]);
-    std::cout << " (central differences):\n";
+    std::cout << (sens.exact ? " (exact: sensitivities of the discrete solution):\n"
+                             : " (central differences):\n");
     for (size_t k = 0; k < res.derivative.size(); ++k)
       for (size_t i = 0; i < res.derivative[k].size(); ++i)
         std::cout << fmt::format("  d {} / d {} = {:.10g}\n", flags.objectives[k], name_of(i),

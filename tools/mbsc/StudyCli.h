@@ -29,6 +29,13 @@ struct StudyFlags {
   rt::GeneticOptions genetic;
   rt::MinimizeOptions minimize;
   rt::SensitivityOptions fd;
+  std::string sensitivity_method = "exact";  // exact | fd
+  // the model needs the kernels of exact sensitivities
+  bool needs_sensitivity_kernels() const {
+    return (!sensitivity.empty() && sensitivity_method == "exact") ||
+           (optimize == "minimize" && (method == "lbfgs" || method == "slsqp") &&
+            sensitivity_method == "exact");
+  }
   bool mpi = false;  // distribute over the ranks of mpirun (implied by a launcher of >1 ranks)
   bool active() const { return !vary.empty() || !optimize.empty() || !sensitivity.empty(); }
 };

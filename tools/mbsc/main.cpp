@@ -268,6 +268,7 @@ int main(int argc, char** argv) {
   std::ostream& emit_out = mbs::rt::mpi_worker() ? quiet_worker : std::cout;
 
   // ---- compile
+  if (study.needs_sensitivity_kernels()) copts.sensitivities = true;
   mbs::Session session(copts, diag_out);
   if (!session.compile(emit_out)) return session.usage_error() ? kExitUsage : kExitModelError;
   const mbs::CompileResult& compiled = session.compile_result();
