@@ -10,6 +10,7 @@
 
 #include "compiler/driver/Objectives.h"
 #include "runtime/drivers/Batch.h"
+#include "runtime/drivers/Mpi.h"
 #include "runtime/drivers/Variation.h"
 #include "runtime/io/Interrupt.h"
 
@@ -67,6 +68,14 @@ std::unique_ptr<rt::Evaluator> make_evaluator(Session& session,
   }
 }
 
+// A worker rank of an MPI job (docs/studies.md, "Across machines: MPI"): evaluates the runs rank 0
+// sends until rank 0 has finished the study; no file, no rows, nothing to report.
+StudyReport serve_rank_0(const rt::Evaluator& evaluator, StudyReport report) {
+  rt::mpi_serve(&evaluator);
+  report.ok = true;
+  return report;
+}
+
 }  // namespace
 
 StudyReport run_variation(Session& session, const VariationOptions& variation,
@@ -96,6 +105,7 @@ StudyReport run_variation(Session& session, const VariationOptions& variation,
   }
   auto evaluator = make_evaluator(session, names, {}, options, diag_out, report);
   if (!evaluator) return report;
+  if (rt::mpi_worker()) return serve_rank_0(*evaluator, report);  // MPI: rank 0 writes the file
   rt::StudyDescription d;
   d.kind = "variation";
   d.variables = names;
@@ -298,6 +308,7 @@ StudyReport run_optimization(Session& session, const OptimizeOptions& optimize,
     report.error = e.what();
   }
   if (!evaluator) return report;
+  if (rt::mpi_worker()) return serve_rank_0(*evaluator, report);  // MPI: rank 0 runs the optimiser
   const bool genetic = optimize.kind == OptimizerKind::Genetic;
   rt::StudyDescription d;
   d.kind = genetic ? "genetic" : "minimize";
@@ -404,6 +415,10 @@ SensitivityReport run_sensitivity(Session& session, const std::vector<std::strin
     report.error = e.what();
   }
   if (!evaluator) return out;
+  if (rt::mpi_worker()) {  // MPI: rank 0 computes the differences
+    out.study = serve_rank_0(*evaluator, report);
+    return out;
+  }
   // the point: the session's current values (the model's, with --set / --start)
   std::vector<double> x;
   try {

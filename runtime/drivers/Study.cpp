@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "runtime/analysis/Static.h"
+#include "runtime/drivers/Mpi.h"
 #include "runtime/io/Interrupt.h"
 #include "runtime/io/Suggest.h"
 #include "runtime/session/Instance.h"
@@ -237,6 +238,8 @@ RunOutcome Evaluator::run(std::span<const double> values,
 bool run_parallel(const Evaluator& evaluator, const std::vector<std::vector<double>>& points,
                   int threads, const std::function<void(size_t, const RunOutcome&)>& done,
                   const std::function<bool(size_t)>& skip) {
+  // rank 0 of an MPI job: the other ranks evaluate (docs/studies.md, "Across machines: MPI")
+  if (mpi_active()) return mpi_run_parallel(evaluator, points, done, skip);
   std::atomic<size_t> next{0};
   std::mutex done_mutex;
   std::exception_ptr error;

@@ -94,6 +94,8 @@ class Evaluator {
 // completion order, not index order). `skip(index)` (optional) true: the point is not evaluated
 // (a resumed study's finished runs). Returns when all are done, or early after an interrupt
 // (interrupt_requested(): running evaluations finish, no new one starts; returns false).
+// In rank 0 of an MPI job of several ranks (mpi_active(), Mpi.h) the other ranks evaluate the
+// points instead of threads, with the same contract (`threads` is not used).
 bool run_parallel(const Evaluator& evaluator, const std::vector<std::vector<double>>& points,
                   int threads, const std::function<void(size_t, const RunOutcome&)>& done,
                   const std::function<bool(size_t)>& skip = nullptr);

@@ -141,6 +141,10 @@ void add_study_flags(CLI::App& app, StudyFlags& flags) {
                  "h_i = STEP * max(|x_i|, 1) (default eps^(1/3) = 6.06e-6)")
       ->check(CLI::PositiveNumber)
       ->group(group);
+  app.add_flag("--mpi", flags.mpi,
+               "distribute the study over the ranks of an MPI job: mpirun -np N mbsc ... (implied "
+               "under mpirun with N > 1; rank 0 writes the file, N - 1 ranks run)")
+      ->group(group);
 }
 
 bool expand_study_files(int argc, char** argv, std::vector<std::string>& args) {
@@ -212,7 +216,7 @@ int run_study(Session& session, const StudyFlags& flags, bool static_analysis, s
   VariationOptions variation;
   variation.axes = flags.vary;
   variation.paired = flags.paired;
-  if (const std::string note = last_study_note(); !note.empty()) {
+  if (const std::string note = last_study_note(); !note.empty() && !rt::mpi_worker()) {
     try {
       std::filesystem::create_directories(std::filesystem::path(note).parent_path());
       rt::write_file_atomically(note, std::filesystem::absolute(output).string() + "\n");
@@ -222,8 +226,10 @@ int run_study(Session& session, const StudyFlags& flags, bool static_analysis, s
   }
   StudyReport r;
   SensitivityReport sens;
+  std::ostream quiet_worker(nullptr);  // MPI: rank 0 prints the diagnostics
+  std::ostream& diag = rt::mpi_worker() ? quiet_worker : std::cerr;
   if (!flags.vary.empty()) {
-    r = run_variation(session, variation, options, std::cerr, &progress);
+    r = run_variation(session, variation, options, diag, &progress);
   } else if (!flags.optimize.empty()) {
     OptimizeOptions o;
     o.kind = flags.optimize == "genetic" ? OptimizerKind::Genetic : OptimizerKind::Minimize;
@@ -234,13 +240,15 @@ int run_study(Session& session, const StudyFlags& flags, bool static_analysis, s
     o.minimize.method = *rt::minimize_method_from_name(flags.method);
     o.minimize.gradient = flags.fd;
     o.exact_gradient = flags.sensitivity_method == "exact";
-    r = run_optimization(session, o, options, std::cerr, &progress);
+    r = run_optimization(session, o, options, diag, &progress);
   } else {
     sens = run_sensitivity(session, flags.sensitivity, flags.fd,
-                           flags.sensitivity_method == "exact", options, std::cerr, &progress);
+                           flags.sensitivity_method == "exact", options, diag, &progress);
     r = sens.study;
   }
   progress.finish();
+  // MPI: a worker has served rank 0, which reports and writes the file
+  if (rt::mpi_worker()) return r.ok ? kExitOk : r.model_error ? kExitModelError : kExitUsage;
   if (!r.ok) {
     if (r.model_error) return kExitModelError;
     std::cerr << "mbsc: error: " << r.error << "\n";
@@ -248,9 +256,11 @@ int run_study(Session& session, const StudyFlags& flags, bool static_analysis, s
   }
   std::cerr << fmt::format(
       "mbsc: {} of {}: {} runs ({} run now, {} from the file), {} "
-      "failed, {:.1f} s with {} threads; rows in {}\n",
+      "failed, {:.1f} s {}; rows in {}\n",
       kind, session.model()->name, r.total, r.run_now, r.resumed, r.failed, r.wall_ms / 1e3,
-      rt::study_threads(flags.threads), output);
+      rt::mpi_active() ? fmt::format("on {} MPI worker ranks", rt::mpi_size() - 1)
+                       : fmt::format("with {} threads", rt::study_threads(flags.threads)),
+      output);
   if (!r.message.empty()) std::cerr << "mbsc: " << kind << ": " << r.message << "\n";
   const std::vector<std::string>& specs = !flags.vary.empty()     ? flags.vary
                                           : !flags.ranges.empty() ? flags.ranges
@@ -283,6 +293,35 @@ int run_study(Session& session, const StudyFlags& flags, bool static_analysis, s
     return kExitInterrupted;
   }
   return kExitOk;
+}
+
+int start_mpi(const StudyFlags& flags) {
+  const int launched = rt::mpi_launcher_size();
+  if (!flags.mpi && launched <= 1) return -1;
+  if (!flags.active()) {
+    if (flags.mpi) {
+      std::cerr << "mbsc: error: --mpi distributes a study (--vary, --optimize, --sensitivity)\n";
+      return kExitUsage;
+    }
+    // a simulation under mpirun: one rank runs it, the others would write the same files
+    return rt::mpi_launcher_rank() == 0 ? -1 : kExitOk;
+  }
+  if (!rt::mpi_available) {
+    if (rt::mpi_launcher_rank() == 0)
+      std::cerr << fmt::format(
+          "mbsc: error: this mbsc was built without MPI, so it cannot share a study between {}: "
+          "install Open MPI (Debian: apt-get install libopenmpi-dev openmpi-bin), run cmake again "
+          "(it turns MBS_MPI on when it finds MPI) and rebuild, or run the study without mpirun "
+          "(-j N for threads)\n",
+          launched > 1 ? fmt::format("the {} ranks of mpirun", launched)
+                       : std::string("the ranks of an MPI job (--mpi)"));
+    return kExitUsage;
+  }
+  rt::mpi_start();
+  if (rt::mpi_size() == 1)
+    std::cerr << "mbsc: note: --mpi with one rank: the study runs on threads (start it with "
+                 "mpirun -np N, N > 1)\n";
+  return -1;
 }
 
 int monitor_command(int argc, char** argv) {

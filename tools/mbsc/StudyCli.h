@@ -9,6 +9,7 @@
 #include "compiler/driver/Session.h"
 #include "runtime/drivers/Genetic.h"
 #include "runtime/drivers/Minimize.h"
+#include "runtime/drivers/Mpi.h"
 #include "runtime/drivers/Sensitivity.h"
 #include "runtime/io/Progress.h"
 
@@ -35,6 +36,7 @@ struct StudyFlags {
            (optimize == "minimize" && (method == "lbfgs" || method == "slsqp") &&
             sensitivity_method == "exact");
   }
+  bool mpi = false;  // distribute over the ranks of mpirun (implied by a launcher of >1 ranks)
   bool active() const { return !vary.empty() || !optimize.empty() || !sensitivity.empty(); }
 };
 
@@ -47,6 +49,20 @@ bool expand_study_files(int argc, char** argv, std::vector<std::string>& args);
 // Runs the study and prints its summary; returns the exit code.
 int run_study(Session& session, const StudyFlags& flags, bool static_analysis, std::string output,
               rt::ProgressSink& progress);
+
+// ---- MPI (docs/studies.md, "Across machines: MPI")
+// Starts MPI when a launcher (mpirun) started several ranks or --mpi asks for it. Returns the exit
+// code when this process has nothing more to do — this mbsc was built without MPI (it says so and
+// how to get it), or it is rank > 0 of a command that is not a study (that runs on rank 0 alone)
+// — else -1. Every rank then compiles; rank 0 runs the study, the others serve it.
+int start_mpi(const StudyFlags& flags);
+// Ends MPI (rt::mpi_stop: rank 0 stops the workers) on every way out of main.
+struct MpiScope {
+  MpiScope() = default;
+  MpiScope(const MpiScope&) = delete;
+  MpiScope& operator=(const MpiScope&) = delete;
+  ~MpiScope() { rt::mpi_stop(); }
+};
 
 // `mbsc monitor [FILE.csv] [--once] [--interval S]`.
 int monitor_command(int argc, char** argv);

@@ -259,10 +259,18 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
 
+  // ---- MPI (docs/studies.md, "Across machines: MPI"): every rank compiles; rank 0 runs the
+  // study and prints, the other ranks evaluate its runs silently
+  const mbs::cli::MpiScope mpi_scope;
+  if (const int code = mbs::cli::start_mpi(study); code >= 0) return code;
+  std::ostream quiet_worker(nullptr);
+  std::ostream& diag_out = mbs::rt::mpi_worker() ? quiet_worker : std::cerr;
+  std::ostream& emit_out = mbs::rt::mpi_worker() ? quiet_worker : std::cout;
+
   // ---- compile
   if (study.needs_sensitivity_kernels()) copts.sensitivities = true;
-  mbs::Session session(copts, std::cerr);
-  if (!session.compile(std::cout)) return session.usage_error() ? kExitUsage : kExitModelError;
+  mbs::Session session(copts, diag_out);
+  if (!session.compile(emit_out)) return session.usage_error() ? kExitUsage : kExitModelError;
   const mbs::CompileResult& compiled = session.compile_result();
   session.options() = sopts;
   double ready_ms =
