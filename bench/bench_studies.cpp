@@ -71,31 +71,36 @@ void BM_PendulumVariation(benchmark::State& state) {
 }
 BENCHMARK(BM_PendulumVariation)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
-// the same run with exact sensitivities with respect to state.range(0) parameters (m, g, L),
-// against BM_PendulumSimulation: the cost per parameter
-void BM_PendulumExactSensitivities(benchmark::State& state) {
+// a run with exact sensitivities with respect to state.range(1) parameters, against the same
+// run without (range(1) = 0): the cost per parameter. range(0): 0 the pendulum (m, g, L; 1 s),
+// 1 the slider-crank of examples/mechanics (torque and two masses; 1 s).
+void BM_ExactSensitivities(benchmark::State& state) {
+  const bool crank = state.range(0) == 1;
   mbs::CompileOptions o;
-  o.file = std::string(MBS_SOURCE_DIR) + "/examples/pendulum.mbs";
+  o.file = std::string(MBS_SOURCE_DIR) +
+           (crank ? "/examples/mechanics/slider_crank.mbs" : "/examples/pendulum.mbs");
   o.sensitivities = true;
   std::ostringstream emit, diag;
   auto model = mbs::compile(o, emit, diag).model;
-  auto compiled = mbs::compile_objectives(*model, {"final(x)"}, "", diag);
+  auto compiled =
+      mbs::compile_objectives(*model, {crank ? "final(slider.s)" : "final(x)"}, "", diag);
   std::vector<mbs::rt::StudyVariable> vars;
-  const char* names[] = {"m", "g", "L"};
-  for (int64_t i = 0; i < state.range(0); ++i) vars.push_back({names[i]});
+  const std::vector<std::string> names =
+      crank ? std::vector<std::string>{"torque", "rod_body.m", "slider_body.m"}
+            : std::vector<std::string>{"m", "g", "L"};
+  const std::vector<double> values =
+      crank ? std::vector<double>{0.5, 1, 1} : std::vector<double>{1, 9.81, 1};
+  for (int64_t i = 0; i < state.range(1); ++i) vars.push_back({names[static_cast<size_t>(i)]});
   const mbs::rt::Evaluator evaluator(model, vars, compiled.objectives, options());
-  std::vector<double> x = {1.0, 9.81, 1.0};
-  x.resize(vars.size());
+  std::vector<double> x(values.begin(), values.begin() + state.range(1));
   std::vector<std::vector<double>> g;
   for (auto _ : state) {
     auto r = vars.empty() ? evaluator.evaluate(x) : evaluator.evaluate_with_gradient(x, g);
     if (r.status != mbs::rt::RunOutcome::Status::Ok) state.SkipWithError(r.message.c_str());
   }
 }
-BENCHMARK(BM_PendulumExactSensitivities)
-    ->Arg(0)
-    ->Arg(1)
-    ->Arg(2)
+BENCHMARK(BM_ExactSensitivities)
+    ->ArgsProduct({{0, 1}, {0, 1, 2, 3}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

@@ -665,7 +665,7 @@ void NewmarkFamily::solve_exact(std::vector<double>& b) {
   std::fill(x.begin(), x.end(), 0.0);
   r = b;
   double r_norm = b_norm;
-  const double tol = 1e-14 * b_norm;
+  const double tol = 1e-12 * b_norm;
   bool refactored = !matrix_valid_;
   if (refactored) {
     for (int32_t e = 0; e < J.nnz(); ++e) matrix_values_[e] = j_exact_[e] * row_scale_[J.row[e]];
@@ -684,8 +684,9 @@ void NewmarkFamily::solve_exact(std::vector<double>& b) {
       r[J.row[e]] -= row_scale_[J.row[e]] * j_exact_[e] * x[J.col[e]];
     double norm = 0;
     for (double y : r) norm = std::max(norm, std::fabs(y));
-    if (!(norm < 0.5 * r_norm) && !refactored) {
-      // the factorization is too far from J here: factor J itself and start again
+    // a slow contraction (more than about four refinements to go) or none: the factorization is
+    // too far from J here; factor J itself (Newton's next steps profit from it too)
+    if (!(norm < 1e-3 * r_norm) && !refactored) {
       for (int32_t e = 0; e < J.nnz(); ++e) matrix_values_[e] = j_exact_[e] * row_scale_[J.row[e]];
       newton_.factor(matrix_values_);
       ++stats_.factorizations;
