@@ -73,8 +73,8 @@ class Evaluator {
   RunOutcome evaluate(std::span<const double> values) const;
   // The same run with exact sensitivities: gradient[k][i] = d objective k / d variable i of the
   // discrete solution (forward sensitivities, docs/studies.md "Exact sensitivities"). Needs a
-  // model compiled with sensitivities, variables that change at run time and an implicit
-  // Newmark-family solver; otherwise a failed outcome that says why.
+  // model compiled with sensitivities, variables that change at run time and an
+  // integrator (not the static solver); otherwise a failed outcome that says why.
   RunOutcome evaluate_with_gradient(std::span<const double> values,
                                     std::vector<std::vector<double>>& gradient) const;
 

@@ -293,7 +293,15 @@ SolveStatus ExplicitRk::initialize() {
     xi0_[m.n_q + i] = v[m.qd_slot[i]];
   }
   for (int32_t j = 0; j < m.n_y; ++j) xi0_[2 * m.n_q + j] = v[m.y_slot[j]];
-  const bool ok = derivative(t_, xi0_.data(), d0_.data());
+  bool ok = derivative(t_, xi0_.data(), d0_.data());
+  if (ok && n_directions_ > 0) {
+    const auto ns = static_cast<size_t>(n_state_);
+    for (size_t k = 0; k < directions_.size(); ++k)
+      std::copy(directions_[k].start.begin(), directions_[k].start.end(),
+                s_xi0_.begin() + static_cast<std::ptrdiff_t>(k * ns));
+    for (size_t k = 0; k < directions_.size(); ++k)
+      stage_sensitivity(k, s_xi0_.data() + k * ns, s_d0_.data() + k * ns);
+  }
   stats_.wall_time +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!ok) {
@@ -408,17 +416,50 @@ bool ExplicitRk::attempt(double h) {
       for (int32_t i = 0; i < ns; ++i) out[i] += hw * kj[i];
     }
   };
+  // sensitivities: the same combinations of the stages' S, per direction
+  const auto nd = directions_.size();
+  const auto ns_ = static_cast<size_t>(ns);
+  std::array<double*, kMaxStages> sk{};
+  for (int32_t s = 0; s < S && nd > 0; ++s)
+    sk[s] = s == 0                ? s_d0_.data()
+            : fsal_ && s == S - 1 ? s_d1_.data()
+                                  : s_k_.data() + static_cast<size_t>(s) * nd * ns_;
+  const auto s_combine = [&](double* out, const double* w, int32_t n_w) {
+    for (size_t d = 0; d < nd; ++d) {
+      double* o = out + d * ns_;
+      const double* x0 = s_xi0_.data() + d * ns_;
+      for (size_t i = 0; i < ns_; ++i) o[i] = x0[i];
+      for (int32_t j = 0; j < n_w; ++j) {
+        if (w[j] == 0.0) continue;
+        const double hw = h * w[j];
+        const double* kj = sk[j] + d * ns_;
+        for (size_t i = 0; i < ns_; ++i) o[i] += hw * kj[i];
+      }
+    }
+  };
+  const auto s_stage = [&](double* s_state, double* s_deriv) {
+    for (size_t d = 0; d < nd; ++d) stage_sensitivity(d, s_state + d * ns_, s_deriv + d * ns_);
+  };
   for (int32_t s = 1; s < S; ++s) {
     const bool last_fsal = fsal_ && s == S - 1;
     double* g = last_fsal ? xi1_.data() : stage_.data();
     combine(g, tab_.a.data() + static_cast<size_t>(s) * S, s);
     const double ts = last_fsal ? t_ + h : t_ + tab_.c[s] * h;
     if (!derivative(ts, g, k[s])) return failed();
+    if (nd > 0) {
+      double* sg = last_fsal ? s_xi1_.data() : s_stage_.data();
+      s_combine(sg, tab_.a.data() + static_cast<size_t>(s) * S, s);
+      s_stage(sg, sk[s]);
+    }
   }
   if (!fsal_) {
     combine(xi1_.data(), tab_.b.data(), S);
     // The derivative at the end: output values (qdd, yd) and the first stage of the next step.
     if (!derivative(t_ + h, xi1_.data(), d1_.data())) return failed();
+    if (nd > 0) {
+      s_combine(s_xi1_.data(), tab_.b.data(), S);
+      s_stage(s_xi1_.data(), s_d1_.data());
+    }
   }
   if (!adaptive()) return true;
   // Error estimate xi1 - xi1hat = h sum (b_j - bhat_j) k_j, scaled per component.
@@ -448,6 +489,8 @@ bool ExplicitRk::attempt(double h) {
 void ExplicitRk::accept(double) {
   xi0_.swap(xi1_);
   d0_.swap(d1_);
+  s_xi0_.swap(s_xi1_);
+  s_d0_.swap(s_d1_);
 }
 
 void ExplicitRk::restore_accepted_state() {
@@ -596,6 +639,104 @@ std::unique_ptr<Integrator> make_explicit_integrator(std::shared_ptr<const Compi
                            "' is not explicit");
   }
   return std::make_unique<ExplicitRk>(std::move(model), options);
+}
+
+// ---- exact sensitivities: every stage differentiated (docs/studies.md, "Exact sensitivities")
+
+namespace {
+
+void spmv_add(const SparseKernel& k, const double* values, const double* x, double* y) {
+  const int32_t nnz = k.nnz();
+  for (int32_t e = 0; e < nnz; ++e) y[k.row[e]] -= values[e] * x[k.col[e]];
+}
+
+}  // namespace
+
+void ExplicitRk::enable_sensitivities(std::vector<SensitivityDirection> directions) {
+  const auto& m = model_;
+  if (initialized_)
+    throw SolverSetupError("exact sensitivities must be enabled before the run starts");
+  if (!m.has_sensitivities())
+    throw SolverSetupError(
+        fmt::format("model '{}' was compiled without the kernels of exact sensitivities", m.name));
+  const size_t np = m.parameters.size(), ns = static_cast<size_t>(n_state_);
+  for (const auto& d : directions)
+    if (d.dp.size() != np || d.start.size() != ns)
+      throw SolverSetupError("a sensitivity direction has the wrong size");
+  directions_ = std::move(directions);
+  n_directions_ = static_cast<int32_t>(directions_.size());
+  const size_t nd = directions_.size();
+  for (auto* v : {&s_xi0_, &s_d0_, &s_xi1_, &s_d1_, &s_stage_}) v->assign(nd * ns, 0.0);
+  s_k_.assign(static_cast<size_t>(kMaxStages) * nd * ns, 0.0);
+  fp_values_.assign(static_cast<size_t>(m.sens_F_p.nnz()), 0.0);
+  jq_values_.assign(static_cast<size_t>(m.jac_q.nnz()), 0.0);
+  jqd_values_.assign(static_cast<size_t>(m.jac_qd.nnz()), 0.0);
+  jy_values_.assign(static_cast<size_t>(m.jac_y.nnz()), 0.0);
+  so_values_.assign(static_cast<size_t>(m.sens_outputs.nnz()), 0.0);
+  rhs_.assign(static_cast<size_t>(m.n_eq()), 0.0);
+  w_.assign(3 * static_cast<size_t>(m.n_q) + 2 * static_cast<size_t>(m.n_y) +
+                static_cast<size_t>(m.n_z) + np,
+            0.0);
+}
+
+void ExplicitRk::stage_sensitivity(size_t dir, const double* s_state, double* s_deriv) {
+  // F(q, qd, acc, y, yd, p) = 0 with A acc = -F0: A S_acc = -(F_q S_q + F_qd S_qd + F_y S_y +
+  // F_p dp), the Jacobians at the stage (v, with acc in its slots)
+  const auto& m = model_;
+  const double* v = ws_.v.data();
+  const int32_t nq = m.n_q, ny = m.n_y;
+  if (dir == 0) {  // the kernels once per stage, for every direction
+    m.sens_F_p.values(v, fp_values_.data());
+    m.jac_q.values(v, jq_values_.data());
+    m.jac_qd.values(v, jqd_values_.data());
+    m.jac_y.values(v, jy_values_.data());
+  }
+  std::fill(rhs_.begin(), rhs_.end(), 0.0);
+  spmv_add(m.sens_F_p, fp_values_.data(), directions_[dir].dp.data(), rhs_.data());
+  spmv_add(m.jac_q, jq_values_.data(), s_state, rhs_.data());
+  spmv_add(m.jac_qd, jqd_values_.data(), s_state + nq, rhs_.data());
+  spmv_add(m.jac_y, jy_values_.data(), s_state + 2 * nq, rhs_.data());
+  double* x = ws_.x.data();
+  if (!reduced_) {
+    for (int32_t i = 0; i < n_x_; ++i) x[i] = rhs_[i];
+  } else {
+    for (int32_t r = 0; r < n_x_; ++r) x[r] = rhs_[sub_row_[r]];
+  }
+  solver_.solve(x);
+  ++stats_.linear_solves;
+  for (int32_t i = 0; i < nq; ++i) {
+    s_deriv[i] = s_state[nq + i];
+    s_deriv[nq + i] = x[i];
+  }
+  for (int32_t j = 0; j < ny; ++j) s_deriv[2 * nq + j] = x[nq + j];
+}
+
+void ExplicitRk::output_sensitivities(std::span<double> out) {
+  const auto& m = model_;
+  const int32_t nq = m.n_q, ny = m.n_y;
+  const auto n_out = static_cast<size_t>(std::max(m.outputs.n_out, 0));
+  const size_t ns = static_cast<size_t>(n_state_);
+  if (n_directions_ == 0 || out.size() != static_cast<size_t>(n_directions_) * n_out)
+    throw SolverSetupError("output_sensitivities: no directions or a wrong size");
+  m.sens_outputs.values(ws_.v.data(), so_values_.data());
+  std::fill(out.begin(), out.end(), 0.0);
+  for (size_t k = 0; k < directions_.size(); ++k) {
+    // [q | qd | qdd | y | yd | z (0) | p]
+    const double* sx = s_xi0_.data() + k * ns;
+    const double* sd = s_d0_.data() + k * ns;
+    std::fill(w_.begin(), w_.end(), 0.0);
+    auto w = w_.begin();
+    w = std::copy_n(sx, 2 * nq, w);
+    w = std::copy_n(sd + nq, nq, w);
+    w = std::copy_n(sx + 2 * nq, ny, w);
+    w = std::copy_n(sd + 2 * nq, ny, w);
+    w += m.n_z;
+    std::copy(directions_[k].dp.begin(), directions_[k].dp.end(), w);
+    double* o = out.data() + k * n_out;
+    const int32_t nnz = m.sens_outputs.nnz();
+    for (int32_t e = 0; e < nnz; ++e)
+      o[m.sens_outputs.row[e]] += so_values_[e] * w_[m.sens_outputs.col[e]];
+  }
 }
 
 }  // namespace mbs::rt

@@ -76,8 +76,8 @@ void Integrator::set_start(std::span<const double> v) {
 
 void Integrator::enable_sensitivities(std::vector<SensitivityDirection>) {
   throw SolverSetupError(fmt::format(
-      "exact sensitivities are not available with --solver {}: use gen-alpha, newmark or "
-      "trapezoidal, or finite differences",
+      "exact sensitivities are not available with --solver {}: use finite differences "
+      "(--sensitivity-method fd)",
       name()));
 }
 

@@ -442,7 +442,8 @@ struct Gradients {
 
 Gradients exact_and_fd(const std::string& file, const std::vector<std::string>& names,
                        const std::vector<std::string>& objectives, double t_end, double h,
-                       std::map<std::string, double> set = {}) {
+                       std::map<std::string, double> set = {},
+                       mbs::rt::SolverKind solver = mbs::rt::SolverKind::GenAlpha) {
   std::ostringstream diag, emit;
   mbs::CompileOptions o;
   o.file = file;
@@ -453,6 +454,7 @@ Gradients exact_and_fd(const std::string& file, const std::vector<std::string>& 
   s.options().h = h;
   s.options().rtol = 1e-12;
   s.options().atol = 1e-14;
+  s.options().solver = solver;
   for (const auto& [n, x] : set) s.set_parameter(n, x);
   auto compiled = mbs::compile_objectives(*s.model(), objectives, "", diag);
   EXPECT_TRUE(compiled.ok) << diag.str();
@@ -543,6 +545,26 @@ TEST(ExactSensitivity, SliderCrankClosedLoop) {
       exact_and_fd(file, {"torque", "rod_body.m", "slider_body.m"},
                    {"final(slider.s)", "final(crank.w)", "integral(rod_joint.phi)"}, 0.5, 1e-3);
   expect_agree(g, 1e-5);
+}
+
+TEST(ExactSensitivity, ExplicitMethodsDifferentiateTheirStages) {
+  const std::string file = write_temp("msd_explicit.mbs", R"(
+model Msd
+  parameter Real m = 1;
+  parameter Real k = 100;
+  parameter Real d = 0.4;
+  Real x(start = 0.1), v(start = 0);
+equation
+  v = der(x);
+  m*der(v) + d*v + k*x = 0;
+end Msd;
+)");
+  for (auto solver :
+       {mbs::rt::SolverKind::Rk44, mbs::rt::SolverKind::Midpoint, mbs::rt::SolverKind::Dopri5}) {
+    auto g = exact_and_fd(file, {"k", "d", "m", "x"}, {"final(x)", "integral(v^2)"}, 1.0, 1e-3, {},
+                          solver);
+    expect_agree(g, 1e-5);
+  }
 }
 
 }  // namespace

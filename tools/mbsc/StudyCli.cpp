@@ -132,7 +132,7 @@ void add_study_flags(CLI::App& app, StudyFlags& flags) {
       ->group(group);
   app.add_option("--sensitivity-method", flags.sensitivity_method,
                  "exact (default: forward sensitivities of the discrete solution, one run; "
-                 "gen-alpha, newmark, trapezoidal) or fd (central differences); also the "
+                 "every integrator) or fd (central differences); also the "
                  "gradient of lbfgs/slsqp")
       ->check(CLI::IsMember({"exact", "fd"}))
       ->group(group);
