@@ -75,10 +75,10 @@ void Integrator::set_start(std::span<const double> v) {
 }
 
 void Integrator::enable_sensitivities(std::vector<SensitivityDirection>) {
-  throw SolverSetupError(fmt::format(
-      "exact sensitivities are not available with --solver {}: use finite differences "
-      "(--sensitivity-method fd)",
-      name()));
+  throw SolverSetupError(
+      fmt::format("exact sensitivities are not available with --solver {}: use finite differences "
+                  "(--sensitivity-method fd)",
+                  name()));
 }
 
 void Integrator::output_sensitivities(std::span<double>) {
