@@ -12,12 +12,11 @@
 #include "compiler/driver/Studies.h"
 #include "runtime/drivers/StudyFile.h"
 #include "runtime/io/AtomicFile.h"
+#include "tools/mbsc/Analyses.h"
 
 namespace mbs::cli {
 
 namespace {
-
-constexpr int kExitOk = 0, kExitModelError = 1, kExitUsage = 2, kExitInterrupted = 130;
 
 // Where the most recent study's file is noted, for `mbsc monitor` without a file.
 std::string last_study_note() {

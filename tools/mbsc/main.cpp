@@ -24,16 +24,14 @@
 #include "runtime/solvers/Integrator.h"
 #include "runtime/solvers/Options.h"
 #include "runtime/solvers/OptionsCli.h"
+#include "tools/mbsc/Analyses.h"
 #include "tools/mbsc/StudyCli.h"
 
 namespace {
 
-// Exit codes (documented in --help and docs/cli.md).
-constexpr int kExitOk = 0;
-constexpr int kExitModelError = 1;
-constexpr int kExitUsage = 2;
-constexpr int kExitSolverFailure = 3;
-constexpr int kExitInterrupted = 130;
+using mbs::cli::kExitModelError;
+using mbs::cli::kExitOk;
+using mbs::cli::kExitUsage;
 
 const char* kFooter = R"(Exit codes:
   0    success
@@ -280,7 +278,6 @@ int main(int argc, char** argv) {
     std::cerr << fmt::format("mbsc: compiled in {:.1f} ms ({:.1f} ms since process start)\n",
                              compiled.total_ms, ready_ms);
   if (!copts.emit.empty()) return kExitOk;
-  const mbs::rt::CompiledModel& model = *compiled.model;
   if (study.active()) {
     if (inverse || do_linearize || do_eigen) {
       std::cerr << "mbsc: error: a study (--vary) runs simulations (or --static); it cannot be "
@@ -292,253 +289,27 @@ int main(int argc, char** argv) {
                                      progress_interval);
     return mbs::cli::run_study(session, study, do_static, output, progress);
   }
-  const bool analyse = do_linearize || do_eigen;
-  if (inverse) {
-    if (output.empty()) output = model.name + "_inverse.csv";
-    mbs::rt::install_interrupt_handler();
-    mbs::rt::InverseDynamicsOptions io = iopts;
-    io.t_end = sopts.t_end;
-    io.h = sopts.h;
-    io.trajectory = trajectory;
-    // with a trajectory file and neither --t-end nor --step: its own sample times from t0
-    if (!trajectory.empty() && app.count("--t-end") == 0 && app.count("--step") == 0) {
-      const double t0 = model.v0[static_cast<size_t>(model.slot_time)];
-      try {
-        const mbs::rt::Trajectory file(trajectory);
-        for (double t : file.times())
-          if (t >= t0 - 1e-12) io.times.push_back(t);
-      } catch (const std::exception& e) {
-        std::cerr << "mbsc: error: " << e.what() << "\n";
-        return kExitUsage;
-      }
-      if (io.times.empty()) {
-        std::cerr << "mbsc: error: the trajectory file '" << trajectory
-                  << "' has no sample at or after the model's start time " << t0 << "\n";
-        return kExitUsage;
-      }
-    }
-    auto t_run = std::chrono::steady_clock::now();
-    mbs::rt::InverseDynamicsRun run;
-    mbs::rt::StderrProgress progress(mbs::rt::progress_mode(copts.verbose, quiet),
-                                     progress_interval);
-    try {
-      run = mbs::rt::inverse_dynamics_to_csv(compiled.model, io, output, &progress);
-    } catch (const std::exception& e) {
-      progress.finish();
-      std::cerr << "mbsc: error: " << e.what() << "\n";
-      return kExitUsage;
-    }
-    double run_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_run).count();
-    std::cerr << mbs::rt::format_inverse_summary(run);
-    if (run.interrupted) {
-      std::cerr << fmt::format(
-          "mbsc: interrupted; the {} samples computed so far are in {}, each row whole\n",
-          run.samples, output);
-      return kExitInterrupted;
-    }
-    if (!run.ok) {
-      std::cerr << "error: inverse dynamics: " << run.message << "\n";
-      std::cerr << fmt::format("mbsc: {} samples are in {}\n", run.samples, output);
-      return kExitSolverFailure;
-    }
-    std::cerr << fmt::format(
-        "mbsc: compile {:.1f} ms, inverse dynamics {:.1f} ms; {} samples written to {}\n",
-        compiled.total_ms, run_s * 1e3, run.samples, output);
-    return kExitOk;
-  }
-  if (!simulate && !do_static && !analyse) {
-    std::cerr << fmt::format(
-        "mbsc: {}: model '{}' is fine: {} ODE2, {} ODE1, {} algebraic unknowns\n", copts.file,
-        model.name, model.n_q, model.n_y, model.n_z);
-    return kExitOk;
-  }
   mbs::rt::install_interrupt_handler();
   mbs::rt::StderrProgress progress(mbs::rt::progress_mode(copts.verbose, quiet), progress_interval);
-  std::vector<double> state;  // the state linearised at: the equilibrium, or the start
-  const mbs::rt::Statistics* last_stats = nullptr;
-  mbs::rt::Statistics static_stats;
-
-  // ---- static equilibrium
-  if (do_static) {
-    if (output.empty()) output = model.name + "_static.csv";
-    std::unique_ptr<mbs::rt::CsvWriter> csv;
-    try {
-      csv = std::make_unique<mbs::rt::CsvWriter>(output, model.output_names,
-                                                 std::chrono::milliseconds(100), "load");
-    } catch (const std::exception& e) {
-      std::cerr << "mbsc: error: " << e.what() << "\n";
-      return kExitUsage;
-    }
-    mbs::rt::StaticResult res;
-    try {
-      res = session.solve_static(
-          [&](double load, std::span<const double> values) {
-            csv->write_row(load, values);
-            return 0;
-          },
-          &progress);
-    } catch (const mbs::rt::SolverSetupError& e) {
-      std::cerr << "mbsc: error: " << e.what() << "\n";
-      return kExitUsage;
-    }
-    try {
-      csv->close();
-    } catch (const std::exception& e) {
-      std::cerr << "mbsc: error: " << e.what() << "\n";
-      return kExitUsage;
-    }
-    static_stats = res.statistics;
-    last_stats = &static_stats;
-    if (res.status == mbs::rt::SolveStatus::Failed) {
-      std::cerr << res.failure->message;
-      if (!res.failure->message.empty() && res.failure->message.back() != '\n') std::cerr << "\n";
-      std::cerr << fmt::format("mbsc: {} load steps are in {}\n", csv->rows(), output);
-      return kExitSolverFailure;
-    }
-    std::cerr << fmt::format(
-        "mbsc: {} static equilibrium in {} load steps ({} rejected), {} Newton iterations; "
-        "{} rows written to {}\n",
-        model.name, res.statistics.steps, res.statistics.rejected_steps,
-        res.statistics.newton_iterations, csv->rows(), output);
-    if (res.status == mbs::rt::SolveStatus::Interrupted) return kExitInterrupted;
-    state = res.v;
+  if (inverse) {
+    mbs::cli::InverseRequest r;
+    r.options = iopts;
+    r.options.t_end = sopts.t_end;
+    r.options.h = sopts.h;
+    r.options.trajectory = trajectory;
+    // with a trajectory file and neither --t-end nor --step: its own sample times from t0
+    r.times_from_trajectory =
+        !trajectory.empty() && app.count("--t-end") == 0 && app.count("--step") == 0;
+    r.output = output;
+    return mbs::cli::run_inverse_dynamics(session, r, progress);
   }
-
-  // ---- simulate (or only the consistent start state, to linearise at)
-  mbs::SimulationRun run;
-  const auto print_failure = [&](const mbs::SimulationRun& r) {
-    std::cerr << r.failure->message;
-    if (!r.failure->message.empty() && r.failure->message.back() != '\n') std::cerr << "\n";
-  };
-  if (analyse && state.empty() && !simulate) {
-    run = session.initialize();
-    if (!run.setup_error.empty()) {
-      // the model is fine, the chosen solver or its options do not fit it
-      std::cerr << "mbsc: error: " << run.setup_error << "\n";
-      return kExitUsage;
-    }
-    for (const auto& w : run.warnings) std::cerr << w << "\n";
-    if (run.status == mbs::rt::SolveStatus::Failed) {
-      print_failure(run);
-      return kExitSolverFailure;
-    }
-    state = run.state;
-  }
-  if (simulate) {
-    if (output.empty()) output = model.name + ".csv";
-    std::unique_ptr<mbs::rt::CsvWriter> csv;
-    const auto open_csv = [&]() -> bool {
-      try {
-        csv = std::make_unique<mbs::rt::CsvWriter>(output, model.output_names);
-        return true;
-      } catch (const std::exception& e) {
-        std::cerr << "mbsc: error: " << e.what() << "\n";
-        return false;
-      }
-    };
-    // the file is opened once the solver has accepted the model and options (as before: a
-    // setup error leaves no file behind)
-    bool opened = false, open_failed = false;
-    run = session.simulate(
-        [&](double t, std::span<const double> values) {
-          if (!opened) {
-            opened = true;
-            if (!open_csv()) {
-              open_failed = true;
-              return 1;
-            }
-          }
-          csv->write_row(t, values);
-          return 0;
-        },
-        &progress);
-    if (!run.setup_error.empty()) {
-      std::cerr << "mbsc: error: " << run.setup_error << "\n";
-      return kExitUsage;
-    }
-    if (open_failed) return kExitUsage;
-    if (!opened && !open_csv()) return kExitUsage;
-    try {
-      csv->close();
-    } catch (const std::exception& e) {
-      std::cerr << "mbsc: error: " << e.what() << "\n";
-      return kExitUsage;
-    }
-    const auto& st = run.statistics;
-    last_stats = &run.statistics;
-    if (run.status == mbs::rt::SolveStatus::Failed) {
-      print_failure(run);
-      std::cerr << fmt::format("mbsc: the run stopped at t = {}; the {} rows before are in {}\n",
-                               run.t, csv->rows(), output);
-      return kExitSolverFailure;
-    }
-    std::cerr << fmt::format(
-        "mbsc: {} simulated to t = {} with {}: {} steps, {} Newton iterations, {} "
-        "factorizations\n"
-        "mbsc: compile {:.1f} ms, run {:.1f} ms; {} rows written to {}\n",
-        model.name, run.t, run.solver, st.steps, st.newton_iterations, st.factorizations,
-        compiled.total_ms, run.run_ms, csv->rows(), output);
-    if (run.status == mbs::rt::SolveStatus::Interrupted) {
-      std::cerr << "mbsc: interrupted; the result file is complete up to the last row\n";
-      return kExitInterrupted;
-    }
-  }
-  if (last_stats) {
-    if (copts.verbose)
-      std::cerr << mbs::rt::format_statistics_table(*last_stats, "solver statistics");
-    if (!stats_csv.empty()) {
-      try {
-        mbs::rt::write_file_atomically(stats_csv, mbs::rt::statistics_csv_header() + "\n" +
-                                                      mbs::rt::format_statistics_csv(*last_stats) +
-                                                      "\n");
-      } catch (const std::exception& e) {
-        std::cerr << "mbsc: error: the statistics: " << e.what() << "\n";
-        return kExitUsage;
-      }
-    }
-  }
-
-  // ---- linearisation and eigenvalues
-  if (analyse) {
-    mbs::rt::LinearSystem sys;
-    try {
-      sys = mbs::rt::linearize(model, state);
-    } catch (const std::exception& e) {
-      std::cerr << "mbsc: error: linearisation failed: " << e.what() << "\n";
-      return kExitSolverFailure;
-    }
-    if (do_linearize) {
-      std::string prefix = model.name;
-      if (!output.empty()) {
-        prefix = output;
-        auto dot = prefix.rfind('.');
-        auto slash = prefix.rfind('/');
-        if (dot != std::string::npos && (slash == std::string::npos || dot > slash))
-          prefix.erase(dot);
-      }
-      std::vector<std::string> written;
-      try {
-        mbs::rt::write_linear_system(sys, prefix, &written);
-      } catch (const std::exception& e) {
-        std::cerr << "mbsc: error: " << e.what() << "\n";
-        return kExitUsage;
-      }
-      std::cerr << "mbsc: linearised at " << (do_static ? "the static equilibrium" : "the start")
-                << "; wrote";
-      for (const auto& w : written) std::cerr << " " << w;
-      std::cerr << "\n";
-    }
-    if (do_eigen) {
-      std::string error;
-      auto modes = mbs::rt::eigenmodes(sys, &error);
-      if (!error.empty()) {
-        std::cerr << "mbsc: error: eigenvalue analysis: " << error << "\n";
-        return kExitSolverFailure;
-      }
-      std::cout << "eigenvalues of " << model.name << " at "
-                << (do_static ? "the static equilibrium" : "the start") << ":\n"
-                << mbs::rt::format_modes(modes);
-    }
-  }
-  return kExitOk;
+  mbs::cli::AnalysisRequest r;
+  r.simulate = simulate;
+  r.do_static = do_static;
+  r.linearize = do_linearize;
+  r.eigen = do_eigen;
+  r.output = output;
+  r.stats_csv = stats_csv;
+  r.verbose = copts.verbose;
+  return mbs::cli::run_analyses(session, r, progress);
 }

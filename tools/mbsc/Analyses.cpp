@@ -1,0 +1,272 @@
+#include "tools/mbsc/Analyses.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <iostream>
+#include <memory>
+#include <span>
+
+#include "runtime/analysis/Linearize.h"
+#include "runtime/analysis/Modes.h"
+#include "runtime/invdyn/Trajectory.h"
+#include "runtime/io/AtomicFile.h"
+#include "runtime/io/CsvWriter.h"
+
+namespace mbs::cli {
+
+int run_inverse_dynamics(Session& session, const InverseRequest& request,
+                         rt::ProgressSink& progress) {
+  const rt::CompiledModel& model = *session.model();
+  {
+    std::string output = request.output;
+    if (output.empty()) output = model.name + "_inverse.csv";
+    rt::InverseDynamicsOptions io = request.options;
+    io.start = session.instance().start_vector();
+    const std::string& trajectory = io.trajectory;
+    if (request.times_from_trajectory) {
+      const double t0 = model.v0[static_cast<size_t>(model.slot_time)];
+      try {
+        const rt::Trajectory file(trajectory);
+        for (double t : file.times())
+          if (t >= t0 - 1e-12) io.times.push_back(t);
+      } catch (const std::exception& e) {
+        std::cerr << "mbsc: error: " << e.what() << "\n";
+        return kExitUsage;
+      }
+      if (io.times.empty()) {
+        std::cerr << "mbsc: error: the trajectory file '" << trajectory
+                  << "' has no sample at or after the model's start time " << t0 << "\n";
+        return kExitUsage;
+      }
+    }
+    auto t_run = std::chrono::steady_clock::now();
+    rt::InverseDynamicsRun run;
+    try {
+      run = rt::inverse_dynamics_to_csv(session.model(), io, output, &progress);
+    } catch (const std::exception& e) {
+      progress.finish();
+      std::cerr << "mbsc: error: " << e.what() << "\n";
+      return kExitUsage;
+    }
+    double run_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_run).count();
+    std::cerr << rt::format_inverse_summary(run);
+    if (run.interrupted) {
+      std::cerr << fmt::format(
+          "mbsc: interrupted; the {} samples computed so far are in {}, each row whole\n",
+          run.samples, output);
+      return kExitInterrupted;
+    }
+    if (!run.ok) {
+      std::cerr << "error: inverse dynamics: " << run.message << "\n";
+      std::cerr << fmt::format("mbsc: {} samples are in {}\n", run.samples, output);
+      return kExitSolverFailure;
+    }
+    std::cerr << fmt::format(
+        "mbsc: compile {:.1f} ms, inverse dynamics {:.1f} ms; {} samples written to {}\n",
+        session.compile_result().total_ms, run_s * 1e3, run.samples, output);
+    return kExitOk;
+  }
+}
+
+int run_analyses(Session& session, const AnalysisRequest& request, rt::ProgressSink& progress) {
+  const rt::CompiledModel& model = *session.model();
+  const bool simulate = request.simulate, do_static = request.do_static;
+  const bool do_linearize = request.linearize, do_eigen = request.eigen;
+  const bool analyse = do_linearize || do_eigen;
+  std::string output = request.output;
+  const std::string& stats_csv = request.stats_csv;
+  if (!simulate && !do_static && !analyse) {
+    std::cerr << fmt::format(
+        "mbsc: {}: model '{}' is fine: {} ODE2, {} ODE1, {} algebraic unknowns\n",
+        session.compile_options().file, model.name, model.n_q, model.n_y, model.n_z);
+    return kExitOk;
+  }
+  std::vector<double> state;  // the state linearised at: the equilibrium, or the start
+  const rt::Statistics* last_stats = nullptr;
+  rt::Statistics static_stats;
+
+  // ---- static equilibrium
+  if (do_static) {
+    if (output.empty()) output = model.name + "_static.csv";
+    std::unique_ptr<rt::CsvWriter> csv;
+    try {
+      csv = std::make_unique<rt::CsvWriter>(output, model.output_names,
+                                            std::chrono::milliseconds(100), "load");
+    } catch (const std::exception& e) {
+      std::cerr << "mbsc: error: " << e.what() << "\n";
+      return kExitUsage;
+    }
+    rt::StaticResult res;
+    try {
+      res = session.solve_static(
+          [&](double load, std::span<const double> values) {
+            csv->write_row(load, values);
+            return 0;
+          },
+          &progress);
+    } catch (const rt::SolverSetupError& e) {
+      std::cerr << "mbsc: error: " << e.what() << "\n";
+      return kExitUsage;
+    }
+    try {
+      csv->close();
+    } catch (const std::exception& e) {
+      std::cerr << "mbsc: error: " << e.what() << "\n";
+      return kExitUsage;
+    }
+    static_stats = res.statistics;
+    last_stats = &static_stats;
+    if (res.status == rt::SolveStatus::Failed) {
+      std::cerr << res.failure->message;
+      if (!res.failure->message.empty() && res.failure->message.back() != '\n') std::cerr << "\n";
+      std::cerr << fmt::format("mbsc: {} load steps are in {}\n", csv->rows(), output);
+      return kExitSolverFailure;
+    }
+    std::cerr << fmt::format(
+        "mbsc: {} static equilibrium in {} load steps ({} rejected), {} Newton iterations; "
+        "{} rows written to {}\n",
+        model.name, res.statistics.steps, res.statistics.rejected_steps,
+        res.statistics.newton_iterations, csv->rows(), output);
+    if (res.status == rt::SolveStatus::Interrupted) return kExitInterrupted;
+    state = res.v;
+  }
+
+  // ---- simulate (or only the consistent start state, to linearise at)
+  mbs::SimulationRun run;
+  const auto print_failure = [&](const mbs::SimulationRun& r) {
+    std::cerr << r.failure->message;
+    if (!r.failure->message.empty() && r.failure->message.back() != '\n') std::cerr << "\n";
+  };
+  if (analyse && state.empty() && !simulate) {
+    run = session.initialize();
+    if (!run.setup_error.empty()) {
+      // the model is fine, the chosen solver or its options do not fit it
+      std::cerr << "mbsc: error: " << run.setup_error << "\n";
+      return kExitUsage;
+    }
+    for (const auto& w : run.warnings) std::cerr << w << "\n";
+    if (run.status == rt::SolveStatus::Failed) {
+      print_failure(run);
+      return kExitSolverFailure;
+    }
+    state = run.state;
+  }
+  if (simulate) {
+    if (output.empty()) output = model.name + ".csv";
+    std::unique_ptr<rt::CsvWriter> csv;
+    const auto open_csv = [&]() -> bool {
+      try {
+        csv = std::make_unique<rt::CsvWriter>(output, model.output_names);
+        return true;
+      } catch (const std::exception& e) {
+        std::cerr << "mbsc: error: " << e.what() << "\n";
+        return false;
+      }
+    };
+    // the file is opened once the solver has accepted the model and options (as before: a
+    // setup error leaves no file behind)
+    bool opened = false, open_failed = false;
+    run = session.simulate(
+        [&](double t, std::span<const double> values) {
+          if (!opened) {
+            opened = true;
+            if (!open_csv()) {
+              open_failed = true;
+              return 1;
+            }
+          }
+          csv->write_row(t, values);
+          return 0;
+        },
+        &progress);
+    if (!run.setup_error.empty()) {
+      std::cerr << "mbsc: error: " << run.setup_error << "\n";
+      return kExitUsage;
+    }
+    if (open_failed) return kExitUsage;
+    if (!opened && !open_csv()) return kExitUsage;
+    try {
+      csv->close();
+    } catch (const std::exception& e) {
+      std::cerr << "mbsc: error: " << e.what() << "\n";
+      return kExitUsage;
+    }
+    const auto& st = run.statistics;
+    last_stats = &run.statistics;
+    if (run.status == rt::SolveStatus::Failed) {
+      print_failure(run);
+      std::cerr << fmt::format("mbsc: the run stopped at t = {}; the {} rows before are in {}\n",
+                               run.t, csv->rows(), output);
+      return kExitSolverFailure;
+    }
+    std::cerr << fmt::format(
+        "mbsc: {} simulated to t = {} with {}: {} steps, {} Newton iterations, {} "
+        "factorizations\n"
+        "mbsc: compile {:.1f} ms, run {:.1f} ms; {} rows written to {}\n",
+        model.name, run.t, run.solver, st.steps, st.newton_iterations, st.factorizations,
+        session.compile_result().total_ms, run.run_ms, csv->rows(), output);
+    if (run.status == rt::SolveStatus::Interrupted) {
+      std::cerr << "mbsc: interrupted; the result file is complete up to the last row\n";
+      return kExitInterrupted;
+    }
+  }
+  if (last_stats) {
+    if (request.verbose) std::cerr << rt::format_statistics_table(*last_stats, "solver statistics");
+    if (!stats_csv.empty()) {
+      try {
+        rt::write_file_atomically(stats_csv, rt::statistics_csv_header() + "\n" +
+                                                 rt::format_statistics_csv(*last_stats) + "\n");
+      } catch (const std::exception& e) {
+        std::cerr << "mbsc: error: the statistics: " << e.what() << "\n";
+        return kExitUsage;
+      }
+    }
+  }
+
+  // ---- linearisation and eigenvalues
+  if (analyse) {
+    rt::LinearSystem sys;
+    try {
+      sys = rt::linearize(model, state);
+    } catch (const std::exception& e) {
+      std::cerr << "mbsc: error: linearisation failed: " << e.what() << "\n";
+      return kExitSolverFailure;
+    }
+    if (do_linearize) {
+      std::string prefix = model.name;
+      if (!output.empty()) {
+        prefix = output;
+        auto dot = prefix.rfind('.');
+        auto slash = prefix.rfind('/');
+        if (dot != std::string::npos && (slash == std::string::npos || dot > slash))
+          prefix.erase(dot);
+      }
+      std::vector<std::string> written;
+      try {
+        rt::write_linear_system(sys, prefix, &written);
+      } catch (const std::exception& e) {
+        std::cerr << "mbsc: error: " << e.what() << "\n";
+        return kExitUsage;
+      }
+      std::cerr << "mbsc: linearised at " << (do_static ? "the static equilibrium" : "the start")
+                << "; wrote";
+      for (const auto& w : written) std::cerr << " " << w;
+      std::cerr << "\n";
+    }
+    if (do_eigen) {
+      std::string error;
+      auto modes = rt::eigenmodes(sys, &error);
+      if (!error.empty()) {
+        std::cerr << "mbsc: error: eigenvalue analysis: " << error << "\n";
+        return kExitSolverFailure;
+      }
+      std::cout << "eigenvalues of " << model.name << " at "
+                << (do_static ? "the static equilibrium" : "the start") << ":\n"
+                << rt::format_modes(modes);
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace mbs::cli

@@ -1,0 +1,37 @@
+// The analyses of one model from the command line (simulate, static, linearise, eigenvalues,
+// inverse dynamics): views of the session that write the result files and print the summaries.
+#pragma once
+
+#include <string>
+
+#include "compiler/driver/Session.h"
+#include "runtime/invdyn/InverseDynamics.h"
+#include "runtime/io/Progress.h"
+
+namespace mbs::cli {
+
+// Exit codes (documented in --help and docs/cli.md).
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitModelError = 1;
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitSolverFailure = 3;
+inline constexpr int kExitInterrupted = 130;
+
+struct AnalysisRequest {
+  bool simulate = false, do_static = false, linearize = false, eigen = false;
+  std::string output;     // result file ("" = <model>.csv, <model>_static.csv)
+  std::string stats_csv;  // solver statistics as CSV ("" = none)
+  bool verbose = false;
+};
+// --simulate, --static, --linearize, --eigen (or only the check when none): the exit code.
+int run_analyses(Session& session, const AnalysisRequest& request, rt::ProgressSink& progress);
+
+struct InverseRequest {
+  rt::InverseDynamicsOptions options;  // t_end, h, trajectory, logged, ranks, balance
+  bool times_from_trajectory = false;  // the trajectory file's own sample times from t0
+  std::string output;                  // "" = <model>_inverse.csv
+};
+int run_inverse_dynamics(Session& session, const InverseRequest& request,
+                         rt::ProgressSink& progress);
+
+}  // namespace mbs::cli
