@@ -201,7 +201,7 @@ TEST(Genetic, FailedRunsDoNotStopIt) {
 
 TEST(Genetic, ObjectiveIndexChoosesTheObjective) {
   Fake fake{[](const Point& x) {
-    return std::vector<double>{-quadratic(x), std::pow(x[0] - 1, 2)};
+    return std::vector<double>{-std::pow(x[0] - 3, 2), std::pow(x[0] - 1, 2)};
   }};
   GeneticOptions o;
   o.seed = 2;
