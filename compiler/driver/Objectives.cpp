@@ -60,10 +60,7 @@ std::string reduction_meant(std::string_view name) {
   if (auto it = other_names.find(name); it != other_names.end()) return it->second;
   std::vector<std::string> names;
   for (const auto& [n, r] : kReductions) names.emplace_back(n);
-  auto near = rt::nearest_names(name, names, 1);
-  if (near.empty() || rt::edit_distance(name, near[0]) > std::max<size_t>(1, name.size() / 3))
-    return "";
-  return near[0];
+  return rt::meant_name(name, names, 1);
 }
 
 const std::map<std::string, sym::Op, std::less<>>& unary_functions() {
@@ -86,11 +83,7 @@ std::vector<std::string> function_names() {
 // The candidate nearest to `name` when it is close enough to be what was meant (at most a
 // third of the name wrong, as rt::Instance decides it); "" otherwise.
 std::string suggestion(std::string_view name, const std::vector<std::string>& candidates) {
-  auto near = rt::nearest_names(name, candidates, 1);
-  if (near.empty() || rt::edit_distance(name, near[0]) > std::max<size_t>(2, name.size() / 3) ||
-      rt::edit_distance(name, near[0]) >= name.size())
-    return "";
-  return near[0];
+  return rt::meant_name(name, candidates);
 }
 
 Span join(Span first, const Span& last) {

@@ -138,17 +138,9 @@ StudyReport run_variation(Session& session, const VariationOptions& variation,
     return report;
   }
   // the best so far over the resumed rows too
-  const auto consider = [&](int64_t run, const std::vector<double>& objectives,
-                            const std::vector<double>& values) {
-    if (objectives.empty() || !std::isfinite(objectives[0])) return;
-    if (report.best < 0 || objectives[0] < report.best_value) {
-      report.best = run;
-      report.best_value = objectives[0];
-      report.best_values = values;
-    }
-  };
   for (const rt::StudyRow& r : file->previous_rows())
-    if (r.status == "ok") consider(r.run, r.objectives, r.values);
+    if (r.status == "ok" && !r.objectives.empty())
+      report.consider(r.run, r.objectives[0], r.values);
   rt::ProgressMeter meter;
   meter.start(progress, "variation", "runs", 0.0, static_cast<double>(d.total));
   meter.set_unit("runs");
@@ -163,7 +155,7 @@ StudyReport run_variation(Session& session, const VariationOptions& variation,
     ++report.run_now;
     if (r.status == rt::RunOutcome::Status::Failed) ++report.failed;
     if (r.status == rt::RunOutcome::Status::Ok)
-      consider(static_cast<int64_t>(i), r.objectives, points[i]);
+      report.consider(static_cast<int64_t>(i), rt::objective_value(r, 0), points[i]);
   };
   const auto flush = [&]() {
     while (next < points.size()) {
@@ -256,11 +248,7 @@ struct StudyRun {
     ++report.run_now;
     if (o.status != rt::RunOutcome::Status::Ok) ++report.failed;
     const double v = rt::objective_value(o, objective);
-    if (!e.finite_difference && std::isfinite(v) && (report.best < 0 || v < report.best_value)) {
-      report.best = static_cast<int64_t>(e.index);
-      report.best_value = v;
-      report.best_values.assign(e.point.begin(), e.point.end());
-    }
+    if (!e.finite_difference) report.consider(static_cast<int64_t>(e.index), v, e.point);
     meter.tick(static_cast<double>(++done), 0.0);
   }
 };

@@ -6,8 +6,10 @@
 // REPL are views of these functions.
 #pragma once
 
+#include <cmath>
 #include <iosfwd>
 #include <limits>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -45,6 +47,13 @@ struct StudyReport {
   std::vector<double> best_values;  // its variables
   double wall_ms = 0;
   std::string message;  // what the optimiser says (seed, method status)
+  // run `run` at `point` has the value `value` of the minimised objective (NaN: none)
+  void consider(int64_t run, double value, std::span<const double> point) {
+    if (!std::isfinite(value) || (best >= 0 && !(value < best_value))) return;
+    best = run;
+    best_value = value;
+    best_values.assign(point.begin(), point.end());
+  }
 };
 
 // Runs the variation; diagnostics (objectives) go to `diag_out`. Never throws.

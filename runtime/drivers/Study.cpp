@@ -62,12 +62,10 @@ Evaluator::Evaluator(std::shared_ptr<const CompiledModel> model,
         std::vector<std::string> names;
         for (const auto& p : model_->parameters) names.push_back(p.name);
         for (const auto& o : model_->output_names) names.push_back(o);
-        auto near = nearest_names(v.name, names, 1);
-        throw std::invalid_argument(fmt::format(
-            "model '{}' has no parameter or variable '{}'{}", model_->name, v.name,
-            near.empty() || edit_distance(v.name, near[0]) > std::max<size_t>(2, v.name.size() / 3)
-                ? std::string()
-                : "; did you mean '" + near[0] + "'?"));
+        const std::string near = meant_name(v.name, names);
+        throw std::invalid_argument(
+            fmt::format("model '{}' has no parameter or variable '{}'{}", model_->name, v.name,
+                        near.empty() ? "" : "; did you mean '" + near + "'?"));
       } else {
         throw std::invalid_argument(e.what());
       }

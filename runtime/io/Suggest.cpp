@@ -23,6 +23,15 @@ size_t edit_distance(std::string_view a, std::string_view b) {
   return prev[b.size()];
 }
 
+std::string meant_name(std::string_view name, const std::vector<std::string>& candidates,
+                       size_t slack) {
+  auto near = nearest_names(name, candidates, 1);
+  if (near.empty()) return "";
+  const size_t d = edit_distance(name, near[0]);
+  if (d > std::max(slack, name.size() / 3) || d >= name.size()) return "";
+  return near[0];
+}
+
 std::vector<std::string> nearest_names(std::string_view name,
                                        const std::vector<std::string>& candidates, size_t count) {
   std::vector<std::pair<size_t, size_t>> ranked;  // distance, index

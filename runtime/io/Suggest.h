@@ -17,4 +17,10 @@ size_t edit_distance(std::string_view a, std::string_view b);
 std::vector<std::string> nearest_names(std::string_view name,
                                        const std::vector<std::string>& candidates, size_t count);
 
+// The candidate nearest to `name` when it is close enough to be what was meant: at most a third
+// of the name wrong, at least `slack` edits allowed (short names), and not every character;
+// "" otherwise. The one rule of every "did you mean" of a name.
+std::string meant_name(std::string_view name, const std::vector<std::string>& candidates,
+                       size_t slack = 2);
+
 }  // namespace mbs::rt

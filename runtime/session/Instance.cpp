@@ -12,10 +12,8 @@ namespace mbs::rt {
 namespace {
 
 std::string did_you_mean(std::string_view name, const std::vector<std::string>& candidates) {
-  auto near = nearest_names(name, candidates, 1);
-  if (near.empty() || edit_distance(name, near[0]) > std::max<size_t>(2, name.size() / 3))
-    return "";
-  return "; did you mean '" + near[0] + "'?";
+  const std::string near = meant_name(name, candidates);
+  return near.empty() ? "" : "; did you mean '" + near + "'?";
 }
 
 std::vector<std::string> parameter_names(const CompiledModel& m) {

@@ -652,19 +652,9 @@ void spmv_add(const SparseKernel& k, const double* values, const double* x, doub
 
 }  // namespace
 
-void ExplicitRk::enable_sensitivities(std::vector<SensitivityDirection> directions) {
+void ExplicitRk::prepare_sensitivities() {
   const auto& m = model_;
-  if (initialized_)
-    throw SolverSetupError("exact sensitivities must be enabled before the run starts");
-  if (!m.has_sensitivities())
-    throw SolverSetupError(
-        fmt::format("model '{}' was compiled without the kernels of exact sensitivities", m.name));
-  const size_t np = m.parameters.size(), ns = static_cast<size_t>(n_state_);
-  for (const auto& d : directions)
-    if (d.dp.size() != np || d.start.size() != ns)
-      throw SolverSetupError("a sensitivity direction has the wrong size");
-  directions_ = std::move(directions);
-  n_directions_ = static_cast<int32_t>(directions_.size());
+  const auto ns = static_cast<size_t>(n_state_);
   const size_t nd = directions_.size();
   for (auto* v : {&s_xi0_, &s_d0_, &s_xi1_, &s_d1_, &s_stage_}) v->assign(nd * ns, 0.0);
   s_k_.assign(static_cast<size_t>(kMaxStages) * nd * ns, 0.0);
@@ -672,11 +662,7 @@ void ExplicitRk::enable_sensitivities(std::vector<SensitivityDirection> directio
   jq_values_.assign(static_cast<size_t>(m.jac_q.nnz()), 0.0);
   jqd_values_.assign(static_cast<size_t>(m.jac_qd.nnz()), 0.0);
   jy_values_.assign(static_cast<size_t>(m.jac_y.nnz()), 0.0);
-  so_values_.assign(static_cast<size_t>(m.sens_outputs.nnz()), 0.0);
   rhs_.assign(static_cast<size_t>(m.n_eq()), 0.0);
-  w_.assign(3 * static_cast<size_t>(m.n_q) + 2 * static_cast<size_t>(m.n_y) +
-                static_cast<size_t>(m.n_z) + np,
-            0.0);
 }
 
 void ExplicitRk::stage_sensitivity(size_t dir, const double* s_state, double* s_deriv) {
@@ -711,32 +697,17 @@ void ExplicitRk::stage_sensitivity(size_t dir, const double* s_state, double* s_
   for (int32_t j = 0; j < ny; ++j) s_deriv[2 * nq + j] = x[nq + j];
 }
 
-void ExplicitRk::output_sensitivities(std::span<double> out) {
+void ExplicitRk::sensitivity_state(size_t k, double* w) const {
   const auto& m = model_;
-  const int32_t nq = m.n_q, ny = m.n_y;
-  const auto n_out = static_cast<size_t>(std::max(m.outputs.n_out, 0));
-  const size_t ns = static_cast<size_t>(n_state_);
-  if (n_directions_ == 0 || out.size() != static_cast<size_t>(n_directions_) * n_out)
-    throw SolverSetupError("output_sensitivities: no directions or a wrong size");
-  m.sens_outputs.values(ws_.v.data(), so_values_.data());
-  std::fill(out.begin(), out.end(), 0.0);
-  for (size_t k = 0; k < directions_.size(); ++k) {
-    // [q | qd | qdd | y | yd | z (0) | p]
-    const double* sx = s_xi0_.data() + k * ns;
-    const double* sd = s_d0_.data() + k * ns;
-    std::fill(w_.begin(), w_.end(), 0.0);
-    auto w = w_.begin();
-    w = std::copy_n(sx, 2 * nq, w);
-    w = std::copy_n(sd + nq, nq, w);
-    w = std::copy_n(sx + 2 * nq, ny, w);
-    w = std::copy_n(sd + 2 * nq, ny, w);
-    w += m.n_z;
-    std::copy(directions_[k].dp.begin(), directions_[k].dp.end(), w);
-    double* o = out.data() + k * n_out;
-    const int32_t nnz = m.sens_outputs.nnz();
-    for (int32_t e = 0; e < nnz; ++e)
-      o[m.sens_outputs.row[e]] += so_values_[e] * w_[m.sens_outputs.col[e]];
-  }
+  const auto nq = static_cast<size_t>(m.n_q), ny = static_cast<size_t>(m.n_y),
+             ns = static_cast<size_t>(n_state_);
+  const double* sx = s_xi0_.data() + k * ns;  // [q | qd | y]
+  const double* sd = s_d0_.data() + k * ns;   // [qd | qdd | yd]
+  w = std::copy_n(sx, 2 * nq, w);
+  w = std::copy_n(sd + nq, nq, w);
+  w = std::copy_n(sx + 2 * nq, ny, w);
+  w = std::copy_n(sd + 2 * nq, ny, w);
+  std::fill_n(w, m.n_z, 0.0);  // --ignore-constraints: z = 0
 }
 
 }  // namespace mbs::rt

@@ -63,8 +63,6 @@ class ExplicitRk final : public Integrator {
   bool adaptive() const { return tab_.embedded_order > 0; }
   // The error estimate of the last step attempt of an adaptive method (RMS of the scaled error).
   double last_error() const { return err_; }
-  void enable_sensitivities(std::vector<SensitivityDirection> directions) override;
-  void output_sensitivities(std::span<double> out) override;
 
  private:
   friend class Integrator;
@@ -82,10 +80,11 @@ class ExplicitRk final : public Integrator {
   // state's S_g, at the point derivative() just left in v (its factorization in solver_).
   // Direction `dir` (0 first: the Jacobians are evaluated then, for all directions).
   void stage_sensitivity(size_t dir, const double* s_state, double* s_deriv);
-  std::vector<SensitivityDirection> directions_;
+  void prepare_sensitivities() override;
+  void sensitivity_state(size_t k, double* w) const override;
   // direction-major, n_state each: S of xi0, d0, xi1, d1, the stage state; S of the stages
   std::vector<double> s_xi0_, s_d0_, s_xi1_, s_d1_, s_stage_, s_k_;
-  std::vector<double> fp_values_, jq_values_, jqd_values_, jy_values_, so_values_, rhs_, w_;
+  std::vector<double> fp_values_, jq_values_, jqd_values_, jy_values_, rhs_;
   void restore_accepted_state();
   // The error test failed at the smallest step `floor` (h_min or the floor relative to t).
   void fail_error_test(double h, double h_next, double floor);

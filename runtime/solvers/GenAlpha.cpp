@@ -566,20 +566,9 @@ void spmv(const SparseKernel& k, const double* values, const double* x, double* 
 
 }  // namespace
 
-void NewmarkFamily::enable_sensitivities(std::vector<SensitivityDirection> directions) {
+void NewmarkFamily::prepare_sensitivities() {
   const auto& m = model_;
-  if (initialized_)
-    throw SolverSetupError("exact sensitivities must be enabled before the run starts");
-  if (!m.has_sensitivities())
-    throw SolverSetupError(
-        fmt::format("model '{}' was compiled without the kernels of exact sensitivities", m.name));
   if (index2_) throw SolverSetupError("exact sensitivities are not available with --index2");
-  const size_t np = m.parameters.size(), ns = static_cast<size_t>(2 * m.n_q + m.n_y);
-  for (const auto& d : directions)
-    if (d.dp.size() != np || d.start.size() != ns)
-      throw SolverSetupError("a sensitivity direction has the wrong size");
-  directions_ = std::move(directions);
-  n_directions_ = static_cast<int32_t>(directions_.size());
   const auto nd = directions_.size();
   const auto n = static_cast<size_t>(m.n_eq()), nq = static_cast<size_t>(m.n_q),
              ny = static_cast<size_t>(m.n_y);
@@ -593,14 +582,12 @@ void NewmarkFamily::enable_sensitivities(std::vector<SensitivityDirection> direc
   jqd_values_.assign(static_cast<size_t>(m.jac_qd.nnz()), 0.0);
   jy_values_.assign(static_cast<size_t>(m.jac_y.nnz()), 0.0);
   j_exact_.assign(static_cast<size_t>(matrix_->nnz()), 0.0);
-  so_values_.assign(static_cast<size_t>(m.sens_outputs.nnz()), 0.0);
   sb_q_.assign(nq, 0.0);
   sb_qd_.assign(nq, 0.0);
   sb_y_.assign(ny, 0.0);
   rhs_.assign(n, 0.0);
   refine_r_.assign(n, 0.0);
   refine_x_.assign(n, 0.0);
-  w_.assign(3 * nq + 2 * ny + static_cast<size_t>(m.n_z) + np, 0.0);
 }
 
 bool NewmarkFamily::initialize_sensitivities() {
@@ -741,28 +728,17 @@ void NewmarkFamily::advance_sensitivities(double h) {
   }
 }
 
-void NewmarkFamily::output_sensitivities(std::span<double> out) {
+void NewmarkFamily::sensitivity_state(size_t k, double* w) const {
   const auto& m = model_;
-  const int32_t nq = m.n_q, ny = m.n_y, nz = m.n_z, n = m.n_eq();
-  const auto n_out = static_cast<size_t>(std::max(m.outputs.n_out, 0));
-  if (n_directions_ == 0 || out.size() != static_cast<size_t>(n_directions_) * n_out)
-    throw SolverSetupError("output_sensitivities: no directions or a wrong size");
-  m.sens_outputs.values(ws_.v.data(), so_values_.data());
-  std::fill(out.begin(), out.end(), 0.0);
-  for (int32_t k = 0; k < n_directions_; ++k) {
-    // [q | qd | qdd | y | yd | z | p]
-    const double* sx = sx_.data() + static_cast<size_t>(k) * static_cast<size_t>(n);
-    auto w = w_.begin();
-    w = std::copy_n(sq_.begin() + k * nq, nq, w);
-    w = std::copy_n(sqd_.begin() + k * nq, nq, w);
-    w = std::copy_n(sx, nq, w);
-    w = std::copy_n(sy_.begin() + k * ny, ny, w);
-    w = std::copy_n(sx + nq, ny, w);
-    w = std::copy_n(sx + nq + ny, nz, w);
-    const auto& dp = directions_[static_cast<size_t>(k)].dp;
-    std::copy(dp.begin(), dp.end(), w);
-    spmv(m.sens_outputs, so_values_.data(), w_.data(), out.data() + static_cast<size_t>(k) * n_out);
-  }
+  const auto nq = static_cast<size_t>(m.n_q), ny = static_cast<size_t>(m.n_y),
+             nz = static_cast<size_t>(m.n_z), n = static_cast<size_t>(m.n_eq());
+  const double* sx = sx_.data() + k * n;  // [qdd | yd | z]
+  w = std::copy_n(sq_.data() + k * nq, nq, w);
+  w = std::copy_n(sqd_.data() + k * nq, nq, w);
+  w = std::copy_n(sx, nq, w);
+  w = std::copy_n(sy_.data() + k * ny, ny, w);
+  w = std::copy_n(sx + nq, ny, w);
+  std::copy_n(sx + nq + ny, nz, w);
 }
 
 }  // namespace mbs::rt

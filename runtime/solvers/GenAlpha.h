@@ -58,8 +58,6 @@ class NewmarkFamily final : public Integrator {
 
   const Parameters& parameters() const { return p_; }
   bool index2() const { return index2_; }
-  void enable_sensitivities(std::vector<SensitivityDirection> directions) override;
-  void output_sensitivities(std::span<double> out) override;
 
  private:
   friend class Integrator;  // advance_grid_step() and run_loop() call attempt() and accept()
@@ -72,6 +70,8 @@ class NewmarkFamily final : public Integrator {
                       double update);
   bool solve_initial_values();
   void restore_accepted_state();  // v := the last accepted point (after a failed attempt)
+  void prepare_sensitivities() override;
+  void sensitivity_state(size_t k, double* w) const override;
   // exact sensitivities (docs/studies.md, "Exact sensitivities")
   bool initialize_sensitivities();
   void advance_sensitivities(double h);      // the accepted step's, from the converged point
@@ -109,10 +109,9 @@ class NewmarkFamily final : public Integrator {
   bool matrix_fresh_ = false;  // computed during the current attempt
   double theta_ = 0.0;         // last contraction rate seen with this matrix (NaN: none yet)
   // Sensitivities per direction (direction-major): S of q, qd, a, y and x at the last point.
-  std::vector<SensitivityDirection> directions_;
   std::vector<double> sq_, sqd_, sa_, sy_, sx_;
   std::vector<double> fp_values_, jq_values_, jqd_values_, jy_values_, j_exact_;
-  std::vector<double> sb_q_, sb_qd_, sb_y_, rhs_, refine_r_, refine_x_, so_values_, w_;
+  std::vector<double> sb_q_, sb_qd_, sb_y_, rhs_, refine_r_, refine_x_;
 };
 
 // The generalized-alpha integrator is the family with options.solver = gen-alpha.

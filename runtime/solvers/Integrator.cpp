@@ -74,15 +74,57 @@ void Integrator::set_start(std::span<const double> v) {
   std::copy(v.begin(), v.end(), ws_.v.begin());
 }
 
-void Integrator::enable_sensitivities(std::vector<SensitivityDirection>) {
+void Integrator::enable_sensitivities(std::vector<SensitivityDirection> directions) {
+  const auto& m = model_;
+  if (initialized_)
+    throw SolverSetupError("exact sensitivities must be enabled before the run starts");
+  if (!m.has_sensitivities())
+    throw SolverSetupError(
+        fmt::format("model '{}' was compiled without the kernels of exact sensitivities", m.name));
+  const size_t np = m.parameters.size(), ns = static_cast<size_t>(2 * m.n_q + m.n_y);
+  for (const auto& d : directions)
+    if (d.dp.size() != np || d.start.size() != ns)
+      throw SolverSetupError("a sensitivity direction has the wrong size");
+  directions_ = std::move(directions);
+  n_directions_ = static_cast<int32_t>(directions_.size());
+  sens_output_values_.assign(static_cast<size_t>(m.sens_outputs.nnz()), 0.0);
+  sens_w_.assign(3 * static_cast<size_t>(m.n_q) + 2 * static_cast<size_t>(m.n_y) +
+                     static_cast<size_t>(m.n_z) + np,
+                 0.0);
+  try {
+    prepare_sensitivities();
+  } catch (...) {
+    directions_.clear();
+    n_directions_ = 0;
+    throw;
+  }
+}
+
+void Integrator::prepare_sensitivities() {
   throw SolverSetupError(
       fmt::format("exact sensitivities are not available with --solver {}: use finite differences "
                   "(--sensitivity-method fd)",
                   name()));
 }
 
-void Integrator::output_sensitivities(std::span<double>) {
-  throw SolverSetupError("no sensitivities were enabled");
+void Integrator::sensitivity_state(size_t, double*) const {}
+
+void Integrator::output_sensitivities(std::span<double> out) {
+  const auto& m = model_;
+  const auto n_out = static_cast<size_t>(std::max(m.outputs.n_out, 0));
+  if (n_directions_ == 0 || out.size() != static_cast<size_t>(n_directions_) * n_out)
+    throw SolverSetupError("output_sensitivities: no directions or a wrong size");
+  const SparseKernel& K = m.sens_outputs;
+  K.values(ws_.v.data(), sens_output_values_.data());
+  std::fill(out.begin(), out.end(), 0.0);
+  const size_t n_state = sens_w_.size() - m.parameters.size();  // [q|qd|qdd|y|yd|z]
+  for (size_t k = 0; k < directions_.size(); ++k) {
+    sensitivity_state(k, sens_w_.data());
+    std::copy(directions_[k].dp.begin(), directions_[k].dp.end(),
+              sens_w_.begin() + static_cast<std::ptrdiff_t>(n_state));
+    double* o = out.data() + k * n_out;
+    for (int32_t e = 0; e < K.nnz(); ++e) o[K.row[e]] += sens_output_values_[e] * sens_w_[K.col[e]];
+  }
 }
 
 std::span<const double> Integrator::evaluate_outputs() {

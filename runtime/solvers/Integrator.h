@@ -67,10 +67,10 @@ class Integrator {
   // Exact forward sensitivities of the discrete solution along `directions` (before
   // initialize(); needs a model compiled with sensitivities). Throws SolverSetupError when the
   // method or the model cannot provide them.
-  virtual void enable_sensitivities(std::vector<SensitivityDirection> directions);
+  void enable_sensitivities(std::vector<SensitivityDirection> directions);
   int32_t sensitivity_directions() const { return n_directions_; }
   // d outputs / d direction at the current point: directions x outputs, row-major.
-  virtual void output_sensitivities(std::span<double> out);
+  void output_sensitivities(std::span<double> out);
   // Starts from the symbol vector `v` (parameters and start values set at run time,
   // rt::Instance) instead of the model's v0. Before initialize(); v has n_v entries and the
   // model's start time. Throws SolverSetupError otherwise.
@@ -183,7 +183,16 @@ class Integrator {
   bool skip_final_emit_ = false;  // the last accepted point diverged: it is not written
   ProgressSink* progress_sink_ = nullptr;
   ProgressMeter progress_;
+
+  // ---- exact sensitivities: what every method shares (the directions, the outputs' kernel)
+  // The method's part of enable_sensitivities(), with directions_ set and checked: throw if it
+  // cannot, size its buffers. Default: not available.
+  virtual void prepare_sensitivities();
+  // Direction k's derivative of [q | qd | qdd | y | yd | z] at the current point into w.
+  virtual void sensitivity_state(size_t k, double* w) const;
+  std::vector<SensitivityDirection> directions_;
   int32_t n_directions_ = 0;
+  std::vector<double> sens_output_values_, sens_w_;
 };
 
 // A run that fails with its state grown by this factor over its start scale has diverged (the

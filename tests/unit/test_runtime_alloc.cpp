@@ -11,37 +11,11 @@
 
 #include "runtime/io/CsvWriter.h"
 #include "runtime/solvers/Integrator.h"
+#include "tests/unit/alloc_counter.h"
 #include "tests/unit/runtime_models.h"
 
-namespace {
-std::atomic<bool> g_counting{false};
-std::atomic<int64_t> g_allocations{0};
-
-void* counted_alloc(std::size_t n) {
-  if (g_counting.load(std::memory_order_relaxed)) g_allocations.fetch_add(1);
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-}  // namespace
-
-void* operator new(std::size_t n) {
-  return counted_alloc(n);
-}
-void* operator new[](std::size_t n) {
-  return counted_alloc(n);
-}
-void operator delete(void* p) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, std::size_t) noexcept {
-  std::free(p);
-}
+using mbs::testalloc::g_allocations;
+using mbs::testalloc::g_counting;
 
 namespace mbs::rt {
 namespace {
