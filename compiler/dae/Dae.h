@@ -46,8 +46,9 @@ struct DaeOutput {
   std::string name;
   sym::Expr value;
   rt::OutputRole role = rt::OutputRole::Variable;
-  Span declared;            // the variable's declaration
-  int32_t eliminated = -1;  // its entry in SymbolicDae::eliminated, or -1 (a solved unknown)
+  Span declared;                  // the variable's declaration
+  int32_t eliminated = -1;        // its entry in SymbolicDae::eliminated, or -1 (a solved unknown)
+  std::string unit, description;  // the variable's own declaration (an alias keeps its own)
 };
 
 struct Elimination {

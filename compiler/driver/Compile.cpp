@@ -415,6 +415,8 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
   for (const auto& o : dae->outputs) {
     m->output_names.push_back(o.name);
     m->output_role.push_back(o.role);
+    m->output_unit.push_back(o.unit);
+    m->output_description.push_back(o.description);
     rt::OutputSource src;
     src.declaration = source_ref(sources, o.declared, o.name);
     if (o.eliminated >= 0) {

@@ -202,12 +202,15 @@ class Lowering {
   void define3(const Elem& e, const std::string& member, const V3& value) {
     for (int i = 0; i < 3; ++i) define(e, fmt::format("{}[{}]", member, i + 1), value[i]);
   }
-  // A new unknown of the model (Lagrange multipliers, kept recursive quantities).
-  uint32_t new_var(const std::string& name, const std::string& description, Span span) {
+  // A new unknown of the model (Lagrange multipliers, kept recursive quantities); `unit` is ""
+  // where the lowering does not know it (a multiplier's depends on how its row is written).
+  uint32_t new_var(const std::string& name, const std::string& description, const std::string& unit,
+                   Span span) {
     FlatVar v;
     v.name = name;
     v.symbol = cx_.new_symbol(name);
     v.description = description;
+    v.unit = unit;
     v.span = span;
     flat_.var_of_symbol[v.symbol] = flat_.vars.size();
     var_index_[name] = flat_.vars.size();
@@ -325,7 +328,7 @@ class Lowering {
   M3 rel_rotation(int a, int b) { return al_.mul(al_.transpose(nodes_[a].R_w), nodes_[b].R_w); }
   V3 world_velocity(int n) { return al_.mul(nodes_[n].R_w, nodes_[n].v); }
   V3 world_angular_velocity(int n) { return al_.mul(nodes_[n].R_w, nodes_[n].w); }
-  V3 keep(const V3& x, int node, const char* what);
+  V3 keep(const V3& x, int node, const char* what, const char* unit);
   bool mentioned(uint32_t symbol) const { return mentioned_.count(symbol) != 0; }
 
   FlatModel& flat_;
@@ -565,7 +568,7 @@ void Lowering::build_tree() {
     recursive_ = false;  // its balance unknowns are efforts and multipliers
 }
 
-V3 Lowering::keep(const V3& x, int node, const char* what) {
+V3 Lowering::keep(const V3& x, int node, const char* what, const char* unit) {
   if (!recursive_) return x;
   V3 out;
   for (int i = 0; i < 3; ++i) {
@@ -574,7 +577,7 @@ V3 Lowering::keep(const V3& x, int node, const char* what) {
       continue;
     }
     std::string name = fmt::format("{}.{}[{}]", nodes_[node].name, what, i + 1);
-    uint32_t s = new_var(name, "recursive multibody quantity", flat_.span);
+    uint32_t s = new_var(name, "recursive multibody quantity", unit, flat_.span);
     flat_.vars.back().keep = true;
     add_equation(cx_.sub(cx_.symbol(s), x[i]), flat_.span, name + " (recursive kinematics)");
     out[i] = cx_.symbol(s);
@@ -600,14 +603,15 @@ void Lowering::kinematics() {
     V3 a_rel = al_.total_derivative(ders_, s.v);
     c.R_w = al_.mul(p.R_w, s.R);
     c.p_w = al_.add(p.p_w, al_.mul(p.R_w, s.r));
-    c.w = keep(al_.mul(Rt, al_.add(p.w, s.w)), id, "w");
-    c.v = keep(al_.mul(Rt, al_.add(al_.add(p.v, al_.cross(p.w, s.r)), s.v)), id, "v");
-    c.al = keep(al_.mul(Rt, al_.add(al_.add(p.al, al_.cross(p.w, s.w)), al_rel)), id, "al");
+    c.w = keep(al_.mul(Rt, al_.add(p.w, s.w)), id, "w", "rad/s");
+    c.v = keep(al_.mul(Rt, al_.add(al_.add(p.v, al_.cross(p.w, s.r)), s.v)), id, "v", "m/s");
+    c.al =
+        keep(al_.mul(Rt, al_.add(al_.add(p.al, al_.cross(p.w, s.w)), al_rel)), id, "al", "rad/s2");
     V3 acc = al_.add(p.a, al_.cross(p.al, s.r));
     acc = al_.add(acc, al_.cross(p.w, al_.cross(p.w, s.r)));
     acc = al_.add(acc, al_.scale(cx_.num(2.0), al_.cross(p.w, s.v)));
     acc = al_.add(acc, a_rel);
-    c.a = keep(al_.mul(Rt, acc), id, "a");
+    c.a = keep(al_.mul(Rt, acc), id, "a", "m/s2");
   }
 }
 
@@ -855,8 +859,8 @@ void Lowering::equations_of_motion() {
       F[i] = cx_.add(std::span<const Expr>(n.f[i]));
       M[i] = cx_.add(std::span<const Expr>(n.m[i]));
     }
-    n.F = keep(F, *it, "F");
-    n.M = keep(M, *it, "M");
+    n.F = keep(F, *it, "F", "N");
+    n.M = keep(M, *it, "M", "N.m");
   }
   for (int id : order_) {
     if (id == root_) continue;
@@ -969,6 +973,7 @@ void Lowering::defaults() {
         p.symbol = cx_.new_symbol(name);
         p.role = VarRole::Parameter;
         p.description = "the trajectory's value of " + flat_.vars[qi].name;
+        p.unit = flat_.vars[qi].unit;
         p.span = e.el->span;
         ders_.set_constant(p.symbol);
         flat_.var_of_symbol[p.symbol] = flat_.vars.size();
@@ -1071,7 +1076,7 @@ void Lowering::multipliers() {
     ClosureRow& row = closure_[j];
     if (!keep_[j] && !(opt_.inverse_dynamics && row.quaternion_of < 0)) continue;
     std::string name = row.joint + ".lambda[" + std::to_string(++count[row.joint]) + "]";
-    uint32_t l = new_var(name, "constraint multiplier: " + row.what, row.span);
+    uint32_t l = new_var(name, "constraint multiplier: " + row.what, "", row.span);
     flat_.vars.back().keep = true;  // an index-3 multiplier, never substituted
     flat_.vars.back().multiplier = keep_[j];
     row.multiplier = l;
@@ -1099,7 +1104,8 @@ void Lowering::multipliers() {
       for (const auto& [kind, role] : kinds) {
         std::string check =
             fmt::format("{}.{}[{}]", row.joint, kind, std::to_string(count[row.joint]));
-        uint32_t c = new_var(check, "residual of the redundant closure row: " + row.what, row.span);
+        uint32_t c =
+            new_var(check, "residual of the redundant closure row: " + row.what, "", row.span);
         flat_.vars.back().output_role = role;
         add_equation(cx_.sub(cx_.symbol(c), level), row.span, check + " (closure check)");
         level = ders_.total_derivative(level);
@@ -1370,7 +1376,7 @@ void Lowering::cut_force_torque() {
         uint32_t sy = new_var(name,
                               k == 0 ? "force frame_a's side exerts on frame_b's side, frame_a"
                                      : "torque about frame_b's origin, frame_a",
-                              e.el->span);
+                              k == 0 ? "N" : "N.m", e.el->span);
         flat_.vars.back().output_role = rt::OutputRole::JointWrench;
         add_equation(cx_.sub(cx_.symbol(sy), (k == 0 ? F : T)[i]), e.el->span,
                      name + " (reaction wrench)");

@@ -133,6 +133,9 @@ struct CompiledModel {
   std::vector<std::string> output_names;
   std::vector<OutputRole> output_role;      // per output (or empty: all Variable)
   std::vector<OutputSource> output_source;  // per output (or empty: unknown)
+  // Per output (or empty): the unit and description of the variable's declaration ("" when it
+  // has none); an array element's are the array's, an eliminated alias keeps its own.
+  std::vector<std::string> output_unit, output_description;
 
   // d outputs / dz (outputs x n_z): how the outputs depend on the algebraic unknowns (the joint
   // wrenches of a mechanism on its multipliers and efforts, for inverse dynamics). Optional.

@@ -374,4 +374,81 @@ end T;
   EXPECT_EQ(r.model->n_q, 1);
 }
 
+// The unit and description of every output column come from the variable's own declaration: an
+// eliminated alias or explicit variable keeps its own, an array element has its array's.
+TEST(EndToEnd, OutputsCarryTheirDeclaredUnits) {
+  std::string path = write_temp("units.mbs", R"(
+model U
+  parameter Real k(unit = "N/m") = 4 "stiffness";
+  Real x(start = 1, unit = "m") "position";
+  Real v(unit = "m/s") "velocity";
+  Real a(unit = "m") "an alias of x";
+  Real mm(unit = "mm") "x in millimetres";
+  Real e(unit = "J") "energy";
+  Real p[2](unit = "m");
+  Real q[2](each unit = "m");
+  Real plain;
+equation
+  v = der(x);
+  der(v) = -k*x;
+  a = x;
+  mm = 1000*x;
+  e = (v^2 + k*x^2)/2;
+  p = {x, 2*x};
+  q = p;
+  plain = x;
+end U;
+)");
+  auto r = compile_file(path);
+  ASSERT_TRUE(r.model);
+  const auto& m = *r.model;
+  ASSERT_EQ(m.output_unit.size(), m.output_names.size());
+  ASSERT_EQ(m.output_description.size(), m.output_names.size());
+  auto unit = [&](const std::string& name) { return m.output_unit[column(m, name)]; };
+  EXPECT_EQ(unit("x"), "m");
+  EXPECT_EQ(unit("v"), "m/s");
+  EXPECT_EQ(unit("a"), "m");
+  EXPECT_EQ(unit("mm"), "mm");  // its own, not x's
+  EXPECT_EQ(unit("e"), "J");
+  EXPECT_EQ(unit("p[1]"), "m");
+  EXPECT_EQ(unit("p[2]"), "m");
+  EXPECT_EQ(unit("q[2]"), "m");
+  EXPECT_EQ(unit("plain"), "");  // an alias of x without a unit of its own
+  EXPECT_EQ(m.output_description[column(m, "a")], "an alias of x");
+  EXPECT_EQ(m.output_description[column(m, "plain")], "");
+  // a, mm, e and plain are eliminated: the units do not depend on being an unknown
+  using Kind = mbs::rt::OutputSource::Kind;
+  EXPECT_EQ(m.output_source[column(m, "a")].kind, Kind::Alias);
+  EXPECT_EQ(m.output_source[column(m, "mm")].kind, Kind::Alias);
+  EXPECT_EQ(m.output_source[column(m, "e")].kind, Kind::Explicit);
+  EXPECT_EQ(m.output_source[column(m, "plain")].kind, Kind::Alias);
+  EXPECT_EQ(m.parameter_unit[0], "N/m");
+}
+
+// The standard library declares its units as attributes, so a mechanism's columns have them;
+// so do the joint wrenches the multibody lowering adds (--reactions).
+TEST(EndToEnd, MechanismOutputsHaveTheLibrarysUnits) {
+  mbs::CompileOptions o;
+  o.file = example("mechanics/slider_crank.mbs");
+  o.reactions = true;
+  std::ostringstream emit, diag;
+  auto r = mbs::compile(o, emit, diag);
+  ASSERT_TRUE(r.model) << diag.str();
+  const auto& m = *r.model;
+  ASSERT_EQ(m.output_unit.size(), m.output_names.size());
+  auto unit = [&](const std::string& name) { return m.output_unit[column(m, name)]; };
+  EXPECT_EQ(unit("crank.phi"), "rad");
+  EXPECT_EQ(unit("crank.w"), "rad/s");
+  EXPECT_EQ(unit("crank.tau"), "N.m");
+  EXPECT_EQ(unit("slider.s"), "m");
+  EXPECT_EQ(unit("slider.v"), "m/s");
+  EXPECT_EQ(unit("slider.reaction_f[2]"), "N");
+  EXPECT_EQ(unit("slider.reaction_t[3]"), "N.m");
+  EXPECT_EQ(m.output_description[column(m, "crank.phi")], "rotation angle");
+  size_t mass = 0;
+  while (mass < m.parameters.size() && m.parameters[mass].name != "slider_body.m") ++mass;
+  ASSERT_LT(mass, m.parameter_unit.size());
+  EXPECT_EQ(m.parameter_unit[mass], "kg");
+}
+
 }  // namespace
