@@ -39,6 +39,24 @@ std::string quoted(const std::string& s) {
   return out + "'";
 }
 
+// "name [unit]", or the name when its unit is unknown.
+std::string label(const PlotRequest& r, const std::string& name) {
+  const auto it = r.units.find(name);
+  return it == r.units.end() || it->second.empty() ? name : name + " [" + it->second + "]";
+}
+
+// The unit all of `names` have, or "" when one has none or they differ.
+std::string common_unit(const PlotRequest& r, const std::vector<std::string>& names) {
+  std::string unit;
+  for (const std::string& name : names) {
+    const auto it = r.units.find(name);
+    if (it == r.units.end() || it->second.empty() || (!unit.empty() && it->second != unit))
+      return {};
+    unit = it->second;
+  }
+  return unit;
+}
+
 std::string shell_quoted(const std::string& s) {
   std::string out = "'";
   for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
@@ -94,13 +112,18 @@ void plot_csv(const PlotRequest& r) {
   script += fmt::format(
       "set title {}\n",
       quoted(r.title.empty() ? std::filesystem::path(r.csv).filename().string() : r.title));
-  script += fmt::format("set xlabel {}\n", quoted(x_name));
-  if (ys.size() == 1) script += fmt::format("set ylabel {}\n", quoted(r.y.front()));
+  script += fmt::format("set xlabel {}\n", quoted(label(r, x_name)));
+  // several series of one unit: the unit on the axis, the names in the legend
+  const std::string unit = ys.size() > 1 ? common_unit(r, r.y) : std::string();
+  if (ys.size() == 1)
+    script += fmt::format("set ylabel {}\n", quoted(label(r, r.y.front())));
+  else if (!unit.empty())
+    script += fmt::format("set ylabel {}\n", quoted("[" + unit + "]"));
   script += "plot ";
   for (size_t i = 0; i < ys.size(); ++i) {
-    script +=
-        fmt::format("{}{} skip 1 using {}:{} with lines linewidth 1.5 title {}", i ? ", " : "",
-                    i ? std::string("''") : quoted(r.csv), x, ys[i], quoted(r.y[i]));
+    script += fmt::format("{}{} skip 1 using {}:{} with lines linewidth 1.5 title {}",
+                          i ? ", " : "", i ? std::string("''") : quoted(r.csv), x, ys[i],
+                          quoted(unit.empty() ? label(r, r.y[i]) : r.y[i]));
   }
   script += "\nset output\n";
 

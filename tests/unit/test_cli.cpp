@@ -443,6 +443,38 @@ TEST(Cli, PlotDrawsColumnsOfAResultFile) {
   EXPECT_NE(mbsc("--help").out.find("mbsc plot"), std::string::npos);
 }
 
+// mbsc plot --model: the axes carry the units the model declares (here the standard library's).
+TEST(Cli, PlotLabelsWithTheModelsUnits) {
+  const std::string csv = tmp("plot_units.csv"), svg = tmp("plot_units.svg");
+  const std::string model = "examples/mechanics/pendulum.mbs";
+  ASSERT_EQ(mbsc(model + " --simulate --t-end 0.1 --output '" + csv + "'").code, 0);
+  Result r = mbsc("plot '" + csv + "' j.phi --output '" + svg + "' --model " + model);
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::string text = slurp(svg);
+  EXPECT_NE(text.find(">j.phi [rad]<"), std::string::npos);
+  EXPECT_NE(text.find(">time [s]<"), std::string::npos);
+  r = mbsc("plot '" + csv + "' j.phi j.w --output '" + svg + "' --model " + model +
+           " --model-name RigidPendulum");
+  ASSERT_EQ(r.code, 0) << r.err;
+  text = slurp(svg);
+  EXPECT_NE(text.find(">j.w [rad/s]<"), std::string::npos);
+  // without --model: the names alone
+  ASSERT_EQ(mbsc("plot '" + csv + "' j.phi --output '" + svg + "'").code, 0);
+  text = slurp(svg);
+  EXPECT_NE(text.find(">j.phi<"), std::string::npos);
+  EXPECT_EQ(text.find("[rad]"), std::string::npos);
+  // a model that does not compile, or a model name the file lacks
+  r = mbsc("plot '" + csv + "' j.phi --output '" + svg + "' --model examples/nosuch.mbs");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("nosuch.mbs"), std::string::npos) << r.err;
+  EXPECT_EQ(mbsc("plot '" + csv + "' j.phi --output '" + svg + "' --model " + model +
+                 " --model-name Nosuch")
+                .code,
+            2);
+  std::filesystem::remove(csv);
+  std::filesystem::remove(svg);
+}
+
 // --start NAME=VALUE sets a start value as the model's own start attribute would.
 TEST(Cli, StartSetsAStartValue) {
   const std::string csv = tmp("start_pendulum.csv");

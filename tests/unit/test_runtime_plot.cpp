@@ -70,6 +70,35 @@ TEST(Plot, SvgHasTheSeriesAndAxisNames) {
   fs::remove(r.csv);
 }
 
+// Known units label the axes and the legend: "name [unit]", or, for several series of one
+// unit, "[unit]" on the y axis and the names in the legend.
+TEST(Plot, UnitsLabelTheAxesAndTheLegend) {
+  PlotRequest r;
+  r.csv = result_file();
+  r.y = {"body.x"};
+  r.output = temp("units.svg");
+  r.units = {{"time", "s"}, {"body.x", "m"}, {"der(body.x)", "m/s"}, {"R[1,2]", "m"}};
+  plot_csv(r);
+  std::string svg = read(r.output);
+  for (const char* text : {">body.x [m]<", ">time [s]<"})
+    EXPECT_NE(svg.find(text), std::string::npos) << text;
+  r.y = {"body.x", "R[1,2]"};  // one unit: on the axis
+  plot_csv(r);
+  svg = read(r.output);
+  for (const char* text : {">[m]<", ">body.x<", ">R[1,2]<"})
+    EXPECT_NE(svg.find(text), std::string::npos) << text;
+  EXPECT_EQ(svg.find(">body.x [m]<"), std::string::npos);
+  r.y = {"der(body.x)", "R[1,2]"};  // two units: each in its legend entry
+  r.x = "body.x";
+  plot_csv(r);
+  svg = read(r.output);
+  for (const char* text : {">der(body.x) [m/s]<", ">R[1,2] [m]<", ">body.x [m]<"})
+    EXPECT_NE(svg.find(text), std::string::npos) << text;
+  EXPECT_EQ(svg.find(">[m]<"), std::string::npos);
+  fs::remove(r.output);
+  fs::remove(r.csv);
+}
+
 TEST(Plot, PngAgainstAnotherColumn) {
   PlotRequest r;
   r.csv = result_file();

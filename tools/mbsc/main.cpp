@@ -42,17 +42,20 @@ const char* kFooter = R"(Exit codes:
   130  interrupted by Ctrl-C (the result file holds every row up to that point)
 
 Studies: --vary NAME=VALUES ... --objective EXPR (docs/studies.md); mbsc monitor FILE.csv.
-Plots: mbsc plot RESULT.csv NAME... [--vs NAME] --output FILE.png|svg (mbsc plot --help).
+Plots: mbsc plot RESULT.csv NAME... [--vs NAME] [--model FILE.mbs] --output FILE.png|svg
+       (mbsc plot --help).
 Library search path: -I directories, then $MBS_PATH (colon separated), then the stdlib/.
 Documentation: docs/cli.md, docs/language.md, docs/solvers.md)";
 
-// `mbsc plot RESULT.csv NAME... [--vs NAME] --output FILE.png|svg`: a view of rt::plot_csv.
+// `mbsc plot RESULT.csv NAME... [--vs NAME] [--model FILE.mbs] --output FILE.png|svg`: a view of
+// rt::plot_csv.
 int plot_command(int argc, char** argv) {
   CLI::App app{"draw columns of a result file against time (or --vs another column) with gnuplot",
                "mbsc plot"};
   app.footer(
-      "Exit codes: 0 drawn; 2 a bad request (a column the file lacks, an output that is "
-      "not .png or .svg, no gnuplot) or gnuplot failed.\nDocumentation: docs/cli.md");
+      "Exit codes: 0 drawn; 1 the --model does not compile; 2 a bad request (a column the file "
+      "lacks, an output that is not .png or .svg, no gnuplot) or gnuplot failed.\n"
+      "Documentation: docs/cli.md");
   mbs::rt::PlotRequest request;
   app.add_option("file", request.csv, "the result file (CSV) of a run")
       ->required()
@@ -70,10 +73,31 @@ int plot_command(int argc, char** argv) {
       ->check(CLI::Range(100, 10000));
   app.add_option("--height", request.height, "height in pixels (default 600)")
       ->check(CLI::Range(100, 10000));
+  // the model names the units: unlike mbsc's own --model (a model's name), this is its file
+  mbs::CompileOptions copts;
+  app.add_option("--model", copts.file,
+                 "label the axes with the units the model declares (it is compiled for them)")
+      ->type_name("FILE.mbs");
+  app.add_option("--model-name", copts.model,
+                 "the model in that file (default: the last model in the file)")
+      ->type_name("NAME");
+  app.add_option("-I", copts.include_dirs, "add a directory to the library search path")
+      ->type_name("DIR")
+      ->allow_extra_args(false);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? kExitOk : kExitUsage;
+  }
+  if (!copts.file.empty()) {
+    // with the joints' wrench outputs, so that the columns of a run with --reactions have units
+    copts.reactions = true;
+    const mbs::CompileResult compiled = mbs::compile(copts, std::cout, std::cerr);
+    if (!compiled.ok || !compiled.model) return compiled.usage_error ? kExitUsage : kExitModelError;
+    const mbs::rt::CompiledModel& m = *compiled.model;
+    for (size_t i = 0; i < m.output_names.size() && i < m.output_unit.size(); ++i)
+      request.units.emplace(m.output_names[i], m.output_unit[i]);
+    request.units.emplace("time", "s");  // the first column of a run's results
   }
   try {
     mbs::rt::plot_csv(request);
