@@ -1,6 +1,7 @@
 // The REPL's line editor (tools/repl/LineEditor): completion helpers and history directly, the
 // keys on a real terminal through tests/tools/line_editor_demo run on a pseudo-terminal.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -12,6 +13,7 @@
 
 #include "cli_test_util.h"
 #include "pty_util.h"
+#include "runtime/io/Interrupt.h"
 #include "tools/repl/LineEditor.h"
 
 namespace {
@@ -121,6 +123,19 @@ TEST(LineEditor, AFileThatIsNoHistoryIsLeftAlone) {
   EXPECT_GT(std::ftell(err), 0);  // and it said so
   std::fclose(none);
   std::fclose(err);
+}
+
+// In the REPL every Ctrl-C only sets the flag, also after a run installed its own handler (the
+// first SIGINT would otherwise restore the default action and the second end the process).
+TEST(ReplInterruptHandler, EveryCtrlCSetsTheFlagAndTheProcessGoesOn) {
+  mbs::rt::install_repl_interrupt_handler();
+  mbs::rt::install_interrupt_handler();  // as simulate_to_csv does
+  for (int press = 0; press < 3; ++press) {
+    mbs::rt::clear_interrupt();
+    ASSERT_EQ(::raise(SIGINT), 0);
+    EXPECT_TRUE(mbs::rt::interrupt_requested());
+  }
+  mbs::rt::clear_interrupt();
 }
 
 // Each test runs the demo on a terminal: "demo> " prompts, "got: <line>" answers.
