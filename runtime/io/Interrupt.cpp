@@ -8,18 +8,31 @@ std::atomic<bool> g_interrupt_requested{false};
 static_assert(std::atomic<bool>::is_always_lock_free);
 
 namespace {
+std::atomic<bool> g_handler_stays{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
+
 void on_sigint(int) {
   g_interrupt_requested.store(true, std::memory_order_relaxed);
-  signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process
+  // a second Ctrl-C ends the process, unless a REPL runs it
+  if (!g_handler_stays.load(std::memory_order_relaxed)) signal(SIGINT, SIG_DFL);
+}
+
+void install() {
+  struct sigaction sa {};
+  sa.sa_handler = on_sigint;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // no SA_RESTART: a blocking read returns EINTR
+  sigaction(SIGINT, &sa, nullptr);
 }
 }  // namespace
 
 void install_interrupt_handler() {
-  struct sigaction sa {};
-  sa.sa_handler = on_sigint;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = 0;
-  sigaction(SIGINT, &sa, nullptr);
+  install();
+}
+
+void install_repl_interrupt_handler() {
+  g_handler_stays.store(true, std::memory_order_relaxed);
+  install();
 }
 
 }  // namespace mbs::rt

@@ -1,6 +1,7 @@
 // A clean stop on Ctrl-C: the SIGINT handler only sets a flag; integrators check it once per
 // step and end the run with status Interrupted after writing the last accepted point, so the
-// result file is closed with complete rows. A second Ctrl-C terminates at once (default action).
+// result file is closed with complete rows. A second Ctrl-C terminates at once (default action),
+// except in the REPL, where Ctrl-C never ends the process (install_repl_interrupt_handler).
 #pragma once
 
 #include <atomic>
@@ -23,5 +24,10 @@ inline void clear_interrupt() {
 // Installs the SIGINT handler (idempotent). The first SIGINT sets the flag and restores the
 // default action.
 void install_interrupt_handler();
+
+// The REPL's handler: every SIGINT sets the flag and the handler stays installed, also across
+// later calls of install_interrupt_handler (the runs a REPL starts make them). Installed without
+// SA_RESTART, so a SIGINT interrupts a blocking read (the line editor sees Ctrl-C at the prompt).
+void install_repl_interrupt_handler();
 
 }  // namespace mbs::rt

@@ -1,13 +1,7 @@
 // "Never a silently wrong number" (docs/diagnostics.md, "Guarantees of the results"): every
 // value written is checked, divergence is never hidden, nothing hangs silently. These tests run
 // the built mbsc on small models written to temporary files.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <poll.h>
-#include <pty.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
@@ -18,6 +12,7 @@
 #include <vector>
 
 #include "cli_test_util.h"
+#include "pty_util.h"
 
 namespace {
 
@@ -237,45 +232,22 @@ TEST(Guards, HelpListsTheGuardOptionsWithDefaults) {
 // On a terminal (a pseudo-terminal here) a long run shows one updating line: '\r', the time, the
 // percentage; Ctrl-C ends the run, the line is erased and the summary follows.
 TEST(Guards, ProgressLineOnATerminal) {
-  int master = -1, slave = -1;
-  ASSERT_EQ(::openpty(&master, &slave, nullptr, nullptr, nullptr), 0);
   const std::string csv = tmp("pty.csv");
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    ::close(master);
-    if (::chdir(MBS_SOURCE_DIR) != 0) ::_exit(127);
-    ::dup2(slave, 2);
-    const int null = ::open("/dev/null", O_WRONLY);
-    ::dup2(null, 1);
-    ::execl(MBS_MBSC_PATH, MBS_MBSC_PATH, "examples/pendulum.mbs", "--simulate", "--t-end", "1e6",
-            "--output-every", "0", "--progress-interval", "0.2", "--output", csv.c_str(),
-            static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  ::close(slave);
-  std::string screen;
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  auto read_some = [&](int timeout_ms) {
-    pollfd p{master, POLLIN, 0};
-    if (::poll(&p, 1, timeout_ms) <= 0) return false;
-    char buf[4096];
-    const ssize_t n = ::read(master, buf, sizeof buf);
-    if (n <= 0) return false;
-    screen.append(buf, static_cast<size_t>(n));
-    return true;
-  };
+  mbs::ptytest::PtyOptions options;
+  options.dir = MBS_SOURCE_DIR;
+  options.null_stdout = true;
+  mbs::ptytest::PtyProcess run(
+      {MBS_MBSC_PATH, "examples/pendulum.mbs", "--simulate", "--t-end", "1e6", "--output-every",
+       "0", "--progress-interval", "0.2", "--output", csv},
+      options);
+  ASSERT_TRUE(run.started());
   // wait for an updating progress line
-  while (std::chrono::steady_clock::now() < give_up &&
-         !(screen.find('\r') != std::string::npos && screen.find(" %)") != std::string::npos))
-    read_some(200);
-  ::kill(pid, SIGINT);  // Ctrl-C
-  while (read_some(2000)) {
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  ::close(master);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 130) << screen;
+  ASSERT_TRUE(run.wait_for("\rmbsc: t = ", std::chrono::seconds(60))) << run.screen();
+  ASSERT_TRUE(run.wait_for(" %)", std::chrono::seconds(60))) << run.screen();
+  run.interrupt();
+  const int status = run.wait_exit(std::chrono::seconds(60));
+  const std::string& screen = run.screen();
+  EXPECT_EQ(status, 130) << screen;
   EXPECT_TRUE(contains(screen, "\rmbsc: t = ")) << screen;
   EXPECT_TRUE(contains(screen, " %)")) << screen;
   EXPECT_TRUE(contains(screen, "steps/s")) << screen;
