@@ -449,6 +449,20 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
     diags.report(DiagKind::jit_failed, Span{}, {"a matrix kernel of the model has no code"});
     return finish(false);
   }
+  // The start values are checked against the constraints below with the parameters' values: a
+  // parameter in a constraint is compile-time, so that a new value gets that check (with its
+  // message at the constraint) instead of a Newton failure at the first step.
+  for (int32_t i = 0; i < m->n_eq(); ++i) {
+    const auto level = m->eq_level[static_cast<size_t>(i)];
+    if (level != rt::EquationLevel::Position && level != rt::EquationLevel::Velocity) continue;
+    const rt::SourceRef at = source_ref(sources, dae->equations[i].span, "");
+    for (uint32_t s : sym::free_symbols(dae->equations[i].residual))
+      if (auto it = flat->var_of_symbol.find(s);
+          it != flat->var_of_symbol.end() && flat->vars[it->second].role != VarRole::Variable)
+        flat->mark_compile_time(
+            s, fmt::format("the start values' check against the constraint at {}:{}:{}", at.file,
+                           at.line, at.col));
+  }
   set_parameter_info(*flat, cx, sources, *m);
   m->parameter_bindings = kernel(kernels.parameter_bindings, *state->jit);
   if (kernels.sensitivities) {

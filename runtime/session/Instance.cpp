@@ -70,6 +70,10 @@ int32_t Instance::parameter_index(std::string_view name) const {
   return -1;
 }
 
+bool Instance::has_start(std::string_view name) const {
+  return start_slot(*model_, name) >= 0;
+}
+
 std::string Instance::why_compile_time(std::string_view name) const {
   const CompiledModel& m = *model_;
   if (int32_t p = parameter_index(name); p >= 0) {

@@ -54,6 +54,8 @@ class Instance {
 
   // Index of a parameter in model().parameters, or -1.
   int32_t parameter_index(std::string_view name) const;
+  // Does the model have a start value of this name (an unknown, der(q), or an alias of one)?
+  bool has_start(std::string_view name) const;
   // Can `name` be set at run time? "" yes; else why not (compile-time use, constraints,
   // unknown name).
   std::string why_compile_time(std::string_view name) const;

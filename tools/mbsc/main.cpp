@@ -1,5 +1,6 @@
 // mbsc: the mbs command line. Compiles a .mbs model and, with --simulate, runs it.
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <chrono>
@@ -26,6 +27,7 @@
 #include "runtime/solvers/OptionsCli.h"
 #include "tools/mbsc/Analyses.h"
 #include "tools/mbsc/StudyCli.h"
+#include "tools/repl/ReplMain.h"
 
 namespace {
 
@@ -113,6 +115,13 @@ int plot_command(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "plot") return plot_command(argc - 1, argv + 1);
+  if (argc >= 2 && std::string(argv[1]) == "repl")
+    return mbs::repl::repl_command(argc - 1, argv + 1);
+  if (argc == 1 && ::isatty(0)) {
+    std::cerr << "mbsc: no model file. `mbsc MODEL.mbs --simulate` runs a model, `mbsc repl "
+                 "[MODEL.mbs]` starts the interactive mbs, `mbsc --help` lists the options.\n";
+    return kExitUsage;
+  }
   if (argc >= 2 && std::string(argv[1]) == "monitor")
     return mbs::cli::monitor_command(argc - 1, argv + 1);
   // --study FILE: its lines are options (docs/studies.md, "The study file")
