@@ -155,7 +155,9 @@ TEST(Repl, SaveAndPlotWriteRealFiles) {
   EXPECT_EQ(rows[1][1], "0.1");
   const std::string svg = slurp(r.tmp + "/r.svg");
   EXPECT_NE(svg.find("<svg"), std::string::npos);
-  EXPECT_NE(svg.find("[m]"), std::string::npos) << "the unit of x in a label";
+  // both series, named with their units
+  EXPECT_NE(svg.find(">x [m]<"), std::string::npos);
+  EXPECT_NE(svg.find(">v [m/s]<"), std::string::npos);
   EXPECT_GT(svg.size(), 5000u);
   const std::string png = slurp(r.tmp + "/r.png");
   ASSERT_GT(png.size(), 1000u);
@@ -233,4 +235,32 @@ TEST(Repl, AStudyWritesWhatTheCommandLineWrites) {
   const std::string rows = slurp(r.tmp + "/study_repl.csv");
   EXPECT_NE(rows.find("integral(x^2)"), std::string::npos) << rows;
   EXPECT_EQ(rows, slurp(r.tmp + "/study_cli.csv"));
+}
+
+// `reload` compiles again only when the file changed, and keeps the values set and the options:
+// the commands come through a pipe, and the file is edited once the REPL has answered the first
+// ones (the shell waits for that answer, at most 60 s).
+TEST(Repl, ReloadSeesTheChangedFileAndKeepsTheValuesSet) {
+  const std::string dir = mbs::clitest::tmp("reload");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string model = dir + "/decay.mbs", out = dir + "/out.txt";
+  std::ofstream(model) << "model Decay\n  parameter Real a = 1;\n  parameter Real b = 1;\n"
+                          "  Real x(start = 1);\nequation\n  der(x) = -a*b*x;\nend Decay;\n";
+  const std::string cmd =
+      "(printf 'set a = 2\\nreload\\nsimulate 1\\nval x 1\\n'; "
+      "i=0; while ! grep -q 'x(1) =' '" +
+      out +
+      "' && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; "
+      "sed -i 's/b = 1/b = 1.5/' '" +
+      model +
+      "'; "
+      "printf 'reload\\nparams\\nsimulate 1\\nval x 1\\n') | MBS_HISTORY=/dev/null '" +
+      MBS_MBSC_PATH + "' repl '" + model + "' >'" + out + "' 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << slurp(out);
+  const std::string t = slurp(out);
+  EXPECT_NE(t.find("has not changed"), std::string::npos) << t;
+  EXPECT_NE(t.find("x(1) = 0.1353"), std::string::npos) << t;  // e^-2 = 0.135335
+  EXPECT_NE(t.find("reloaded Decay"), std::string::npos) << t;
+  EXPECT_NE(t.find("x(1) = 0.0497"), std::string::npos) << t;  // e^-3 = 0.049787: a = 2 kept
 }

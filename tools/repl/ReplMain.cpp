@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <clocale>
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -85,6 +86,9 @@ int repl_command(int argc, char** argv) {
     }
     return first_error;
   }
+  // libedit reads multibyte characters (a name or a file in UTF-8) only in the user's locale;
+  // numbers are parsed by strtod, so only the character classes are taken from it
+  std::setlocale(LC_CTYPE, "");
   LineEditor editor("mbsc", history);
   editor.set_completer(
       [&](std::string_view line, size_t word_start) { return repl.complete(line, word_start); });

@@ -1,0 +1,81 @@
+// mbs::repl::Repl as a library: what Tab completes after each command, statuses and their exit
+// codes, and that a command's failure leaves the session usable. (The transcripts of whole
+// sessions are tested through mbsc in test_cli_repl.cpp.)
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "runtime/io/Progress.h"
+#include "tools/repl/Repl.h"
+
+using mbs::repl::Repl;
+using mbs::repl::Status;
+
+namespace {
+
+struct Fixture {
+  std::ostringstream out, err;
+  mbs::rt::StderrProgress progress{mbs::rt::StderrProgress::Mode::Off, 1.0};
+  Repl repl{{}, out, err, progress};
+  Fixture() { EXPECT_EQ(::chdir(MBS_SOURCE_DIR), 0); }
+  std::vector<std::string> complete(const std::string& line) {
+    const size_t start =
+        line.find_last_of(" =,") == std::string::npos ? 0 : line.find_last_of(" =,") + 1;
+    return repl.complete(line, start);
+  }
+};
+
+bool has(const std::vector<std::string>& v, const std::string& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+}  // namespace
+
+TEST(ReplCommands, CompletionFollowsTheCommand) {
+  Fixture f;
+  const auto all = f.complete("");
+  EXPECT_GE(all.size(), 24u);
+  EXPECT_TRUE(has(all, "simulate"));
+  EXPECT_EQ(f.complete("pa"), std::vector<std::string>{"params"});
+  EXPECT_TRUE(f.complete("set k").empty()) << "no model loaded: no names";
+  ASSERT_EQ(f.repl.execute("load examples/mass_spring_damper.mbs"), Status::Ok) << f.err.str();
+  EXPECT_EQ(f.complete("set k"), std::vector<std::string>{"k"});
+  EXPECT_TRUE(has(f.complete("show "), "omega"));
+  EXPECT_TRUE(has(f.complete("val "), "x"));
+  EXPECT_EQ(f.complete("solver dop"), std::vector<std::string>{"dopri5"});
+  EXPECT_TRUE(has(f.complete("option "), "rho_inf"));
+  EXPECT_TRUE(f.complete("option h ").empty()) << "a value follows the key";
+  EXPECT_TRUE(has(f.complete("simulate 1 rho"), "rho_inf="));
+  EXPECT_EQ(f.complete("emit da"), std::vector<std::string>{"dae"});
+  EXPECT_EQ(f.complete("help sta"), (std::vector<std::string>{"static", "stats"}));
+  EXPECT_TRUE(has(f.complete("load exam"), "examples/"));
+  EXPECT_TRUE(f.complete("stats ").empty());
+  EXPECT_TRUE(f.complete("nonsense ").empty());
+}
+
+TEST(ReplCommands, FailuresLeaveTheSessionUsable) {
+  Fixture f;
+  EXPECT_EQ(f.repl.prompt(), "mbs> ");
+  EXPECT_EQ(f.repl.execute("simulate"), Status::Usage);
+  EXPECT_EQ(f.repl.execute("load tests/repl/syntax_error.mbs"), Status::ModelError);
+  ASSERT_EQ(f.repl.execute("load examples/mass_spring_damper.mbs"), Status::Ok) << f.err.str();
+  EXPECT_EQ(f.repl.prompt(), "mbs:MassSpringDamper> ");
+  EXPECT_EQ(f.repl.execute("option divergence_limit 0.05"), Status::Ok);
+  EXPECT_EQ(f.repl.execute("simulate 1"), Status::SolverFailure);
+  EXPECT_EQ(f.repl.execute("load tests/repl/syntax_error.mbs"), Status::ModelError);
+  EXPECT_EQ(f.repl.prompt(), "mbs:MassSpringDamper> ") << "the model before stays loaded";
+  EXPECT_EQ(f.repl.execute("option divergence_limit 1e100"), Status::Ok);
+  EXPECT_EQ(f.repl.execute("simulate 0.1"), Status::Ok) << f.err.str();
+  EXPECT_EQ(f.repl.execute("   # a comment"), Status::Ok);
+  EXPECT_EQ(f.repl.execute("exit"), Status::Quit);
+  EXPECT_EQ(f.repl.history().size(), 9u);
+  EXPECT_EQ(mbs::repl::exit_code(Status::Ok), 0);
+  EXPECT_EQ(mbs::repl::exit_code(Status::ModelError), 1);
+  EXPECT_EQ(mbs::repl::exit_code(Status::Usage), 2);
+  EXPECT_EQ(mbs::repl::exit_code(Status::SolverFailure), 3);
+  EXPECT_EQ(mbs::repl::exit_code(Status::Interrupted), 130);
+}
