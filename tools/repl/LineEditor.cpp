@@ -246,7 +246,9 @@ LineEditor::LineEditor(const char* program, std::string history_file, std::FILE*
   el_set(s.el, EL_PROMPT, prompt_of);
   el_set(s.el, EL_HIST, ::history, s.hist);
   el_set(s.el, EL_GETCFN, read_key);
-  el_set(s.el, EL_ADDFN, "mbs-complete", "complete the word before the cursor", complete);
+  // the wide form: the narrow el_set(EL_ADDFN) copies the name and help with wcsdup and never
+  // frees them (a leak LeakSanitizer reports); el_wset keeps these static strings
+  el_wset(s.el, EL_ADDFN, L"mbs-complete", L"complete the word before the cursor", complete);
   el_set(s.el, EL_BIND, "^I", "mbs-complete", static_cast<const char*>(nullptr));
 }
 

@@ -84,6 +84,8 @@ int repl_command(int argc, char** argv) {
       std::cout << "> " << line.substr(first) << "\n";
       if (run(line)) break;
     }
+    // a Ctrl-C while waiting for the next line ends the script like one during a run
+    if (first_error == 0 && rt::interrupt_requested()) return exit_code(Status::Interrupted);
     return first_error;
   }
   // libedit reads multibyte characters (a name or a file in UTF-8) only in the user's locale;
