@@ -301,6 +301,7 @@ class Flattener {
   std::map<const ast::ClassDef*, const ClassEntry*> entry_of_;
   std::vector<Instance*> scalars_;  // by var index
   size_t instances_ = 0;            // made so far, at most options_.max_instances
+  size_t iterations_ = 0;           // bodies of comprehensions and reductions evaluated so far
   // lazy binding evaluation state per var: 0 not yet, 1 in progress, 2 done
   std::vector<uint8_t> binding_state_;
   std::vector<uint8_t> resolved_state_;  // resolved_binding: 0 not yet, 1 in progress, 2 done
@@ -1680,6 +1681,12 @@ std::vector<int> Flattener::iterate(const ast::Expr& e, Scope s,
   std::vector<Value> ranges = iterator_ranges(e, s);
   std::function<void(size_t, const Iterators*)> loop = [&](size_t k, const Iterators* outer) {
     if (k == 0) {
+      // nested comprehensions and reductions multiply their ranges: bound the total work
+      if (++iterations_ > 10 * options_.max_instances)
+        fail(
+            DiagKind::unsupported, e.span,
+            {fmt::format("evaluating comprehensions and reductions more than {} times in one model",
+                         10 * options_.max_instances)});
       each(eval(*e.args[0], Scope{s.inst, outer}));
       return;
     }

@@ -593,3 +593,28 @@ end Hypot;
   }
   EXPECT_NEAR(run.rows.back()[column(m, "h")], std::hypot(std::exp(-1.0), 1.0), 1e-6);
 }
+
+// Nested reductions multiply their ranges; the flattener bounds the total work instead of
+// running for hours on sum(sum(... for j in 1:10^6) for i in 1:10^6).
+TEST(EndToEnd, NestedReductionsAreBoundedByTheInstanceLimit) {
+  std::string path = write_temp("nested_reductions.mbs", R"(
+model Nested
+  Real y;
+equation
+  y = sum(sum(i*j for j in 1:1000) for i in 1:1000);
+end Nested;
+)");
+  mbs::CompileOptions o;
+  o.file = path;
+  o.max_instances = 1000;
+  std::ostringstream emit, diag;
+  auto r = mbs::compile(o, emit, diag);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(diag.str().find("evaluating comprehensions and reductions more than 10000 times"),
+            std::string::npos)
+      << diag.str();
+  o.max_instances = 2'000'000;
+  std::ostringstream emit2, diag2;
+  auto ok = mbs::compile(o, emit2, diag2);
+  EXPECT_TRUE(ok.ok) << diag2.str();
+}
