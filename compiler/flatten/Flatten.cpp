@@ -1678,6 +1678,13 @@ std::vector<Value> Flattener::iterator_ranges(const ast::Expr& e, Scope s) {
 // order (the last iterator's first): the leading dimensions of a comprehension.
 std::vector<int> Flattener::iterate(const ast::Expr& e, Scope s,
                                     const std::function<void(const Value&)>& each) {
+  if (e.filter && e.kind == ast::ExprKind::Comprehension && e.iterators.size() > 1) {
+    // the rows would have different lengths
+    diags_.report(DiagKind::unsupported, e.filter->span,
+                  {"a filter in an array comprehension with several iterators"});
+    diags_.help("nest the comprehensions: {{e for i in A if c} for j in B}");
+    throw BuildError{};
+  }
   std::vector<Value> ranges = iterator_ranges(e, s);
   std::function<void(size_t, const Iterators*)> loop = [&](size_t k, const Iterators* outer) {
     if (k == 0) {
@@ -1687,6 +1694,12 @@ std::vector<int> Flattener::iterate(const ast::Expr& e, Scope s,
             DiagKind::unsupported, e.span,
             {fmt::format("evaluating comprehensions and reductions more than {} times in one model",
                          10 * options_.max_instances)});
+      if (e.filter) {
+        Value c = eval(*e.filter, Scope{s.inst, outer});
+        if (structural(scalar_of(c, e.filter->span, "a filter"), e.filter->span,
+                       "the filter of an iterator") == 0.0)
+          return;
+      }
       each(eval(*e.args[0], Scope{s.inst, outer}));
       return;
     }
@@ -1723,7 +1736,7 @@ Value Flattener::eval_comprehension(const ast::Expr& e, Scope s) {
     r.elems.insert(r.elems.end(), v.elems.begin(), v.elems.end());
     ++count;
   });
-  r.shape = std::move(sizes);
+  r.shape = e.filter ? std::vector<int>{static_cast<int>(count)} : std::move(sizes);
   r.shape.insert(r.shape.end(), inner.begin(), inner.end());
   return r;
 }

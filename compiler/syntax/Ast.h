@@ -59,6 +59,7 @@ struct Expr {
   std::vector<ExprPtr> args;               // see ExprKind
   std::vector<std::vector<ExprPtr>> rows;  // Matrix
   std::vector<ForIndex> iterators;         // Comprehension, Reduction (as written, left first)
+  ExprPtr filter;  // Comprehension, Reduction: `... for i in a if filter` (mbs extension); or null
 };
 
 // `name(args) = value` inside a modification. path is the dotted name being modified

@@ -86,6 +86,10 @@ std::string iterators_to_string(const std::vector<ast::ForIndex>& its) {
   return out;
 }
 
+std::string filter_to_string(const ast::Expr& e) {
+  return e.filter ? cat(" if ", expr_to_string(*e.filter)) : std::string();
+}
+
 std::string location(const Span& s) {
   return fmt::format("@{}:{}", s.line, s.col);
 }
@@ -233,9 +237,10 @@ std::string expr_to_string(const ast::Expr& e) {
     case ast::ExprKind::Array:
       return cat("{", list(e.args), "}");
     case ast::ExprKind::Comprehension:
-      return cat("{", arg(e, 0), iterators_to_string(e.iterators), "}");
+      return cat("{", arg(e, 0), iterators_to_string(e.iterators), filter_to_string(e), "}");
     case ast::ExprKind::Reduction:
-      return cat(ref_to_string(e.ref), "(", arg(e, 0), iterators_to_string(e.iterators), ")");
+      return cat(ref_to_string(e.ref), "(", arg(e, 0), iterators_to_string(e.iterators),
+                 filter_to_string(e), ")");
     case ast::ExprKind::Matrix: {
       std::string out = "[";
       for (size_t r = 0; r < e.rows.size(); ++r) {

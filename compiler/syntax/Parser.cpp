@@ -1323,7 +1323,7 @@ class Builder {
         if (auto* a = ctx->arrayArguments()) {
           if (a->FOR() != nullptr)
             return iterated(ast::ExprKind::Comprehension, span, expr(a->expression(0)),
-                            a->forIndices());
+                            a->forIndices(), a->iteratorFilter());
           for (auto* x : a->expression()) elements.push_back(expr(x));
         }
         return node(ast::ExprKind::Array, span, std::move(elements));
@@ -1351,8 +1351,8 @@ class Builder {
                    {"the named argument '" + a->IDENT()->getText() + " = ...'"});
           throw StatementFailed{};
         }
-        Built body =
-            iterated(ast::ExprKind::Reduction, span, expr(a->expression()), args->forIndices());
+        Built body = iterated(ast::ExprKind::Reduction, span, expr(a->expression()),
+                              args->forIndices(), args->iteratorFilter());
         body.e->ref = std::move(ref.e->ref);
         body.depth = deeper(std::max(body.depth, ref.depth), span);
         return body;
@@ -1373,11 +1373,17 @@ class Builder {
   }
 
   // `{body for i in a, j in b}` or `f(body for i in a)`: the body and the iterators as written.
-  Built iterated(ast::ExprKind kind, Span span, Built body, P::ForIndicesContext* indices) {
+  Built iterated(ast::ExprKind kind, Span span, Built body, P::ForIndicesContext* indices,
+                 P::IteratorFilterContext* filter) {
     std::vector<Built> args;
     args.push_back(std::move(body));
     Built b = node(kind, span, std::move(args));
     for (auto* i : indices->forIndex()) b.e->iterators.push_back(for_index(i));
+    if (filter != nullptr) {
+      Built f = expr(filter->expression());
+      b.depth = deeper(std::max(b.depth, f.depth), span);
+      b.e->filter = std::move(f.e);
+    }
     return b;
   }
 

@@ -469,7 +469,8 @@ model Comprehensions
   parameter Real N[2, 3] = {{10*i + j for j in 1:3} for i in 1:2};
   parameter Real odd[3] = {i for i in 5:-2:1};
   Real x(start = 1);
-  Real s, p, mx, mn, sq, t12, t31, n23, o3, empty;
+  parameter Real big[2] = {i for i in 1:n if i > 3} "a filter, an mbs extension";
+  Real s, p, mx, mn, sq, t12, t31, n23, o3, empty, fs, b2;
 equation
   der(x) = -x;
   s = sum(w);
@@ -482,6 +483,8 @@ equation
   n23 = N[2, 3];
   o3 = odd[3];
   empty = sum(i for i in 1:0) + product(i for i in 1:0);
+  fs = sum(w[i] for i in 1:n if i <> 3) + sum(100 for i in 1:n, j in 1:n if i == j);
+  b2 = big[2];
 end Comprehensions;
 )");
   auto r = compile_file(path);
@@ -500,6 +503,8 @@ end Comprehensions;
   EXPECT_EQ(last(m, run, "n23"), 23.0);
   EXPECT_EQ(last(m, run, "o3"), 1.0);
   EXPECT_EQ(last(m, run, "empty"), 1.0);
+  EXPECT_EQ(last(m, run, "fs"), 55.0 - 9 + 500);
+  EXPECT_EQ(last(m, run, "b2"), 5.0);
   // n bounds ranges, so a new value needs a new compile
   bool n_compile_time = false;
   for (size_t i = 0; i < m.parameters.size(); ++i)

@@ -241,6 +241,12 @@ TEST(Expressions, EveryConstruct) {
       {"product(i for i in 1:4) + min(x[i] for i in 2:3)",
        "(product(i for i in (1:4)) + min(x[i] for i in (2:3)))"},
       {"max(k[i]*x[j] for i in 1:2, j in 1:3)", "max((k[i] * x[j]) for i in (1:2), j in (1:3))"},
+      // the iterator filter (an mbs extension)
+      {"{i for i in 1:n if i > 2}", "{i for i in (1:n) if (i > 2)}"},
+      {"sum(x[i] for i in 1:n, j in {1, 2} if i <> j)",
+       "sum(x[i] for i in (1:n), j in {1, 2} if (i <> j))"},
+      {"{if c then 1 else 2 for i in if c then 1:2 else 1:3 if i > 1}",
+       "{(if c then 1 else 2) for i in (if c then (1:2) else (1:3)) if (i > 1)}"},
   };
   for (const Case& c : cases) EXPECT_EQ(rhs(c.input), c.expected) << "input: " << c.input;
 }
