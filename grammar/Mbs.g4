@@ -28,9 +28,11 @@
 //    pre-scan retypes an `end` that stands inside `[...]` and is not followed by a name, `for`,
 //    `if` or `;`. Modelica makes `end` a primary everywhere, which lets every `end for;` /
 //    `end M;` look like the start of an equation and ruins ANTLR's error recovery.
-//  - Named function arguments and array comprehensions / reductions (`{i for i in 1:n}`,
-//    `sum(x for ...)`) are parsed, because annotations use them, but rejected outside annotations
-//    as unsupported. The empty array `{}` is accepted (Modelica wants at least one element).
+//  - Named function arguments are parsed, because annotations use them, but rejected outside
+//    annotations as unsupported. Array comprehensions (`{i for i in 1:n}`) and reductions
+//    (`sum(x for i in 1:n)`) are Modelica's; only sum, product, min and max reduce (checked by
+//    the flattener). An iterator filter `{e for i in 1:n if c}` is an mbs extension. The empty
+//    array `{}` is accepted (Modelica wants at least one element).
 //  - No quoted identifiers ('x y'), no leading-dot global names (.Modelica.Blocks), no `:=`, no
 //    output-expression lists `(a, b) = f(x)`.
 //  - Annotations are parsed with the modification syntax and thrown away.
@@ -219,7 +221,7 @@ functionCallArgs
 
 // `f(x for i in 1:n)` is a reduction; deciding it after the first argument keeps this LL(1).
 functionArguments
-  : functionArgument ( FOR forIndices | ( ',' functionArgument )* )
+  : functionArgument ( FOR forIndices iteratorFilter? | ( ',' functionArgument )* )
   ;
 
 functionArgument
@@ -228,7 +230,13 @@ functionArgument
   ;
 
 arrayArguments
-  : expression ( FOR forIndices | ( ',' expression )* )
+  : expression ( FOR forIndices iteratorFilter? | ( ',' expression )* )
+  ;
+
+// `{e for i in 1:n if c}`: an mbs extension (Modelica has no filter). No expression continues
+// with `if`, so the filter is decided by one token after the last range.
+iteratorFilter
+  : IF expression
   ;
 
 expressionList

@@ -197,6 +197,7 @@ class Lowering {
         return nullptr;
       case K::Array:
       case K::Matrix:
+      case K::Comprehension:
         diags_.report(DiagKind::unsupported, e.span, {"an array in an objective"});
         diags_.help("an objective reduces one number per output row; name one element, e.g. x[1]");
         return nullptr;
@@ -204,6 +205,10 @@ class Lowering {
       case K::Colon:
       case K::End:
         diags_.report(DiagKind::unsupported, e.span, {"a range or 'end' in an objective"});
+        return nullptr;
+      case K::Reduction:
+        diags_.report(DiagKind::unsupported, e.span,
+                      {"a reduction over an iterator ('f(... for ...)') in an objective"});
         return nullptr;
     }
     return nullptr;

@@ -240,6 +240,11 @@ class Flattener {
   Value eval(const ast::Expr& e, Scope s);
   Value eval_ref(const ast::Expr& e, Scope s);
   Value eval_call(const ast::Expr& e, Scope s);
+  std::vector<Value> iterator_ranges(const ast::Expr& e, Scope s);
+  std::vector<int> iterate(const ast::Expr& e, Scope s,
+                           const std::function<void(const Value&)>& each);
+  Value eval_comprehension(const ast::Expr& e, Scope s);
+  Value eval_reduction(const ast::Expr& e, Scope s);
   Value eval_binary(const std::string& op, const Value& a, const Value& b, Span span);
   Value instance_value(Instance* inst, Span span);
   Value eval_mod_value(const ModEntry& m);
@@ -296,6 +301,7 @@ class Flattener {
   std::map<const ast::ClassDef*, const ClassEntry*> entry_of_;
   std::vector<Instance*> scalars_;  // by var index
   size_t instances_ = 0;            // made so far, at most options_.max_instances
+  size_t iterations_ = 0;           // bodies of comprehensions and reductions evaluated so far
   // lazy binding evaluation state per var: 0 not yet, 1 in progress, 2 done
   std::vector<uint8_t> binding_state_;
   std::vector<uint8_t> resolved_state_;  // resolved_binding: 0 not yet, 1 in progress, 2 done
@@ -347,7 +353,7 @@ const std::vector<std::string>& function_names() {
       "abs",    "sign",     "min",     "max",      "der",          "size",  "ndims",
       "zeros",  "ones",     "fill",    "identity", "diagonal",     "diag",  "transpose",
       "sum",    "product",  "cross",   "skew",     "outerProduct", "norm",  "scalar",
-      "vector", "linspace", "noEvent", "smooth",   "homotopy"};
+      "vector", "linspace", "noEvent", "smooth",   "homotopy",     "hypot"};
   return names;
 }
 
@@ -1261,6 +1267,10 @@ Value Flattener::eval(const ast::Expr& e, Scope s) {
       return eval_ref(e, s);
     case K::Call:
       return eval_call(e, s);
+    case K::Comprehension:
+      return eval_comprehension(e, s);
+    case K::Reduction:
+      return eval_reduction(e, s);
     case K::Unary: {
       Value a = eval(*e.args[0], s);
       if (a.is_string) fail(DiagKind::type_error, e.span, {"strings cannot be used in arithmetic"});
@@ -1453,6 +1463,14 @@ Value Flattener::eval_call(const ast::Expr& e, Scope s) {
     Expr x = scalar_of(arg(1), e.args[1]->span, "an argument of atan2");
     return Value::of(cx_.binary(sym::Op::Atan2, y, x));
   }
+  if (name == "hypot") {
+    // sqrt(x^2 + y^2): the DAG differentiates it exactly, d = (x dx + y dy)/hypot(x, y)
+    need(2, 2);
+    Expr x = scalar_of(arg(0), e.args[0]->span, "an argument of hypot");
+    Expr y = scalar_of(arg(1), e.args[1]->span, "an argument of hypot");
+    Expr two = cx_.num(2.0);
+    return Value::of(cx_.unary(sym::Op::Sqrt, cx_.add(cx_.pow(x, two), cx_.pow(y, two))));
+  }
   if (name == "min" || name == "max") {
     sym::Op op = name == "min" ? sym::Op::Min : sym::Op::Max;
     if (nargs == 2) {
@@ -1628,6 +1646,134 @@ Value Flattener::eval_call(const ast::Expr& e, Scope s) {
 
 // ------------------------------------------------------------------------------------------------
 // Elaboration
+
+// The values of the iterators of a comprehension or a reduction, each a vector known at compile
+// time (its parameters become compile-time), evaluated in the scope that encloses the expression.
+std::vector<Value> Flattener::iterator_ranges(const ast::Expr& e, Scope s) {
+  std::vector<Value> ranges;
+  for (const auto& ix : e.iterators) {
+    if (Instance* hidden = s.inst ? s.inst->member(ix.name) : nullptr) {
+      diags_.report(DiagKind::iterator_shadows, ix.span, {ix.name});
+      if (hidden->span.valid())
+        diags_.note(hidden->span, fmt::format("'{}' is declared here", ix.name));
+      diags_.help("rename the iterator");
+      throw BuildError{};
+    }
+    if (!ix.range) fail(DiagKind::unsupported, ix.span, {"an iterator without a range"});
+    Value r = eval(*ix.range, s);
+    if (r.is_string || r.shape.size() != 1)
+      fail(DiagKind::shape_mismatch, ix.range->span,
+           {fmt::format("the range of iterator '{}' must be a vector, found {}", ix.name,
+                        r.is_string ? std::string("a string") : shape_str(r.shape))});
+    for (Expr& x : r.elems)
+      x = cx_.num(structural(x, ix.range->span, "the range of iterator '" + ix.name + "'"));
+    ranges.push_back(std::move(r));
+  }
+  return ranges;
+}
+
+// Evaluates the body of `e` once for every combination of its iterators' values. Modelica
+// expands `{b for i in A, j in B}` to `{{b for i in A} for j in B}`: the last iterator is the
+// outermost loop, so the first one varies fastest. Returns the sizes of the ranges in that
+// order (the last iterator's first): the leading dimensions of a comprehension.
+std::vector<int> Flattener::iterate(const ast::Expr& e, Scope s,
+                                    const std::function<void(const Value&)>& each) {
+  if (e.filter && e.kind == ast::ExprKind::Comprehension && e.iterators.size() > 1) {
+    // the rows would have different lengths
+    diags_.report(DiagKind::unsupported, e.filter->span,
+                  {"a filter in an array comprehension with several iterators"});
+    diags_.help("nest the comprehensions: {{e for i in A if c} for j in B}");
+    throw BuildError{};
+  }
+  std::vector<Value> ranges = iterator_ranges(e, s);
+  std::function<void(size_t, const Iterators*)> loop = [&](size_t k, const Iterators* outer) {
+    if (k == 0) {
+      // nested comprehensions and reductions multiply their ranges: bound the total work
+      if (++iterations_ > 10 * options_.max_instances)
+        fail(
+            DiagKind::unsupported, e.span,
+            {fmt::format("evaluating comprehensions and reductions more than {} times in one model",
+                         10 * options_.max_instances)});
+      if (e.filter) {
+        Value c = eval(*e.filter, Scope{s.inst, outer});
+        if (structural(scalar_of(c, e.filter->span, "a filter"), e.filter->span,
+                       "the filter of an iterator") == 0.0)
+          return;
+      }
+      each(eval(*e.args[0], Scope{s.inst, outer}));
+      return;
+    }
+    const Value& range = ranges[k - 1];
+    for (Expr x : range.elems) {
+      Iterators it{outer, e.iterators[k - 1].name, Value::of(x, range.type)};
+      loop(k - 1, &it);
+    }
+  };
+  loop(ranges.size(), s.iters);
+  std::vector<int> sizes;
+  for (size_t k = ranges.size(); k-- > 0;) sizes.push_back(static_cast<int>(ranges[k].size()));
+  return sizes;
+}
+
+Value Flattener::eval_comprehension(const ast::Expr& e, Scope s) {
+  Value r;
+  r.type = ScalarType::Integer;
+  std::vector<int> inner;
+  size_t count = 0;
+  std::vector<int> sizes = iterate(e, s, [&](const Value& v) {
+    if (v.is_string)
+      fail(DiagKind::type_error, e.args[0]->span, {"arrays of strings are not supported"});
+    if (count == 0) {
+      inner = v.shape;
+      if (v.type == ScalarType::Boolean) r.type = ScalarType::Boolean;
+    } else if (v.shape != inner) {
+      fail(DiagKind::shape_mismatch, e.args[0]->span,
+           {fmt::format("the elements of the comprehension have different shapes {} and {}",
+                        shape_str(inner), shape_str(v.shape))});
+    }
+    if (v.type == ScalarType::Real) r.type = ScalarType::Real;
+    check_elements(static_cast<double>(r.elems.size() + v.size()), e.span);
+    r.elems.insert(r.elems.end(), v.elems.begin(), v.elems.end());
+    ++count;
+  });
+  r.shape = e.filter ? std::vector<int>{static_cast<int>(count)} : std::move(sizes);
+  r.shape.insert(r.shape.end(), inner.begin(), inner.end());
+  return r;
+}
+
+// sum, product, min or max of a scalar body over every combination of the iterators' values.
+Value Flattener::eval_reduction(const ast::Expr& e, Scope s) {
+  std::string name;
+  for (size_t i = 0; i < e.ref.size(); ++i) name += (i ? "." : "") + e.ref[i].name;
+  if (name != "sum" && name != "product" && name != "min" && name != "max") {
+    diags_.report(DiagKind::unsupported, e.span, {"the reduction '" + name + "(... for ...)'"});
+    diags_.help("the reductions over iterators are sum, product, min and max");
+    throw BuildError{};
+  }
+  std::vector<Expr> terms;
+  ScalarType type = ScalarType::Integer;
+  iterate(e, s, [&](const Value& v) {
+    if (!v.scalar())
+      fail(DiagKind::reduction_not_scalar, e.args[0]->span,
+           {name, v.is_string ? std::string("a string") : "shape " + shape_str(v.shape)});
+    if (v.type != ScalarType::Integer) type = ScalarType::Real;
+    terms.push_back(v.elems[0]);
+  });
+  if (name == "sum")
+    return Value::of(terms.empty() ? cx_.num(0.0) : cx_.add(std::span<const Expr>(terms)), type);
+  if (name == "product")
+    return Value::of(terms.empty() ? cx_.num(1.0) : cx_.mul(std::span<const Expr>(terms)), type);
+  if (terms.empty()) {
+    diags_.report(DiagKind::empty_reduction, e.span, {name});
+    diags_.help("'" + name +
+                "' needs at least one value (a sum of nothing is 0, a product of nothing is 1)");
+    throw BuildError{};
+  }
+  sym::Op op = name == "min" ? sym::Op::Min : sym::Op::Max;
+  Expr r = terms[0];
+  for (size_t i = 1; i < terms.size(); ++i) r = cx_.binary(op, r, terms[i]);
+  return Value::of(r, type);
+}
 
 std::string Flattener::source_text(Span span) const {
   if (!span.valid()) return {};

@@ -21,6 +21,13 @@ struct RefPart {
   Span span;
 };
 
+// One iterator `name in range` of a for-equation, an array comprehension or a reduction.
+struct ForIndex {
+  std::string name;
+  Span span;
+  ExprPtr range;  // usually a Range expression; may be any array expression
+};
+
 enum class ExprKind {
   Number,  // number, is_integer
   Bool,    // boolean
@@ -36,6 +43,8 @@ enum class ExprKind {
   Range,   // `start:stop` (args size 2) or `start:step:stop` (args size 3)
   Colon,   // a lone `:` inside subscripts
   End,     // `end` inside subscripts
+  Comprehension,  // `{args[0] for iterators}`: Modelica's array constructor with iterators
+  Reduction,      // `ref(args[0] for iterators)`: sum, product, min or max over the iterators
 };
 
 struct Expr {
@@ -49,6 +58,8 @@ struct Expr {
   std::vector<RefPart> ref;                // Ref, Call (function name)
   std::vector<ExprPtr> args;               // see ExprKind
   std::vector<std::vector<ExprPtr>> rows;  // Matrix
+  std::vector<ForIndex> iterators;         // Comprehension, Reduction (as written, left first)
+  ExprPtr filter;  // Comprehension, Reduction: `... for i in a if filter` (mbs extension); or null
 };
 
 // `name(args) = value` inside a modification. path is the dotted name being modified
@@ -104,12 +115,6 @@ struct Import {
 
 struct Equation;
 using EquationList = std::vector<Equation>;
-
-struct ForIndex {
-  std::string name;
-  Span span;
-  ExprPtr range;  // usually a Range expression; may be any array expression
-};
 
 enum class EquationKind { Simple, Connect, For, If };
 

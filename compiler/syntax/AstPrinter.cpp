@@ -76,6 +76,20 @@ std::string arg(const ast::Expr& e, size_t i) {
   return i < e.args.size() && e.args[i] ? expr_to_string(*e.args[i]) : "<null>";
 }
 
+// ` for i in (1:3), j in {1, 2}`
+std::string iterators_to_string(const std::vector<ast::ForIndex>& its) {
+  std::string out = " for ";
+  for (size_t i = 0; i < its.size(); ++i) {
+    out += cat(i > 0 ? ", " : "", its[i].name, " in ",
+               its[i].range ? expr_to_string(*its[i].range) : "<null>");
+  }
+  return out;
+}
+
+std::string filter_to_string(const ast::Expr& e) {
+  return e.filter ? cat(" if ", expr_to_string(*e.filter)) : std::string();
+}
+
 std::string location(const Span& s) {
   return fmt::format("@{}:{}", s.line, s.col);
 }
@@ -222,6 +236,11 @@ std::string expr_to_string(const ast::Expr& e) {
     }
     case ast::ExprKind::Array:
       return cat("{", list(e.args), "}");
+    case ast::ExprKind::Comprehension:
+      return cat("{", arg(e, 0), iterators_to_string(e.iterators), filter_to_string(e), "}");
+    case ast::ExprKind::Reduction:
+      return cat(ref_to_string(e.ref), "(", arg(e, 0), iterators_to_string(e.iterators),
+                 filter_to_string(e), ")");
     case ast::ExprKind::Matrix: {
       std::string out = "[";
       for (size_t r = 0; r < e.rows.size(); ++r) {

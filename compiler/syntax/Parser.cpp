@@ -1321,10 +1321,9 @@ class Builder {
       case P::LBRACE: {
         std::vector<Built> elements;
         if (auto* a = ctx->arrayArguments()) {
-          if (a->FOR() != nullptr) {
-            r_.error(DiagKind::unsupported, span, {"an array comprehension ('{... for ...}')"});
-            throw StatementFailed{};
-          }
+          if (a->FOR() != nullptr)
+            return iterated(ast::ExprKind::Comprehension, span, expr(a->expression(0)),
+                            a->forIndices(), a->iteratorFilter());
           for (auto* x : a->expression()) elements.push_back(expr(x));
         }
         return node(ast::ExprKind::Array, span, std::move(elements));
@@ -1346,8 +1345,17 @@ class Builder {
     int depth = ref.depth;
     if (auto* args = call->functionArguments()) {
       if (args->FOR() != nullptr) {
-        r_.error(DiagKind::unsupported, span, {"a reduction expression ('f(... for ...)')"});
-        throw StatementFailed{};
+        auto* a = args->functionArgument(0);
+        if (a->IDENT() != nullptr) {
+          r_.error(DiagKind::unsupported, r_.span(a),
+                   {"the named argument '" + a->IDENT()->getText() + " = ...'"});
+          throw StatementFailed{};
+        }
+        Built body = iterated(ast::ExprKind::Reduction, span, expr(a->expression()),
+                              args->forIndices(), args->iteratorFilter());
+        body.e->ref = std::move(ref.e->ref);
+        body.depth = deeper(std::max(body.depth, ref.depth), span);
+        return body;
       }
       for (auto* a : args->functionArgument()) {
         if (a->IDENT() != nullptr) {
@@ -1362,6 +1370,21 @@ class Builder {
     }
     ref.depth = deeper(depth, span);
     return ref;
+  }
+
+  // `{body for i in a, j in b}` or `f(body for i in a)`: the body and the iterators as written.
+  Built iterated(ast::ExprKind kind, Span span, Built body, P::ForIndicesContext* indices,
+                 P::IteratorFilterContext* filter) {
+    std::vector<Built> args;
+    args.push_back(std::move(body));
+    Built b = node(kind, span, std::move(args));
+    for (auto* i : indices->forIndex()) b.e->iterators.push_back(for_index(i));
+    if (filter != nullptr) {
+      Built f = expr(filter->expression());
+      b.depth = deeper(std::max(b.depth, f.depth), span);
+      b.e->filter = std::move(f.e);
+    }
+    return b;
   }
 
   // IDENT subscripts? ('.' IDENT subscripts?)*

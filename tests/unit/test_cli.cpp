@@ -150,6 +150,40 @@ TEST(Cli, EmitPrintsEachPass) {
   EXPECT_NE(k.out.find("kernel newton_matrix"), std::string::npos);
 }
 
+// Comprehensions and reductions are expanded by the flattener: the flat model has one scalar
+// parameter, start value and equation per element, and a reduction is an ordinary sum or max.
+TEST(Cli, EmitFlatExpandsComprehensionsAndReductions) {
+  std::string model = tmp("comprehension_flat.mbs");
+  std::ofstream(model) << R"(model Flat
+  parameter Integer n = 3;
+  parameter Real w[n] = {i^2 for i in 1:n};
+  Real x[n](start = {i for i in 1:n});
+  Real s;
+equation
+  der(x) = {-w[i]*x[i] for i in 1:n};
+  s = sum(x[i]*x[i] for i in 1:n) + max(x[i] for i in 2:n);
+end Flat;
+)";
+  Result r = mbsc("'" + model + "' --emit=flat");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, R"(flat model Flat
+  4 variables, 4 parameters/constants, 4 equations
+  parameter Integer n = 3  @2:21
+  parameter Real w[1] = 1  @3:18
+  parameter Real w[2] = 4  @3:18
+  parameter Real w[3] = 9  @3:18
+  Real x[1] (start = 1)  @4:8
+  Real x[2] (start = 2)  @4:8
+  Real x[3] (start = 3)  @4:8
+  Real s  @5:8
+equations
+  0 = der(x[1]) + w[1]*x[1]  @7:3
+  0 = der(x[2]) + w[2]*x[2]  @7:3
+  0 = der(x[3]) + w[3]*x[3]  @7:3
+  0 = s - x[1]^2 - x[2]^2 - x[3]^2 - max(x[2], x[3])  @8:3
+)");
+}
+
 TEST(Cli, VerbosePrintsPassTimes) {
   Result r = mbsc("examples/pendulum.mbs -v");
   EXPECT_EQ(r.code, 0);

@@ -230,6 +230,23 @@ TEST(Expressions, EveryConstruct) {
       {"a <= b", "(a <= b)"},
       {"a > b", "(a > b)"},
       {"a >= b", "(a >= b)"},
+      // array constructors with iterators and reductions (the printer brackets ranges)
+      {"{i for i in 1:3}", "{i for i in (1:3)}"},
+      {"{i^2 for i in {1, 3, 7}}", "{(i ^ 2) for i in {1, 3, 7}}"},
+      {"{a[i, j] for i in 1:n, j in 1:2:m}", "{a[i, j] for i in (1:n), j in (1:2:m)}"},
+      {"{{i*j for j in 1:3} for i in 1:2}", "{{(i * j) for j in (1:3)} for i in (1:2)}"},
+      {"{if i > 1 then x[i] else 0 for i in 1:n}",
+       "{(if (i > 1) then x[i] else 0) for i in (1:n)}"},
+      {"sum(x[i]^2 for i in 1:n)", "sum((x[i] ^ 2) for i in (1:n))"},
+      {"product(i for i in 1:4) + min(x[i] for i in 2:3)",
+       "(product(i for i in (1:4)) + min(x[i] for i in (2:3)))"},
+      {"max(k[i]*x[j] for i in 1:2, j in 1:3)", "max((k[i] * x[j]) for i in (1:2), j in (1:3))"},
+      // the iterator filter (an mbs extension)
+      {"{i for i in 1:n if i > 2}", "{i for i in (1:n) if (i > 2)}"},
+      {"sum(x[i] for i in 1:n, j in {1, 2} if i <> j)",
+       "sum(x[i] for i in (1:n), j in {1, 2} if (i <> j))"},
+      {"{if c then 1 else 2 for i in if c then 1:2 else 1:3 if i > 1}",
+       "{(if c then 1 else 2) for i in (if c then (1:2) else (1:3)) if (i > 1)}"},
   };
   for (const Case& c : cases) EXPECT_EQ(rhs(c.input), c.expected) << "input: " << c.input;
 }
@@ -311,6 +328,33 @@ TEST(Expressions, Kinds) {
   EXPECT_EQ(ref.span.col, 21u);
   EXPECT_EQ(ref.span.end_col, 29u);
   EXPECT_EQ(ref.ref[0].span.end_col, 29u);
+}
+
+// A comprehension and a reduction keep their body, their iterators in the written order, and a
+// span for the whole expression and for each iterator name.
+TEST(Expressions, ComprehensionAndReductionNodes) {
+  auto p = parse(
+      "model M\nequation\n  x = {sum(k[i]*y[j] for i in 1:n) for j in {1, 5}, q in 2:3};\nend "
+      "M;\n");
+  ASSERT_NE(p->file, nullptr) << p->errors();
+  const ast::Expr& c = *p->file->classes[0]->equations[0].rhs;
+  ASSERT_EQ(c.kind, ast::ExprKind::Comprehension);
+  ASSERT_EQ(c.args.size(), 1u);
+  ASSERT_EQ(c.iterators.size(), 2u);
+  EXPECT_EQ(c.iterators[0].name, "j");
+  EXPECT_EQ(c.iterators[0].range->kind, ast::ExprKind::Array);
+  EXPECT_EQ(c.iterators[1].name, "q");
+  EXPECT_EQ(c.iterators[1].range->kind, ast::ExprKind::Range);
+  EXPECT_EQ(c.span.col, 7u);
+  EXPECT_EQ(c.iterators[1].span.col, 53u);
+  const ast::Expr& r = *c.args[0];
+  ASSERT_EQ(r.kind, ast::ExprKind::Reduction);
+  ASSERT_EQ(r.ref.size(), 1u);
+  EXPECT_EQ(r.ref[0].name, "sum");
+  ASSERT_EQ(r.iterators.size(), 1u);
+  EXPECT_EQ(r.iterators[0].name, "i");
+  EXPECT_EQ(r.iterators[0].span.col, 26u);
+  EXPECT_EQ(expr_to_string(*r.args[0]), "(k[i] * y[j])");
 }
 
 // ---------------------------------------------------------------- declarations and classes
@@ -745,10 +789,14 @@ TEST(SyntaxErrors, Table) {
        "e.mbs:3:9: error: the named argument 'k = ...' is not supported\n"
        "    x = f(k = 1);\n"
        "          ^~~~~\n"},
-      {"model M\nequation\n  x = {i for i in 1:3};\nend M;\n",
-       "e.mbs:3:7: error: an array comprehension ('{... for ...}') is not supported\n"
-       "    x = {i for i in 1:3};\n"
-       "        ^~~~~~~~~~~~~~~~\n"},
+      {"model M\nequation\n  x = sum(k = i for i in 1:3);\nend M;\n",
+       "e.mbs:3:11: error: the named argument 'k = ...' is not supported\n"
+       "    x = sum(k = i for i in 1:3);\n"
+       "            ^~~~~\n"},
+      {"model M\nequation\n  x = {i for i in 1:3,};\nend M;\n",
+       "e.mbs:3:23: error: expected a loop index name, found '}'\n"
+       "    x = {i for i in 1:3,};\n"
+       "                        ^\n"},
       {"model M\nequation\n  x = a[1](2);\nend M;\n",
        "e.mbs:3:7: error: a function name cannot have subscripts\n"
        "    x = a[1](2);\n"
