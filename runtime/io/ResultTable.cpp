@@ -59,6 +59,11 @@ ResultTable ResultTable::read_csv(const std::string& path) {
   return table;
 }
 
+void ResultTable::reserve(int64_t rows) {
+  x_.reserve(static_cast<size_t>(rows));
+  data_.reserve(static_cast<size_t>(rows) * names_.size());
+}
+
 void ResultTable::add_row(double x, std::span<const double> values) {
   if (values.size() != names_.size())
     throw std::logic_error("ResultTable::add_row: wrong number of values");

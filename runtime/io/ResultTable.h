@@ -22,6 +22,8 @@ class ResultTable {
   // std::runtime_error naming the file and line.
   static ResultTable read_csv(const std::string& path);
 
+  // Room for `rows` rows without reallocating.
+  void reserve(int64_t rows);
   // Appends a row; values.size() must equal the number of output columns.
   void add_row(double x, std::span<const double> values);
 

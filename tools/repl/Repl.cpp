@@ -239,6 +239,15 @@ Status Repl::error(Status s, const std::string& message) {
   return s;
 }
 
+Status Repl::solver_failure(const rt::FailureRecord& failure, const std::string& kept) {
+  out_.flush();
+  err_ << failure.message;
+  if (!failure.message.empty() && failure.message.back() != '\n') err_ << "\n";
+  if (!kept.empty()) err_ << kept << "\n";
+  err_.flush();
+  return Status::SolverFailure;
+}
+
 bool Repl::need_model() {
   if (session_ && session_->model()) return true;
   error(Status::Usage, "no model loaded: `load FILE [MODEL]` first");
@@ -658,6 +667,11 @@ Status Repl::simulate(const Args& a) {
   session_->options() = run_options;
   const rt::CompiledModel& m = *session_->model();
   rt::ResultTable rows("time", m.output_names);
+  // the rows of the output grid, so that the step loop does not regrow the table (adaptive
+  // methods and very long runs may still grow it beyond this)
+  const double steps = (run_options.t_end - m.v0[static_cast<size_t>(m.slot_time)]) /
+                       run_options.h / std::max(run_options.output_every, 1);
+  rows.reserve(static_cast<int64_t>(std::clamp(steps, 0.0, double(1 << 20))) + 2);
   rt::clear_interrupt();
   SimulationRun run = session_->simulate(
       [&](double t, std::span<const double> values) {
@@ -673,13 +687,8 @@ Status Repl::simulate(const Args& a) {
   result_stats_ = run.statistics;
   const auto& st = run.statistics;
   if (run.status == rt::SolveStatus::Failed) {
-    out_.flush();
-    err_ << run.failure->message;
-    if (!run.failure->message.empty() && run.failure->message.back() != '\n') err_ << "\n";
-    err_ << fmt::format("the run stopped at t = {}; kept {} before it\n", num(run.t),
-                        rows_text(result_.rows()));
-    err_.flush();
-    return Status::SolverFailure;
+    return solver_failure(*run.failure, fmt::format("the run stopped at t = {}; kept {} before it",
+                                                    num(run.t), rows_text(result_.rows())));
   }
   if (run.status == rt::SolveStatus::Interrupted) {
     out_ << fmt::format("interrupted at t = {}; kept {} so far\n", num(run.t),
@@ -719,12 +728,8 @@ Status Repl::static_(const Args& a) {
   result_kind_ = "static";
   result_stats_ = res.statistics;
   if (res.status == rt::SolveStatus::Failed) {
-    out_.flush();
-    err_ << res.failure->message;
-    if (!res.failure->message.empty() && res.failure->message.back() != '\n') err_ << "\n";
-    err_ << fmt::format("kept {} of the load steps before\n", rows_text(result_.rows()));
-    err_.flush();
-    return Status::SolverFailure;
+    return solver_failure(
+        *res.failure, fmt::format("kept {} of the load steps before", rows_text(result_.rows())));
   }
   if (res.status == rt::SolveStatus::Interrupted) {
     out_ << fmt::format("interrupted; kept {} of the load steps so far\n",
@@ -759,9 +764,7 @@ std::optional<std::vector<double>> Repl::linearisation_state(const std::string& 
     return std::nullopt;
   }
   if (run.status == rt::SolveStatus::Failed) {
-    out_.flush();
-    err_ << run.failure->message << "\n";
-    status = Status::SolverFailure;
+    status = solver_failure(*run.failure, "");
     return std::nullopt;
   }
   return run.state;

@@ -27,6 +27,7 @@
 #include "compiler/driver/Session.h"
 #include "runtime/io/Progress.h"
 #include "runtime/io/ResultTable.h"
+#include "runtime/solvers/Failure.h"
 #include "runtime/solvers/Statistics.h"
 
 namespace mbs::repl {
@@ -95,6 +96,8 @@ class Repl {
   Status quit(const Args& a);
 
   Status error(Status s, const std::string& message);
+  // A failed run: its message, then what was kept of its rows (may be empty).
+  Status solver_failure(const rt::FailureRecord& failure, const std::string& kept);
   bool need_model();
   bool need_result();
   // Compiles `options` into a new session with the values set so far; the current session
