@@ -99,6 +99,9 @@ HostTarget& host_target() {
     llvm::InitializeNativeTargetAsmParser();
     auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();  // host CPU name and features
     if (jtmb) {
+      // position-independent code: the same object files link into the JIT and into a shared
+      // library (an exported FMU); on x86-64 this costs nothing measurable in the kernels
+      jtmb->setRelocationModel(llvm::Reloc::PIC_);
       h->builder = std::make_unique<llvm::orc::JITTargetMachineBuilder>(std::move(*jtmb));
     } else {
       h->error = llvm::toString(jtmb.takeError());
@@ -156,7 +159,7 @@ std::string print(const llvm::Module& m) {
 // that hashes its unoptimised IR, the optimisation levels, the host CPU and features, the LLVM
 // version and kCacheFormat (bump it when the optimisation pipeline changes without changing the
 // IR).
-constexpr const char* kCacheFormat = "mbs-object-cache-2";
+constexpr const char* kCacheFormat = "mbs-object-cache-3";
 
 CacheKey object_key(const std::string& ir, int ir_level, int cg_level, const HostTarget& host) {
   std::string levels = std::to_string(ir_level) + "/" + std::to_string(cg_level);
@@ -275,6 +278,7 @@ struct JitModule::Impl {
   std::unordered_map<std::string, KernelFn> kernels;
   size_t cache_hits = 0, objects = 0;
   std::vector<CacheDamage> cache_damage;
+  std::vector<std::string> object_bytes;  // the linked object files (JitModule::object_files)
 
   // Links the jobs' objects (copies: the objects stay with the jobs, to be linked again if this
   // fails) into a new JIT and looks up every kernel. Returns "" or the error, and then sets
@@ -330,6 +334,10 @@ std::string JitModule::Impl::link(HostTarget& host, const std::vector<Job>& jobs
     }
   }
   return {};
+}
+
+std::vector<std::string> JitModule::object_files() const {
+  return impl_->object_bytes;
 }
 
 size_t JitModule::cache_hits() const {
@@ -489,6 +497,8 @@ std::unique_ptr<JitModule> JitModule::compile(const sym::Context& cx,
     for (CacheDamage& d : job.cache.damage) im.cache_damage.push_back(std::move(d));
   }
   im.objects = jobs.size();
+  for (const Job& job : jobs)
+    im.object_bytes.emplace_back(job.object->getBufferStart(), job.object->getBufferSize());
   return result;
 }
 

@@ -71,6 +71,9 @@ class JitModule {
 
   // The native entry point of a kernel given to compile(), or nullptr if unknown.
   KernelFn lookup(const std::string& name) const;
+  // The object files linked (relocatable ELF, position-independent code, host CPU), in link
+  // order: the kernels' code for a shared library or a cache of the whole compiled model.
+  std::vector<std::string> object_files() const;
   // Object files linked, and how many of them came from the cache.
   size_t objects() const;
   size_t cache_hits() const;
