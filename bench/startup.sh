@@ -1,27 +1,36 @@
 #!/bin/sh
-# Time from process start until the pendulum's kernels are ready: the wall time of
-# `mbsc examples/pendulum.mbs` (read, parse, flatten, DAE, kernels, LLVM JIT, the start-value
-# check, then exit), measured from outside the process, over N runs; prints min and median,
-# once without the object cache (a first compilation) and once with it (a model compiled again).
-#   bench/startup.sh [build/release/mbsc] [N]
+# Time from process start until a model's kernels are ready: the wall time of `mbsc MODEL [ARGS]`
+# (compile, the start-value check, then exit), measured from outside the process over N runs;
+# prints min and median in three cases:
+#   no cache      a first compilation (--no-cache)
+#   object cache  the kernels' object files cached, every pass before code generation run
+#                 (the model cache entries are deleted before each run)
+#   model cache   the whole model cached (compiler/driver/ModelCache.h): no pass runs
+#   bench/startup.sh [build/release/mbsc] [N] [MODEL [ARGS...]]   (default: examples/pendulum.mbs)
 set -eu
 cd "$(dirname "$0")/.."
 mbsc=${1:-build/release/mbsc}
 n=${2:-30}
+shift 2 2>/dev/null || shift $#
+[ $# -eq 0 ] && set -- examples/pendulum.mbs
+cache=$(mktemp -d)
+trap 'rm -rf "$cache"' EXIT
 measure() {
   label=$1
   shift
-  "$mbsc" examples/pendulum.mbs "$@" >/dev/null 2>&1
+  MBS_CACHE_DIR=$cache "$mbsc" "$@" >/dev/null 2>&1
   i=0
-  : > /tmp/mbs_startup_times
+  : > "$cache/times"
   while [ $i -lt $n ]; do
+    [ "$label" = "object cache" ] && rm -f "$cache"/*.model
     t0=$(date +%s%N)
-    "$mbsc" examples/pendulum.mbs "$@" >/dev/null 2>&1
+    MBS_CACHE_DIR=$cache "$mbsc" "$@" >/dev/null 2>&1
     t1=$(date +%s%N)
-    echo $(( (t1 - t0) / 1000 )) >> /tmp/mbs_startup_times
+    echo $(( (t1 - t0) / 1000 )) >> "$cache/times"
     i=$((i + 1))
   done
-  sort -n /tmp/mbs_startup_times | awk -v how="$label" '{a[NR]=$1} END {printf "mbsc examples/pendulum.mbs %s: min %.1f ms, median %.1f ms over %d runs\n", how, a[1]/1000, a[int((NR+1)/2)]/1000, NR}'
+  sort -n "$cache/times" | awk -v how="$label" -v what="$*" '{a[NR]=$1} END {printf "mbsc %s (%s): min %.1f ms, median %.1f ms over %d runs\n", what, how, a[1]/1000, a[int((NR+1)/2)]/1000, NR}'
 }
-measure "(no object cache)" --no-cache
-measure "(object cache)"
+measure "no cache" --no-cache "$@"
+measure "object cache" "$@"
+measure "model cache" "$@"

@@ -276,6 +276,7 @@ struct JitModule::Impl {
   // before they reach the JIT, so the IR is freed at the end of compile().
   std::unique_ptr<llvm::orc::LLJIT> jit;
   std::unordered_map<std::string, KernelFn> kernels;
+  std::unordered_map<std::string, std::string> code_symbol;  // kernel name -> symbol of its code
   size_t cache_hits = 0, objects = 0;
   std::vector<CacheDamage> cache_damage;
   std::vector<std::string> object_bytes;  // the linked object files (JitModule::object_files)
@@ -491,7 +492,11 @@ std::unique_ptr<JitModule> JitModule::compile(const sym::Context& cx,
       if (!job.error.empty()) return fail(job.error);
     }
   }
-  for (const auto& [name, target] : aliases) im.kernels.emplace(name, im.kernels.at(target));
+  for (const KernelSpec& k : unique) im.code_symbol.emplace(k.name, k.name);
+  for (const auto& [name, target] : aliases) {
+    im.kernels.emplace(name, im.kernels.at(target));
+    im.code_symbol.emplace(name, target);
+  }
   for (Job& job : jobs) {
     im.cache_hits += job.cache.hit ? 1 : 0;
     for (CacheDamage& d : job.cache.damage) im.cache_damage.push_back(std::move(d));
@@ -500,6 +505,52 @@ std::unique_ptr<JitModule> JitModule::compile(const sym::Context& cx,
   for (const Job& job : jobs)
     im.object_bytes.emplace_back(job.object->getBufferStart(), job.object->getBufferSize());
   return result;
+}
+
+std::unique_ptr<JitModule> JitModule::load(const std::vector<std::string>& objects,
+                                           const std::vector<std::string>& symbols,
+                                           std::string* error) {
+  std::string ignored;
+  std::string& err = error != nullptr ? *error : ignored;
+  StepTimer timer;
+  timer.step("target");
+  HostTarget& host = host_target();
+  if (host.builder == nullptr) {
+    err = "no native target: " + host.error;
+    return nullptr;
+  }
+  // one job holding every object, the first one looking up every symbol
+  std::vector<Job> jobs(objects.size());
+  for (size_t i = 0; i < objects.size(); ++i)
+    jobs[i].object = llvm::MemoryBuffer::getMemBufferCopy(objects[i], "cached-object");
+  if (jobs.empty() && !symbols.empty()) {
+    err = "no object files to look the kernels up in";
+    return nullptr;
+  }
+  for (const std::string& s : symbols) jobs[0].kernels.push_back({s, {}});
+  auto result = std::unique_ptr<JitModule>(new JitModule());
+  Impl& im = *result->impl_;
+  size_t culprit = jobs.size();
+  if (std::string e = im.link(host, jobs, culprit, timer); !e.empty()) {
+    err = e;
+    return nullptr;
+  }
+  for (const std::string& s : symbols) im.code_symbol.emplace(s, s);
+  im.objects = objects.size();
+  im.object_bytes = objects;
+  return result;
+}
+
+std::string JitModule::code_symbol(const std::string& name) const {
+  auto it = impl_->code_symbol.find(name);
+  return it == impl_->code_symbol.end() ? std::string() : it->second;
+}
+
+std::string host_code_identity() {
+  HostTarget& host = host_target();
+  if (host.builder == nullptr) return std::string("no target: ") + host.error;
+  return std::string(kCacheFormat) + " LLVM " + LLVM_VERSION_STRING + " " + host.builder->getCPU() +
+         " " + host.builder->getFeatures().getString();
 }
 
 KernelFn JitModule::lookup(const std::string& name) const {

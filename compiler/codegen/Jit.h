@@ -69,6 +69,17 @@ class JitModule {
                                             const JitOptions& options, std::string* error,
                                             std::string* ir_text = nullptr);
 
+  // Links object files made by compile() (object_files(), e.g. from a cache of the whole model)
+  // into a new JIT without compiling anything; `symbols` are the kernels to look up. On failure
+  // returns nullptr and sets *error.
+  static std::unique_ptr<JitModule> load(const std::vector<std::string>& objects,
+                                         const std::vector<std::string>& symbols,
+                                         std::string* error);
+
+  // The symbol of the code of a kernel given to compile(): its own name, or the name of an
+  // identical kernel compiled in its place; "" if unknown.
+  std::string code_symbol(const std::string& name) const;
+
   // The native entry point of a kernel given to compile(), or nullptr if unknown.
   KernelFn lookup(const std::string& name) const;
   // The object files linked (relocatable ELF, position-independent code, host CPU), in link
@@ -85,6 +96,10 @@ class JitModule {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// What the code compiled here depends on besides its IR: the LLVM version, the host CPU and its
+// features (for cache keys).
+std::string host_code_identity();
 
 // Lowers kernels to textual LLVM IR without compiling (for --emit=ir and tests).
 std::string lower_to_llvm_ir(const sym::Context& cx, std::span<const KernelSpec> kernels);

@@ -1,4 +1,6 @@
-// The object cache on disk (internal to mbs_codegen; see JitOptions::cache_dir for the API).
+// The object cache on disk (see JitOptions::cache_dir for the API). Its verified entries also hold
+// whole compiled models (compiler/driver/ModelCache.h): the payload is then a model, not an
+// object file.
 //
 // An entry is verified, not trusted: it is one file `<dir>/<key>.o`, named by the hex BLAKE3 hash
 // of its key material (everything that determines the object file), and laid out as
@@ -38,8 +40,10 @@ using CacheKey = std::array<uint8_t, 32>;
 // The key of a list of strings (each is hashed with its length, so {"ab", "c"} != {"a", "bc"}).
 CacheKey cache_key(std::span<const std::string_view> material);
 
-// `<dir>/<64 hex digits of key>.o`
-std::string cache_entry_path(const std::string& dir, const CacheKey& key);
+// `<dir>/<64 hex digits of key><suffix>` (".o": an object file; the model cache of
+// compiler/driver/ModelCache uses the same entries for whole models, ".model")
+std::string cache_entry_path(const std::string& dir, const CacheKey& key,
+                             const char* suffix = ".o");
 
 // The bytes of the entry holding `object` under `key`.
 std::string encode_cache_entry(const CacheKey& key, std::string_view object);

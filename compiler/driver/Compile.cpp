@@ -12,6 +12,7 @@
 #include <functional>
 #include <limits>
 #include <ostream>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 
@@ -19,6 +20,7 @@
 #include "compiler/dae/Dae.h"
 #include "compiler/diag/Diagnostics.h"
 #include "compiler/driver/Kernels.h"
+#include "compiler/driver/ModelCache.h"
 #include "compiler/flatten/Flatten.h"
 #include "compiler/mech/Mechanics.h"
 #include "compiler/symbolic/Expr.h"
@@ -78,6 +80,7 @@ rt::SourceRef source_ref(const SourceManager& sm, Span s, std::string text) {
 rt::SparseKernel sparse(const MatrixKernel& m, const codegen::JitModule& jit) {
   rt::SparseKernel k;
   k.values.fn = jit.lookup(m.spec.name);
+  k.values.symbol = jit.code_symbol(m.spec.name);
   k.values.n_out = static_cast<int32_t>(m.spec.outputs.size());
   k.rows = m.pattern.rows;
   k.cols = m.pattern.cols;
@@ -87,7 +90,8 @@ rt::SparseKernel sparse(const MatrixKernel& m, const codegen::JitModule& jit) {
 }
 
 rt::Kernel kernel(const codegen::KernelSpec& s, const codegen::JitModule& jit) {
-  return rt::Kernel{jit.lookup(s.name), static_cast<int32_t>(s.outputs.size())};
+  return rt::Kernel{jit.lookup(s.name), static_cast<int32_t>(s.outputs.size()),
+                    jit.code_symbol(s.name)};
 }
 
 // The parameters of the CompiledModel: names, slots, bounds, units, and which of them the
@@ -191,6 +195,33 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
     std::stringstream ss;
     ss << in.rdbuf();
     text = ss.str();
+  }
+  // ---- the model cache: a compile of the same inputs skips every pass (ModelCache.h)
+  std::string cache_dir = options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
+  if (cache_dir == "off") cache_dir.clear();
+  const bool model_cache = !cache_dir.empty() && options.emit.empty() && options.codegen;
+  codegen::CacheKey model_key{};
+  if (model_cache) {
+    model_key = model_cache_key(options, text);
+    ModelCacheRead cached = read_model_cache(cache_dir, model_key);
+    const std::string entry = codegen::cache_entry_path(cache_dir, model_key, ".model");
+    if (!cached.damage.empty() && cached.delete_error.empty())
+      diags.report(DiagKind::model_cache_entry_damaged, Span{}, {entry, cached.damage});
+    else if (!cached.damage.empty())
+      diags.report(DiagKind::model_cache_entry_undeletable, Span{},
+                   {entry, cached.damage, cached.delete_error});
+    if (cached.hit.model != nullptr) {
+      mark("cache");
+      if (options.verbose) diag_out << fmt::format("mbsc: model cache hit: {}\n", entry);
+      diag_out << cached.hit.warnings;
+      result.model = std::move(cached.hit.model);
+      result.diagnostic_kinds = std::move(cached.hit.diagnostic_kinds);
+      result.kernel_sizes = std::move(cached.hit.kernel_sizes);
+      result.model_cache_hit = true;
+      result.ok = true;
+      result.total_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_start).count();
+      return result;
+    }
   }
   uint32_t file_id = sources.add_file(options.file, std::move(text));
   mark("read");
@@ -327,8 +358,7 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
     for (size_t i = 0; i < ModelKernels::per_sample_inverse; ++i)
       jopts.max_optimised_total_nodes +=
           sym::topological_order(specs[i].outputs).size() + specs[i].outputs.size();
-  jopts.cache_dir = options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
-  if (jopts.cache_dir == "off") jopts.cache_dir.clear();
+  jopts.cache_dir = cache_dir;
   state->jit =
       codegen::JitModule::compile(cx, specs, jopts, &error, options.emit == "ir" ? &ir : nullptr);
   mark("codegen");
@@ -549,6 +579,33 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
 
   m->code_owner = state;
   result.model = m;
+  if (model_cache) {  // best effort: a cache that cannot be written is no error
+    std::vector<LibraryProbe> probes;
+    for (const ClassLoader::Probe& p : loader.probes()) {
+      LibraryProbe lp{p.path, p.found, {}};
+      for (uint32_t id = 1; p.found && id <= sources.file_count(); ++id)
+        if (sources.path(id) == p.path) lp.text_hash = text_hash(sources.text(id));
+      probes.push_back(std::move(lp));
+    }
+    CachedCompile c;
+    c.model = m;
+    // the model's own diagnostics (warnings), not those about the caches
+    std::ostringstream warnings;
+    std::set<DiagKind> kinds;
+    for (const Diagnostic& d : diags.diagnostics()) {
+      if (d.kind == DiagKind::cache_entry_damaged || d.kind == DiagKind::cache_entry_undeletable ||
+          d.kind == DiagKind::model_cache_entry_damaged ||
+          d.kind == DiagKind::model_cache_entry_undeletable)
+        continue;
+      render_diagnostic(warnings, sources, d);
+      kinds.insert(d.kind);
+    }
+    c.warnings = warnings.str();
+    for (DiagKind kind : diags.kinds_seen())
+      if (kinds.count(kind)) c.diagnostic_kinds.push_back(diag_info(kind).name);
+    c.kernel_sizes = result.kernel_sizes;
+    (void)write_model_cache(cache_dir, model_key, probes, c, state->jit->object_files());
+  }
   return finish(true);
 }
 

@@ -35,7 +35,8 @@ struct CompileOptions {
   // FlattenOptions::max_instances, the same default (the fuzz targets lower it to keep every
   // input fast)
   size_t max_instances = 2'000'000;
-  // Object cache directory for compiled kernels; "" = default_cache_dir(), "off" = no cache.
+  // Cache directory for compiled kernels (the object cache) and whole compiled models (the model
+  // cache, ModelCache.h); "" = default_cache_dir(), "off" = no cache.
   std::string cache_dir;
   int recursive_depth = -1;  // multibody recursive form above this tree depth
                              // (-1: automatic, see MechOptions)
@@ -52,6 +53,8 @@ struct CompileResult {
   // The errors concern the command line rather than the model (a --set or --model naming
   // something the model does not have): the front end reports them as usage errors (exit 2).
   bool usage_error = false;
+  // The model came from the model cache (ModelCache.h): no pass ran.
+  bool model_cache_hit = false;
   std::vector<PassTiming> timings;
   std::vector<std::string> diagnostic_kinds;  // names of the diagnostic kinds reported
   // size of each kernel: expression nodes reachable from its outputs (a node shared by several

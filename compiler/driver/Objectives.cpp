@@ -619,8 +619,9 @@ ObjectivesResult compile_objectives(const rt::CompiledModel& model,
   for (size_t i = 0; i < n_pointwise; ++i) {
     rt::Objective& o = result.objectives[i];
     const codegen::KernelSpec& g = specs[n_pointwise + i];
-    o.gradient = rt::Kernel{code->jit->lookup(g.name), static_cast<int32_t>(g.outputs.size())};
-    o.pointwise = rt::Kernel{code->jit->lookup(specs[i].name), 1};
+    o.gradient =
+        rt::Kernel{code->jit->lookup(g.name), static_cast<int32_t>(g.outputs.size()), g.name};
+    o.pointwise = rt::Kernel{code->jit->lookup(specs[i].name), 1, specs[i].name};
     o.code_owner = code;
     if (!o.pointwise.fn)
       diags.report(DiagKind::jit_failed, Span{}, {"no code for " + specs[i].name});

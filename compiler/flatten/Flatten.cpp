@@ -45,7 +45,9 @@ const ast::ClassDef* ClassLoader::find_top_level(const std::string& name, Span u
   for (const auto& dir : path_) {
     std::filesystem::path p = std::filesystem::path(dir) / (name + ".mbs");
     std::error_code ec;
-    if (!std::filesystem::is_regular_file(p, ec)) continue;
+    const bool found = std::filesystem::is_regular_file(p, ec);
+    probes_.push_back({p.string(), found});
+    if (!found) continue;
     std::ifstream in(p, std::ios::binary);
     std::stringstream ss;
     ss << in.rdbuf();

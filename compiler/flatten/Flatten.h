@@ -29,6 +29,13 @@ class ClassLoader {
   const ast::ClassDef* find_top_level(const std::string& name, Span use);
   const std::vector<std::string>& path() const { return path_; }
   const std::vector<std::unique_ptr<ast::File>>& files() const { return files_; }
+  // Every library file the loader looked for, in order, and whether it was there: what a cache
+  // of the compiled model must check to know that the same files would be found again.
+  struct Probe {
+    std::string path;
+    bool found = false;
+  };
+  const std::vector<Probe>& probes() const { return probes_; }
   // True when a library file for `name` was found but had errors (already reported).
   bool failed_to_load(const std::string& name) const { return failed_.count(name) != 0; }
 
@@ -40,6 +47,7 @@ class ClassLoader {
   std::map<std::string, const ast::ClassDef*> top_;
   std::map<std::string, bool> tried_;
   std::map<std::string, bool> failed_;
+  std::vector<Probe> probes_;
 };
 
 struct FlattenOptions {

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/model/Roles.h"
@@ -26,8 +27,13 @@ namespace mbs::rt {
 using KernelFn = int32_t (*)(const double* v, double* out);
 
 struct Kernel {
+  Kernel() = default;
+  Kernel(KernelFn f, int32_t n, std::string sym = {}) : fn(f), n_out(n), symbol(std::move(sym)) {}
   KernelFn fn = nullptr;
   int32_t n_out = 0;
+  // The symbol of its code (a model image names kernels by it: runtime/model/ModelImage.h);
+  // "" for a kernel that has none.
+  std::string symbol;
   int32_t operator()(const double* v, double* out) const { return fn(v, out); }
 };
 

@@ -185,10 +185,20 @@ equations
 }
 
 TEST(Cli, VerbosePrintsPassTimes) {
-  Result r = mbsc("examples/pendulum.mbs -v");
+  Result r = mbsc("examples/pendulum.mbs -v --no-cache");
   EXPECT_EQ(r.code, 0);
   for (const char* p : {"pass parse", "pass flatten", "pass dae", "pass kernels", "pass codegen"})
     EXPECT_NE(r.err.find(p), std::string::npos) << p << "\n" << r.err;
+  // compiled again from the model cache: no pass runs
+  const std::string cache = tmp("verbose_cache");
+  const std::string env = "MBS_CACHE_DIR='" + cache + "' ";
+  std::system(("rm -rf '" + cache + "'").c_str());
+  EXPECT_EQ(mbsc("examples/pendulum.mbs -v", env).code, 0);
+  Result warm = mbsc("examples/pendulum.mbs -v", env);
+  EXPECT_EQ(warm.code, 0);
+  EXPECT_NE(warm.err.find("pass cache"), std::string::npos) << warm.err;
+  EXPECT_NE(warm.err.find("mbsc: model cache hit: " + cache + "/"), std::string::npos) << warm.err;
+  EXPECT_EQ(warm.err.find("pass parse"), std::string::npos) << warm.err;
 }
 
 TEST(Cli, LibrarySearchPathFromEnvironmentAndIncludeDirs) {

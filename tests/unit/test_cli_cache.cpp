@@ -1,8 +1,8 @@
-// The object cache through mbsc, in processes of their own: a damaged entry (flipped bits,
-// truncated, empty, foreign, random, a directory) never crashes or changes a result; mbsc warns,
-// recompiles, writes the same CSV as without the cache and replaces the entry. Two or more mbsc
-// processes compiling the same model into one empty cache all succeed and leave whole entries.
-// The library-level tests of the same: tests/unit/test_codegen_cache.cpp.
+// The object cache and the model cache through mbsc, in processes of their own: a damaged entry
+// (flipped bits, truncated, empty, foreign, random, a directory) never crashes or changes a
+// result; mbsc warns, recompiles, writes the same CSV as without the cache and replaces the entry.
+// Two or more mbsc processes compiling the same model into one empty cache all succeed and leave
+// whole entries. The library-level tests of the same: tests/unit/test_codegen_cache.cpp.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -32,12 +32,18 @@ void spit(const fs::path& p, const std::string& bytes) {
   std::ofstream(p, std::ios::binary | std::ios::trunc) << bytes;
 }
 
-std::vector<fs::path> files_in(const fs::path& dir) {
+std::vector<fs::path> files_in(const fs::path& dir, const std::string& suffix = "") {
   std::vector<fs::path> files;
   if (fs::exists(dir))
-    for (const auto& e : fs::directory_iterator(dir)) files.push_back(e.path());
+    for (const auto& e : fs::directory_iterator(dir))
+      if (suffix.empty() || e.path().extension() == suffix) files.push_back(e.path());
   std::sort(files.begin(), files.end());
   return files;
+}
+
+// Object entries are only read when the whole model is not in the model cache.
+void forget_models(const fs::path& cache) {
+  for (const fs::path& p : files_in(cache, ".model")) fs::remove(p);
 }
 
 class CliCache : public ::testing::Test {
@@ -84,7 +90,8 @@ TEST_F(CliCache, DamagedEntriesAreRecompiledWithAWarningAndTheSameResult) {
   ASSERT_EQ(fill.code, 0) << fill.err;
   EXPECT_TRUE(slurp(base / "fill.csv") == expected_csv);
   const std::vector<fs::path> entries = files_in(cache);
-  ASSERT_GE(entries.size(), 1u);
+  ASSERT_GE(files_in(cache, ".o").size(), 1u);
+  ASSERT_EQ(files_in(cache, ".model").size(), 1u);
   // another model's entry, to copy under this one's name
   fs::path other_cache = base / "other";
   ASSERT_EQ(mbsc("examples/mass_spring_damper.mbs", other_cache, base / "other.csv").code, 0);
@@ -118,14 +125,20 @@ TEST_F(CliCache, DamagedEntriesAreRecompiledWithAWarningAndTheSameResult) {
     };
     for (const auto& [what, bytes] : damages) {
       SCOPED_TRACE(entry.filename().string() + ": " + what);
+      const bool model = entry.extension() == ".model";
+      if (!model) forget_models(cache);
       spit(entry, bytes);
       fs::remove(base / "run.csv");
       Result r = mbsc(kModel, cache, base / "run.csv");
       EXPECT_EQ(r.code, 0) << r.err;
-      EXPECT_NE(r.err.find("warning: object cache entry '" + entry.string() + "' was damaged ("),
+      const std::string kind = model ? "model" : "object";
+      EXPECT_NE(
+          r.err.find("warning: " + kind + " cache entry '" + entry.string() + "' was damaged ("),
+          std::string::npos)
+          << r.err;
+      EXPECT_NE(r.err.find(model ? "); deleted and compiled afresh" : "); deleted and recompiled"),
                 std::string::npos)
           << r.err;
-      EXPECT_NE(r.err.find("); deleted and recompiled"), std::string::npos) << r.err;
       // bitwise the uncached result; the entry whole again, and nothing else there
       EXPECT_TRUE(slurp(base / "run.csv") == expected_csv);
       EXPECT_TRUE(slurp(entry) == good);
@@ -144,18 +157,29 @@ TEST_F(CliCache, AnEntryThatCannotBeDeletedIsReportedAndCompiledAround) {
   ASSERT_EQ(ref.code, 0) << ref.err;
   ASSERT_EQ(mbsc(kModel, cache, base / "fill.csv").code, 0);
   const std::vector<fs::path> entries = files_in(cache);
-  ASSERT_GE(entries.size(), 1u);
-  fs::remove(entries[0]);
-  fs::create_directories(entries[0] / "not ours");
-  Result r = mbsc(kModel, cache, base / "run.csv");
-  EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.err.find("warning: object cache entry '" + entries[0].string() +
-                       "' is damaged (a directory, not a file) and cannot be deleted ("),
-            std::string::npos)
-      << r.err;
-  EXPECT_TRUE(slurp(base / "run.csv") == slurp(base / "ref.csv"));
-  EXPECT_TRUE(fs::is_directory(entries[0] / "not ours"));
-  EXPECT_EQ(files_in(cache), entries);  // no temporary file left
+  for (const char* kind : {"object", "model"}) {
+    SCOPED_TRACE(kind);
+    const bool model = std::string(kind) == "model";
+    const std::vector<fs::path> of_kind = files_in(cache, model ? ".model" : ".o");
+    ASSERT_GE(of_kind.size(), 1u);
+    const fs::path entry = of_kind[0];
+    forget_models(cache);
+    fs::remove(entry);
+    fs::create_directories(entry / "not ours");
+    Result r = mbsc(kModel, cache, base / "run.csv");
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.err.find("warning: " + std::string(kind) + " cache entry '" + entry.string() +
+                         "' is damaged (a directory, not a file) and cannot be deleted ("),
+              std::string::npos)
+        << r.err;
+    EXPECT_TRUE(slurp(base / "run.csv") == slurp(base / "ref.csv"));
+    EXPECT_TRUE(fs::is_directory(entry / "not ours"));
+    EXPECT_EQ(files_in(cache).size(), entries.size());  // no temporary file left
+    fs::remove_all(entry);
+    forget_models(cache);
+    ASSERT_EQ(mbsc(kModel, cache, base / "fill.csv").code, 0);  // whole again
+    EXPECT_EQ(files_in(cache), entries);
+  }
 }
 
 TEST_F(CliCache, ProcessesCompilingTheSameModelAtOnceAllSucceed) {

@@ -159,6 +159,9 @@ TEST(Diagnostics, EveryKindIsProducedBySomeTest) {
       {"jit_failed", "an internal error of LLVM code generation; test_codegen covers failures"},
       {"cache_entry_damaged", "needs a damaged object cache; test_cli_cache provokes it"},
       {"cache_entry_undeletable", "needs an undeletable object cache entry; test_cli_cache"},
+      {"model_cache_entry_damaged",
+       "needs a damaged model cache; test_model_cache, test_cli_cache"},
+      {"model_cache_entry_undeletable", "needs an undeletable model cache entry; test_cli_cache"},
   };
   // the objectives of a study are texts of their own, not model files: test_objectives
   // produces every objective_* kind (Objectives.EveryObjectiveDiagnosticKindIsProduced)
