@@ -1,0 +1,139 @@
+// The FMU's variable table (Variables.h).
+#include "runtime/fmi/Variables.h"
+
+#include <limits>
+#include <set>
+#include <unordered_map>
+
+namespace mbs::rt::fmi {
+
+std::string fmu_variables(const CompiledModel& m, const std::vector<std::string>& outputs,
+                          VariableTable& t) {
+  t = {};
+  auto add = [&](Variable v) {
+    v.vr = static_cast<uint32_t>(t.vars.size());
+    t.vars.push_back(std::move(v));
+    return static_cast<int32_t>(t.vars.size() - 1);
+  };
+  {
+    Variable time;
+    time.name = "time";
+    time.causality = Causality::Independent;
+    time.slot = m.slot_time;
+    time.unit = "s";
+    time.description = "simulation time";
+    add(std::move(time));
+  }
+  std::unordered_map<std::string, int32_t> by_name;
+  const std::set<std::string> wanted(outputs.begin(), outputs.end());
+  std::set<std::string> found;
+  for (size_t c = 0; c < m.output_names.size(); ++c) {
+    Variable v;
+    v.name = m.output_names[c];
+    v.column = static_cast<int32_t>(c);
+    if (c < m.output_unit.size()) v.unit = m.output_unit[c];
+    if (c < m.output_description.size()) v.description = m.output_description[c];
+    if (wanted.count(v.name)) {
+      v.causality = Causality::Output;
+      found.insert(v.name);
+    }
+    const std::string name = v.name;
+    by_name[name] = add(std::move(v));
+  }
+  for (const std::string& name : wanted)
+    if (!found.count(name)) return "'" + name + "' is not a variable of the model";
+
+  // the states [q | qd | y] and their derivatives
+  auto state_of = [&](const std::string& name, int32_t slot) {
+    if (auto it = by_name.find(name); it != by_name.end()) {
+      t.vars[static_cast<size_t>(it->second)].slot = slot;  // a state is read from its slot
+      t.vars[static_cast<size_t>(it->second)].column = -1;
+      return it->second;
+    }
+    Variable v;
+    v.name = name;
+    v.slot = slot;
+    const int32_t index = add(std::move(v));
+    by_name[name] = index;
+    return index;
+  };
+  std::vector<int32_t> q(static_cast<size_t>(m.n_q)), qd(q.size()), qdd(q.size()),
+      y(static_cast<size_t>(m.n_y)), yd(y.size());
+  for (size_t i = 0; i < q.size(); ++i) {
+    const std::string& n = m.q[i].name;
+    q[i] = state_of(n, m.q_slot[i]);
+    qd[i] = state_of("der(" + n + ")", m.qd_slot[i]);
+    qdd[i] = state_of("der(" + n + ",2)", m.qdd_slot[i]);
+  }
+  for (size_t j = 0; j < y.size(); ++j) {
+    y[j] = state_of(m.y[j].name, m.y_slot[j]);
+    yd[j] = state_of("der(" + m.y[j].name + ")", m.yd_slot[j]);
+  }
+  for (size_t i = 0; i < q.size(); ++i) {
+    t.states.push_back(q[i]);
+    t.derivatives.push_back(qd[i]);
+  }
+  for (size_t i = 0; i < q.size(); ++i) {
+    t.states.push_back(qd[i]);
+    t.derivatives.push_back(qdd[i]);
+  }
+  for (size_t j = 0; j < y.size(); ++j) {
+    t.states.push_back(y[j]);
+    t.derivatives.push_back(yd[j]);
+  }
+  for (size_t k = 0; k < t.states.size(); ++k) {
+    Variable& s = t.vars[static_cast<size_t>(t.states[k])];
+    Variable& d = t.vars[static_cast<size_t>(t.derivatives[k])];
+    // a state starts from its start value; a derivative is calculated from the states
+    s.initial = Initial::Exact;
+    s.has_start = true;
+    s.start = m.v0[static_cast<size_t>(s.slot)];
+    d.derivative_of = t.states[k];
+    if (d.causality != Causality::Output) d.initial = Initial::Calculated;
+    if (d.unit.empty() && !s.unit.empty()) d.unit = s.unit + "/s";
+  }
+  // the other variables are calculated (an output or local without a start)
+  for (Variable& v : t.vars)
+    if (v.causality != Causality::Independent && v.initial == Initial::None)
+      v.initial = Initial::Calculated;
+
+  for (size_t p = 0; p < m.parameters.size(); ++p) {
+    Variable v;
+    v.name = m.parameters[p].name;
+    v.causality = Causality::Parameter;
+    const bool fixed = p < m.parameter_compile_time.size() && !m.parameter_compile_time[p].empty();
+    v.variability = fixed ? Variability::Fixed : Variability::Tunable;
+    v.initial = Initial::Exact;
+    v.has_start = true;
+    v.slot = m.parameter_slot[p];
+    v.start = m.v0[static_cast<size_t>(v.slot)];
+    if (p < m.parameter_unit.size()) v.unit = m.parameter_unit[p];
+    if (p < m.parameter_description.size()) v.description = m.parameter_description[p];
+    if (by_name.count(v.name)) return "the parameter '" + v.name + "' is also a variable";
+    const int32_t index = add(std::move(v));
+    by_name[m.parameters[p].name] = index;
+    t.parameters.push_back(index);
+  }
+  for (size_t i = 0; i < t.vars.size(); ++i)
+    if (t.vars[i].causality == Causality::Output) t.outputs.push_back(static_cast<int32_t>(i));
+  return {};
+}
+
+std::string model_exchange_obstacle(const CompiledModel& m) {
+  if (m.n_z == 0) return {};
+  for (int32_t i = 0; i < m.n_eq(); ++i) {
+    const EquationLevel level = m.eq_level[static_cast<size_t>(i)];
+    if (level != EquationLevel::Position && level != EquationLevel::Velocity) continue;
+    const SourceRef& at = m.eq_source[static_cast<size_t>(i)];
+    return "the model keeps constraints and algebraic unknowns (" + std::to_string(m.n_z) +
+           ") after the compiler's eliminations (the first constraint at " + at.file + ":" +
+           std::to_string(at.line) + ": " + at.text +
+           "); model exchange needs an ODE, so export it for co-simulation (its solver handles "
+           "the constraints)";
+  }
+  return "the model keeps algebraic unknowns (" + std::to_string(m.n_z) +
+         ") after the compiler's eliminations (e.g. '" + m.z[0].name +
+         "'); model exchange needs an ODE, so export it for co-simulation";
+}
+
+}  // namespace mbs::rt::fmi

@@ -1,0 +1,56 @@
+// The variables an FMU of a compiled model exposes, and where each lives: one table that the
+// model description (tools/fmu/ModelDescription) is written from and that the FMU's runtime maps
+// value references with, so the XML and the binary cannot disagree.
+//
+// Value references: 0 is time; then every output column of the model (every model variable,
+// eliminated ones included) in column order; then the state derivatives the model has no
+// variable for (`der(q)` and `der(q,2)` of a second-order coordinate q, `der(y)` of a
+// first-order y; FMI's structured names); then the parameters in CompiledModel order.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/model/CompiledModel.h"
+
+namespace mbs::rt::fmi {
+
+enum class Causality : uint8_t { Independent, Parameter, Input, Output, Local };
+enum class Variability : uint8_t { Fixed, Tunable, Continuous };
+enum class Initial : uint8_t { None, Exact, Approx, Calculated };
+
+struct Variable {
+  std::string name;
+  uint32_t vr = 0;  // value reference
+  Causality causality = Causality::Local;
+  Variability variability = Variability::Continuous;
+  Initial initial = Initial::None;
+  bool has_start = false;
+  double start = 0.0;
+  std::string unit, description;
+  int32_t derivative_of = -1;  // index (in the table) of the variable this is the derivative of
+  // where its value is: a slot of the symbol vector v, or an output column (exactly one >= 0)
+  int32_t slot = -1;
+  int32_t column = -1;
+};
+
+struct VariableTable {
+  std::vector<Variable> vars;        // in value-reference order
+  std::vector<int32_t> states;       // indices into vars: [q | qd | y]
+  std::vector<int32_t> derivatives;  // indices into vars, one per state, in state order
+  std::vector<int32_t> outputs;      // indices of the Output variables
+  std::vector<int32_t> parameters;   // indices of the Parameter variables
+};
+
+// The table of `m`. `outputs`: the names of the variables that are FMU outputs (an unknown name
+// is an error); empty: none. Returns "" or the error.
+std::string fmu_variables(const CompiledModel& m, const std::vector<std::string>& outputs,
+                          VariableTable& table);
+
+// "" when model exchange can be offered for `m` (its DAE is an ODE after the compiler's
+// eliminations: no algebraic unknowns, so the derivatives follow from the states by one linear
+// solve with the mass matrix), else why not, for the export-time message.
+std::string model_exchange_obstacle(const CompiledModel& m);
+
+}  // namespace mbs::rt::fmi

@@ -1,0 +1,187 @@
+// modelDescription.xml (tools/fmu/ModelDescription.h) from the variable table
+// (runtime/fmi/Variables.h): every document validates against the official FMI 2.0 and 3.0
+// schemas (tests/fmi/schema, xmllint), for co-simulation, model exchange and both; and what the
+// schemas cannot check is checked here: value references and names unique, time first and
+// independent, every derivative points at a state and every state has one, the outputs listed
+// are the output variables, start values are the model's, and a model with constraints is
+// refused for model exchange with a message naming the constraint.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "compiler/driver/Compile.h"
+#include "runtime/fmi/Variables.h"
+#include "tools/fmu/ModelDescription.h"
+
+namespace mbs {
+namespace {
+
+namespace fs = std::filesystem;
+using rt::fmi::Causality;
+using rt::fmi::VariableTable;
+
+std::shared_ptr<const rt::CompiledModel> compiled(const std::string& rel,
+                                                  std::map<std::string, double> set = {}) {
+  CompileOptions o;
+  o.file = std::string(MBS_SOURCE_DIR) + "/" + rel;
+  o.overrides = std::move(set);
+  std::ostringstream emit, diag;
+  CompileResult r = compile(o, emit, diag);
+  EXPECT_TRUE(r.ok) << diag.str();
+  return r.model;
+}
+
+// xmllint's verdict on `xml` against the schema of `version`: "" when valid, else its output
+std::string validate(const std::string& xml, fmu::FmiVersion version) {
+  const fs::path dir = fs::path(testing::TempDir()) / ("mbs_fmu_md_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path file = dir / "modelDescription.xml", out = dir / "xmllint.txt";
+  std::ofstream(file) << xml;
+  const std::string schema = std::string(MBS_SOURCE_DIR) + "/tests/fmi/schema/" +
+                             (version == fmu::FmiVersion::V2 ? "fmi2/fmi2ModelDescription.xsd"
+                                                             : "fmi3/fmi3ModelDescription.xsd");
+  const std::string cmd = "xmllint --noout --schema '" + schema + "' '" + file.string() + "' >'" +
+                          out.string() + "' 2>&1";
+  const int rc = std::system(cmd.c_str());
+  std::ifstream in(out);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return rc == 0 ? std::string() : "xmllint: " + ss.str() + "\n" + xml;
+}
+
+void check_table(const rt::CompiledModel& m, const VariableTable& t) {
+  ASSERT_FALSE(t.vars.empty());
+  EXPECT_EQ(t.vars[0].name, "time");
+  EXPECT_EQ(t.vars[0].causality, Causality::Independent);
+  std::set<std::string> names;
+  for (size_t i = 0; i < t.vars.size(); ++i) {
+    EXPECT_EQ(t.vars[i].vr, i);
+    EXPECT_TRUE(names.insert(t.vars[i].name).second) << t.vars[i].name;
+    EXPECT_EQ((t.vars[i].slot >= 0) + (t.vars[i].column >= 0), 1) << t.vars[i].name;
+  }
+  // [q | qd | y] with derivatives [qd | qdd | yd], by slot
+  ASSERT_EQ(t.states.size(), static_cast<size_t>(2 * m.n_q + m.n_y));
+  ASSERT_EQ(t.derivatives.size(), t.states.size());
+  for (size_t k = 0; k < t.states.size(); ++k) {
+    const auto& s = t.vars[static_cast<size_t>(t.states[k])];
+    const auto& d = t.vars[static_cast<size_t>(t.derivatives[k])];
+    EXPECT_EQ(d.derivative_of, t.states[k]);
+    const size_t nq = static_cast<size_t>(m.n_q);
+    if (k < nq) {
+      EXPECT_EQ(s.slot, m.q_slot[k]);
+      EXPECT_EQ(d.slot, m.qd_slot[k]);
+    } else if (k < 2 * nq) {
+      EXPECT_EQ(s.slot, m.qd_slot[k - nq]);
+      EXPECT_EQ(d.slot, m.qdd_slot[k - nq]);
+    } else {
+      EXPECT_EQ(s.slot, m.y_slot[k - 2 * nq]);
+      EXPECT_EQ(d.slot, m.yd_slot[k - 2 * nq]);
+    }
+    EXPECT_TRUE(s.has_start);
+    EXPECT_EQ(s.start, m.v0[static_cast<size_t>(s.slot)]);
+  }
+  ASSERT_EQ(t.parameters.size(), m.parameters.size());
+  for (size_t p = 0; p < m.parameters.size(); ++p) {
+    const auto& v = t.vars[static_cast<size_t>(t.parameters[p])];
+    EXPECT_EQ(v.name, m.parameters[p].name);
+    EXPECT_EQ(v.start, m.v0[static_cast<size_t>(m.parameter_slot[p])]);
+  }
+}
+
+struct Case {
+  const char* file;
+  std::vector<std::string> outputs;
+  bool model_exchange;
+};
+
+TEST(FmuModelDescription, ValidatesAgainstTheSchemasForEveryTypeAndVersion) {
+  ASSERT_EQ(std::system("xmllint --version >/dev/null 2>&1"), 0) << "xmllint (libxml2-utils)";
+  const std::vector<Case> cases = {
+      {"examples/pendulum.mbs", {}, false},  // Cartesian: a constraint and its multiplier
+      {"examples/mechanics/pendulum.mbs", {}, true},
+      {"examples/van_der_pol.mbs", {}, true},
+      {"examples/mass_spring_damper.mbs", {}, true},
+      {"examples/mechanics/chain.mbs", {}, true},
+      {"examples/mechanics/slider_crank.mbs", {}, false},
+      {"examples/mechanics/four_bar.mbs", {}, false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.file);
+    auto m = compiled(c.file);
+    ASSERT_TRUE(m);
+    // the first two variables of the model as outputs
+    std::vector<std::string> outputs(
+        m->output_names.begin(),
+        m->output_names.begin() + std::min<size_t>(2, m->output_names.size()));
+    VariableTable t;
+    ASSERT_EQ(rt::fmi::fmu_variables(*m, outputs, t), "");
+    check_table(*m, t);
+    ASSERT_EQ(t.outputs.size(), outputs.size());
+    for (size_t i = 0; i < outputs.size(); ++i)
+      EXPECT_EQ(t.vars[static_cast<size_t>(t.outputs[i])].name, outputs[i]);
+    EXPECT_EQ(rt::fmi::model_exchange_obstacle(*m).empty(), c.model_exchange)
+        << rt::fmi::model_exchange_obstacle(*m);
+    for (fmu::FmiVersion v : {fmu::FmiVersion::V2, fmu::FmiVersion::V3}) {
+      for (int type = 0; type < 3; ++type) {  // cs, me, both
+        SCOPED_TRACE(std::string(v == fmu::FmiVersion::V2 ? "FMI 2" : "FMI 3") + " type " +
+                     std::to_string(type));
+        fmu::DescriptionOptions o;
+        o.version = v;
+        o.co_simulation = type != 1;
+        o.model_exchange = type != 0;
+        o.model_identifier = "model_1";
+        o.token = "{8c4e810f-3df3-4a00-8276-176fa3c9f000}";
+        o.description = "a test <of> \"escaping\" & more";
+        o.generation_date = "2026-12-02T18:30:00Z";
+        std::string error;
+        const std::string xml = fmu::model_description(*m, t, o, &error);
+        if (o.model_exchange && !c.model_exchange) {
+          EXPECT_EQ(xml, "");
+          EXPECT_NE(error.find("no model exchange: "), std::string::npos) << error;
+          EXPECT_NE(error.find("co-simulation"), std::string::npos) << error;
+          continue;
+        }
+        ASSERT_NE(xml, "") << error;
+        EXPECT_EQ(validate(xml, v), "");
+        // the derivative attribute names the state: its index (FMI 2) or reference (FMI 3)
+        if (o.model_exchange && !t.derivatives.empty()) {
+          const auto& d = t.vars[static_cast<size_t>(t.derivatives[0])];
+          const std::string want =
+              "derivative=\"" + std::to_string(t.states[0] + (v == fmu::FmiVersion::V3 ? 0 : 1));
+          EXPECT_NE(xml.find(want), std::string::npos) << d.name;
+        }
+      }
+    }
+  }
+}
+
+TEST(FmuModelDescription, BadRequestsAreErrors) {
+  auto m = compiled("examples/pendulum.mbs");
+  ASSERT_TRUE(m);
+  VariableTable t;
+  EXPECT_NE(rt::fmi::fmu_variables(*m, {"no_such_variable"}, t).find("'no_such_variable'"),
+            std::string::npos);
+  ASSERT_EQ(rt::fmi::fmu_variables(*m, {}, t), "");
+  fmu::DescriptionOptions o;
+  o.token = "{x}";
+  std::string error;
+  o.model_identifier = "not an identifier";
+  EXPECT_EQ(fmu::model_description(*m, t, o, &error), "");
+  EXPECT_NE(error.find("C identifier"), std::string::npos);
+  o.model_identifier = "ok";
+  o.co_simulation = o.model_exchange = false;
+  EXPECT_EQ(fmu::model_description(*m, t, o, &error), "");
+  EXPECT_EQ(fmu::xml_escape("a<b>&\"c\"\n"), "a&lt;b&gt;&amp;&quot;c&quot;&#10;");
+}
+
+}  // namespace
+}  // namespace mbs

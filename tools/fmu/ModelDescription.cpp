@@ -1,0 +1,236 @@
+// modelDescription.xml for FMI 2.0 and 3.0 (ModelDescription.h).
+#include "tools/fmu/ModelDescription.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <set>
+
+namespace mbs::fmu {
+
+namespace {
+
+using rt::fmi::Causality;
+using rt::fmi::Initial;
+using rt::fmi::Variability;
+using rt::fmi::Variable;
+
+const char* causality(Causality c) {
+  switch (c) {
+    case Causality::Independent:
+      return "independent";
+    case Causality::Parameter:
+      return "parameter";
+    case Causality::Input:
+      return "input";
+    case Causality::Output:
+      return "output";
+    case Causality::Local:
+      break;
+  }
+  return "local";
+}
+
+const char* variability(Variability v) {
+  switch (v) {
+    case Variability::Fixed:
+      return "fixed";
+    case Variability::Tunable:
+      return "tunable";
+    case Variability::Continuous:
+      break;
+  }
+  return "continuous";
+}
+
+const char* initial(Initial i) {
+  switch (i) {
+    case Initial::Exact:
+      return "exact";
+    case Initial::Approx:
+      return "approx";
+    case Initial::Calculated:
+      return "calculated";
+    case Initial::None:
+      break;
+  }
+  return "";
+}
+
+// xs:double
+std::string number(double x) {
+  if (std::isnan(x)) return "NaN";
+  if (std::isinf(x)) return x > 0 ? "INF" : "-INF";
+  return fmt::format("{:.17g}", x);
+}
+
+bool is_identifier(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  return true;
+}
+
+// the attributes shared by both versions: name, value reference, causality, variability,
+// initial, description
+std::string common_attributes(const Variable& v) {
+  std::string a = fmt::format(R"(name="{}" valueReference="{}")", xml_escape(v.name), v.vr);
+  if (!v.description.empty()) a += fmt::format(R"( description="{}")", xml_escape(v.description));
+  a += fmt::format(R"( causality="{}" variability="{}")", causality(v.causality),
+                   variability(v.variability));
+  if (v.initial != Initial::None) a += fmt::format(R"( initial="{}")", initial(v.initial));
+  return a;
+}
+
+}  // namespace
+
+std::string xml_escape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20)
+          out += fmt::format("&#{};", static_cast<int>(static_cast<unsigned char>(c)));
+        else
+          out += c;
+    }
+  }
+  return out;
+}
+
+std::string model_description(const rt::CompiledModel& m, const rt::fmi::VariableTable& table,
+                              const DescriptionOptions& o, std::string* error) {
+  auto fail = [&](std::string why) {
+    if (error != nullptr) *error = std::move(why);
+    return std::string();
+  };
+  if (!o.co_simulation && !o.model_exchange)
+    return fail("neither co-simulation nor model exchange");
+  if (!is_identifier(o.model_identifier))
+    return fail("the model identifier '" + o.model_identifier + "' is not a C identifier");
+  if (o.token.empty()) return fail("no instantiation token");
+  if (o.model_exchange) {
+    if (std::string why = rt::fmi::model_exchange_obstacle(m); !why.empty())
+      return fail("no model exchange: " + why);
+  }
+  const bool v3 = o.version == FmiVersion::V3;
+  const auto flag = [](bool b) { return b ? "true" : "false"; };
+  std::string x = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  x += fmt::format(R"(<fmiModelDescription fmiVersion="{}" modelName="{}" {}="{}")",
+                   v3 ? "3.0" : "2.0", xml_escape(m.name), v3 ? "instantiationToken" : "guid",
+                   xml_escape(o.token));
+  if (!o.description.empty()) x += fmt::format(R"( description="{}")", xml_escape(o.description));
+  x += fmt::format(R"( generationTool="mbs {}")", MBS_VERSION);
+  if (!o.generation_date.empty())
+    x += fmt::format(R"( generationDateAndTime="{}")", xml_escape(o.generation_date));
+  x += R"( variableNamingConvention="structured")";
+  if (!v3) x += R"( numberOfEventIndicators="0")";
+  x += ">\n";
+
+  const std::string state_flags =
+      v3 ? fmt::format(
+               R"(canGetAndSetFMUState="{}" canSerializeFMUState="{}" providesDirectionalDerivatives="{}")",
+               flag(o.can_get_set_state), flag(o.can_serialize_state),
+               flag(o.directional_derivatives))
+         : fmt::format(
+               R"(canGetAndSetFMUstate="{}" canSerializeFMUstate="{}" providesDirectionalDerivative="{}")",
+               flag(o.can_get_set_state), flag(o.can_serialize_state),
+               flag(o.directional_derivatives));
+  if (o.model_exchange)
+    x += fmt::format("  <ModelExchange modelIdentifier=\"{}\" {}/>\n", o.model_identifier,
+                     state_flags);
+  if (o.co_simulation)
+    x += fmt::format(
+        "  <CoSimulation modelIdentifier=\"{}\" canHandleVariableCommunicationStepSize=\"true\" "
+        "{}/>\n",
+        o.model_identifier, state_flags);
+
+  std::set<std::string> units;
+  for (const Variable& v : table.vars)
+    if (!v.unit.empty()) units.insert(v.unit);
+  if (!units.empty()) {
+    x += "  <UnitDefinitions>\n";
+    for (const std::string& u : units) x += fmt::format("    <Unit name=\"{}\"/>\n", xml_escape(u));
+    x += "  </UnitDefinitions>\n";
+  }
+  x += "  <LogCategories>\n";
+  for (const auto& [name, what] :
+       {std::pair{"logStatusError", "errors: solver failures with time, step and equation"},
+        std::pair{"logStatusWarning", "warnings"}, std::pair{"logEvents", "steps and restarts"}})
+    x += fmt::format("    <Category name=\"{}\" description=\"{}\"/>\n", name, what);
+  x += "  </LogCategories>\n";
+  x += fmt::format(
+      "  <DefaultExperiment startTime=\"{}\" stopTime=\"{}\" tolerance=\"{}\" stepSize=\"{}\"/>\n",
+      number(o.start_time), number(o.stop_time), number(o.tolerance), number(o.step_size));
+
+  x += "  <ModelVariables>\n";
+  for (const Variable& v : table.vars) {
+    std::string real;  // the type's attributes
+    if (v.has_start) real += fmt::format(R"( start="{}")", number(v.start));
+    if (v.derivative_of >= 0)  // FMI 2: the 1-based index of the state; FMI 3: its reference
+      real += fmt::format(R"( derivative="{}")",
+                          v3 ? table.vars[static_cast<size_t>(v.derivative_of)].vr
+                             : static_cast<uint32_t>(v.derivative_of) + 1);
+    if (!v.unit.empty()) real += fmt::format(R"( unit="{}")", xml_escape(v.unit));
+    if (v3)
+      x += fmt::format("    <Float64 {}{}/>\n", common_attributes(v), real);
+    else
+      x += fmt::format("    <ScalarVariable {}>\n      <Real{}/>\n    </ScalarVariable>\n",
+                       common_attributes(v), real);
+  }
+  x += "  </ModelVariables>\n";
+
+  // ModelStructure. Dependencies are not listed: an unknown then depends on every known, which
+  // is true of the derivatives (through the inverse of the mass matrix) and safe for the rest.
+  std::vector<int32_t> initial_unknowns;
+  for (int32_t i : table.outputs)
+    if (table.vars[static_cast<size_t>(i)].initial != Initial::Exact) initial_unknowns.push_back(i);
+  if (o.model_exchange) {
+    for (int32_t i : table.derivatives)
+      if (table.vars[static_cast<size_t>(i)].causality != Causality::Output)
+        initial_unknowns.push_back(i);
+  }
+  std::sort(initial_unknowns.begin(), initial_unknowns.end());
+  initial_unknowns.erase(std::unique(initial_unknowns.begin(), initial_unknowns.end()),
+                         initial_unknowns.end());
+  const bool derivatives = o.model_exchange && !table.derivatives.empty();
+  x += "  <ModelStructure>\n";
+  if (v3) {
+    auto list = [&](const char* what, const std::vector<int32_t>& of) {
+      for (int32_t i : of)
+        x += fmt::format("    <{} valueReference=\"{}\"/>\n", what,
+                         table.vars[static_cast<size_t>(i)].vr);
+    };
+    list("Output", table.outputs);
+    if (derivatives) list("ContinuousStateDerivative", table.derivatives);
+    list("InitialUnknown", initial_unknowns);
+  } else {
+    auto list = [&](const char* what, const std::vector<int32_t>& of) {
+      if (of.empty()) return;
+      x += fmt::format("    <{}>\n", what);
+      for (int32_t i : of) x += fmt::format("      <Unknown index=\"{}\"/>\n", i + 1);
+      x += fmt::format("    </{}>\n", what);
+    };
+    list("Outputs", table.outputs);
+    if (derivatives) list("Derivatives", table.derivatives);
+    list("InitialUnknowns", initial_unknowns);
+  }
+  x += "  </ModelStructure>\n</fmiModelDescription>\n";
+  return x;
+}
+
+}  // namespace mbs::fmu
