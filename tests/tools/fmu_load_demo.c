@@ -6,6 +6,7 @@
      fmu_load_demo LIB.so kernel NAME NOUT V...   int32_t NAME(const double* v, double* out)
      fmu_load_demo LIB.so klu N                   mbs_fmu_selftest_klu(N, x)
      fmu_load_demo LIB.so exception               mbs_fmu_selftest_exception(buf, size)
+     fmu_load_demo LIB.so option NAME VALUE       mbs_fmu_selftest_option(NAME, VALUE, buf, size)
 
    Prints "environ N" (the number of environment entries), "status S", then the values, one per
    line, with 17 significant digits; unloads the library and exits with 0, or 2 on a usage or
@@ -71,6 +72,13 @@ int main(int argc, char** argv) {
     if (!symbol(lib, "mbs_fmu_selftest_exception", &f, sizeof f)) return 2;
     char buf[256];
     printf("status %d\n", (int)f(buf, (int32_t)sizeof buf));
+    printf("%s\n", buf);
+  } else if (strcmp(argv[2], "option") == 0 && argc == 5) {
+    typedef int32_t (*SelfTest)(const char*, const char*, char*, int32_t);
+    SelfTest f;
+    if (!symbol(lib, "mbs_fmu_selftest_option", &f, sizeof f)) return 2;
+    char buf[512];
+    printf("status %d\n", (int)f(argv[3], argv[4], buf, (int32_t)sizeof buf));
     printf("%s\n", buf);
   } else {
     fprintf(stderr, "fmu_load_demo: unknown command %s\n", argv[2]);

@@ -1,16 +1,31 @@
 // Entry points that prove the runtime works inside an FMU's shared library, with no mbs, LLVM or
-// C++ library installed next to it: a sparse solve through the runtime's KLU-backed linear solver
-// and an exception thrown by the runtime and caught in the library. tests/unit/test_fmu_link.cpp
-// calls them from a plain C program in an empty environment.
+// C++ library installed next to it: a sparse solve through the runtime's KLU-backed linear solver,
+// an exception thrown by the runtime and caught in the library, and the solver options table
+// (the runtime's messages formatted by fmt, "did you mean" from runtime/io/Suggest).
+// tests/unit/test_fmu_link.cpp calls them from a plain C program in an empty environment.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "runtime/linalg/LinearSolver.h"
+#include "runtime/solvers/Options.h"
 #include "tools/fmu/blob/Export.h"
+
+namespace {
+// Copies text into buf (truncated to size - 1 characters, NUL-terminated); returns its full length.
+int32_t copy_out(const std::string& text, char* buf, int32_t size) {
+  if (size > 0) {
+    const size_t n = std::min(text.size(), static_cast<size_t>(size - 1));
+    std::memcpy(buf, text.data(), n);
+    buf[n] = '\0';
+  }
+  return static_cast<int32_t>(text.size());
+}
+}  // namespace
 
 // Solves tridiag(-1, 4, -1) x = b, b_k = k + 1, of size n with the runtime's LinearSolver set to
 // KLU; writes x[0..n). Returns 0, the solver's singular column + 1, or -1 when the runtime threw.
@@ -51,11 +66,24 @@ MBS_FMU_EXPORT int32_t mbs_fmu_selftest_exception(char* buf, int32_t size) {
     // a static object: its destructor runs at dlclose through __cxa_finalize (Crt.cpp)
     static std::string last;
     last = e.what();
-    if (size > 0) {
-      const size_t n = std::min(last.size(), static_cast<size_t>(size - 1));
-      std::memcpy(buf, last.data(), n);
-      buf[n] = '\0';
+    return copy_out(last, buf, size);
+  }
+}
+
+// Sets the solver option `name` to `value` in default options through the runtime's option table.
+// On success returns 0 and copies the option's value as the runtime prints it into buf; otherwise
+// returns 1 and copies the runtime's error message (-1: the runtime threw).
+MBS_FMU_EXPORT int32_t mbs_fmu_selftest_option(const char* name, const char* value, char* buf,
+                                               int32_t size) {
+  try {
+    mbs::rt::SolverOptions options;
+    if (std::optional<std::string> error = mbs::rt::set_option(options, name, value)) {
+      copy_out(*error, buf, size);
+      return 1;
     }
-    return static_cast<int32_t>(last.size());
+    copy_out(mbs::rt::get_option(options, *mbs::rt::find_option(name)), buf, size);
+    return 0;
+  } catch (...) {
+    return -1;
   }
 }
