@@ -1,16 +1,21 @@
 #include "tools/fmu/Link.h"
 
-#include <lld/Common/CommonLinkerContext.h>
 #include <lld/Common/Driver.h>
 #include <llvm/Support/raw_ostream.h>
+#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <string>
 #include <system_error>
+#include <vector>
 
 namespace mbs::fmu {
 
@@ -81,11 +86,15 @@ void replace_all(std::string& s, const std::string& from, const std::string& to)
   }
 }
 
-// Runs LLD's ELF driver in a child process and returns its exit status and messages. LLD 16 keeps
-// global state between links and ends the process on a fatal error (exitLld calls _exit even when
-// asked not to exit early), so a link in-process could take the caller down with it; a forked
-// child is a fresh linker every time, and its cost (about a millisecond) is small next to the
-// link. The child links with one thread: threads of the parent do not exist in it.
+// Runs LLD's ELF driver in a child process and returns its exit status (-1: it did not exit
+// normally) and messages. LLD 16 keeps global state between links and ends the process on a fatal
+// error (exitLld calls _exit even when asked not to exit early), so a link in-process could take
+// the caller down with it; a forked child is a fresh linker every time, and its cost (a few
+// milliseconds) is small next to the link. The child links with one thread: threads of the
+// parent do not exist in it. Should it still hang (a lock some thread of the parent held at the
+// fork), it is killed after kLinkTimeoutMs.
+constexpr int kLinkTimeoutMs = 120'000;
+
 int run_lld(const std::vector<std::string>& args, std::string& messages) {
   int fds[2];
   if (pipe(fds) != 0) {
@@ -112,8 +121,21 @@ int run_lld(const std::vector<std::string>& args, std::string& messages) {
     _exit(ok ? 0 : 1);
   }
   close(fds[1]);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(kLinkTimeoutMs);
+  bool timed_out = false;
   char buf[4096];
   for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          deadline - std::chrono::steady_clock::now())
+                          .count();
+    pollfd p{fds[0], POLLIN, 0};
+    const int ready = left > 0 ? poll(&p, 1, static_cast<int>(left)) : 0;
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) {
+      timed_out = ready == 0;
+      break;
+    }
     const ssize_t n = read(fds[0], buf, sizeof buf);
     if (n > 0) {
       messages.append(buf, static_cast<size_t>(n));
@@ -122,8 +144,19 @@ int run_lld(const std::vector<std::string>& args, std::string& messages) {
     }
   }
   close(fds[0]);
+  if (timed_out) kill(pid, SIGKILL);
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  pid_t waited;
+  while ((waited = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
+  }
+  if (waited < 0) {
+    messages += std::string("cannot wait for the linker: ") + std::strerror(errno) + "\n";
+    return -1;
+  }
+  if (timed_out) {
+    messages += "the linker did not finish within " + std::to_string(kLinkTimeoutMs / 1000) +
+                " s and was stopped\n";
+    return -1;
   }
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   messages += "the linker ended with signal " + std::to_string(WTERMSIG(status)) + "\n";
@@ -158,9 +191,11 @@ std::string link_shared_library(const std::vector<std::string>& objects,
   if (dir.path().empty()) return what + "cannot create a temporary directory";
 
   // ld.lld: -shared, exports from the version script only, every reference resolved (libc and
-  // libm through their shared objects), .eh_frame_hdr for the unwinder, relocations read-only
-  // after loading, no executable stack. Warnings are errors: LLD 16 only warns about an export
-  // that is not defined, even with --no-undefined-version.
+  // libm through their shared objects), references inside the library bound to its own
+  // definitions (-Bsymbolic: an importer may load several FMUs that export the same names),
+  // .eh_frame_hdr for the unwinder, relocations read-only after loading, no executable stack.
+  // Warnings are errors: LLD 16 only warns about an export that is not defined, even with
+  // --no-undefined-version.
   std::vector<std::string> args = {"ld.lld",
                                    "-m",
                                    "elf_x86_64",
@@ -170,6 +205,7 @@ std::string link_shared_library(const std::vector<std::string>& objects,
                                    "-soname",
                                    fs::path(out_path).filename().string(),
                                    "--no-undefined",
+                                   "-Bsymbolic",
                                    "--no-undefined-version",
                                    "--eh-frame-hdr",
                                    "--gc-sections",
