@@ -6,6 +6,9 @@
 //                  object's destructor (the compiler refers to it as a hidden symbol);
 //   __cxa_finalize run at unload: the registered destructors of this library run at dlclose,
 //                  not at process exit when the code is long gone.
+// At unload the library also returns libstdc++'s emergency exception pool (72 KiB that the static
+// libstdc++ of each loaded copy allocates at start-up and otherwise never frees): an importer that
+// loads and unloads an FMU many times would lose it at every unload.
 // The rest of crtbeginS.o (transactional-memory clones, frame registration for a linker without
 // --eh-frame-hdr) has no use here: the linker writes .eh_frame_hdr, which the unwinder finds
 // through dl_iterate_phdr.
@@ -14,9 +17,14 @@ __attribute__((visibility("hidden"))) void* __dso_handle = &__dso_handle;
 int __cxa_finalize(void* dso);  // glibc
 }
 
+namespace __gnu_cxx {
+void __freeres();  // libstdc++ (eh_alloc.cc): frees the emergency exception pool
+}
+
 namespace {
 // Runs last among this library's finalisers (101 is the first priority not reserved).
 __attribute__((destructor(101))) void run_static_destructors() {
   __cxa_finalize(&__dso_handle);
+  __gnu_cxx::__freeres();
 }
 }  // namespace
