@@ -355,6 +355,32 @@ TEST_F(FmuLink, UnloadsWithoutLeaking) {
   EXPECT_LT(after, before + 200'000) << "bytes in use grew from " << before << " to " << after;
 }
 
+// Kernels spread over several objects (an optimised module and an O0 one, as large models are
+// compiled) link into one library; each kernel gives the JIT's result.
+TEST_F(FmuLink, LinksSeveralObjects) {
+  codegen::JitOptions options;
+  options.max_optimised_total_nodes = 6;  // log_of_x (6 nodes) at O2, pendulum_rates at O0
+  std::vector<KernelSpec> reordered = {kernels[1], kernels[0]};
+  std::string error;
+  std::unique_ptr<JitModule> split = JitModule::compile(cx, reordered, options, &error);
+  ASSERT_NE(split, nullptr) << error;
+  ASSERT_GE(split->object_files().size(), 2u);
+  TempDir dir;
+  const fs::path lib = link_and_move(split->object_files(), kernel_names(), dir);
+  void* handle = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(handle, nullptr) << dlerror();
+  const std::vector<double> v = {0.75, 1.5, -0.25};
+  for (const KernelSpec& k : kernels) {
+    auto fn = reinterpret_cast<codegen::KernelFn>(dlsym(handle, k.name.c_str()));
+    ASSERT_NE(fn, nullptr) << k.name;
+    std::vector<double> out(k.outputs.size());
+    const std::vector<double> want = jit_call(k.name, v, k.outputs.size());
+    EXPECT_EQ(fn(v.data(), out.data()), static_cast<int32_t>(want[0]));
+    for (size_t i = 0; i < out.size(); ++i) EXPECT_EQ(out[i], want[1 + i]) << k.name << " " << i;
+  }
+  EXPECT_EQ(dlclose(handle), 0);
+}
+
 TEST_F(FmuLink, NeedsOnlyLibcLibmAndTheLoader) {
   TempDir dir;
   const fs::path lib = link_and_move(jit->object_files(), all_exports(), dir);
