@@ -450,8 +450,13 @@ TEST_F(FmuLink, CorruptObjectIsAClearError) {
   EXPECT_NE(error.find("object0.o"), std::string::npos) << error;
   EXPECT_EQ(error.find("mbs-fmu-link-"), std::string::npos) << "names its temporary directory";
   EXPECT_FALSE(fs::exists(out));
-  // and the process can link again
+  // and the process can link again; a failed link leaves that library as it was
   EXPECT_EQ(link_shared_library(jit->object_files(), kernel_names(), out), "");
+  const auto size = fs::file_size(out);
+  EXPECT_NE(link_shared_library({object}, kernel_names(), out), "");
+  EXPECT_EQ(fs::file_size(out), size);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator()), 1)
+      << "temporary files left next to the library";
 }
 
 TEST(FmuLinkErrors, UnresolvedSymbolIsAClearError) {

@@ -240,9 +240,9 @@ std::string link_shared_library(const std::vector<std::string>& objects,
   const int status = run_lld(args, messages);
   replace_all(messages, dir.path().string() + "/", "");
   while (!messages.empty() && messages.back() == '\n') messages.pop_back();
+  // LLD writes a temporary file next to out_path and renames it when the link has succeeded: on
+  // failure out_path is untouched (a library linked there before stays).
   if (status == 0) return "";
-  std::error_code ec;
-  fs::remove(out_path, ec);  // lld leaves no output on failure; a crashed child might
   if (messages.empty()) return what + "the linker failed without a message";
   return what.substr(0, what.size() - 1) + "\n" + messages;
 }

@@ -14,7 +14,7 @@ namespace mbs::fmu {
 // shared library `out_path`, exporting exactly `exported_symbols` (each defined by an object or
 // by the blob; every other symbol is local). Its soname is the file name of out_path. Returns ""
 // on success, else what went wrong, with the linker's messages (objects are named `object<i>.o`
-// after their index); out_path is then not written.
+// after their index); out_path is then left as it was.
 std::string link_shared_library(const std::vector<std::string>& objects,
                                 const std::vector<std::string>& exported_symbols,
                                 const std::string& out_path);
