@@ -34,9 +34,8 @@
 //    (`sum(x for i in 1:n)`) are Modelica's; only sum, product, min and max reduce (checked by
 //    the flattener). An iterator filter `{e for i in 1:n if c}` is an mbs extension. The empty
 //    array `{}` is accepted (Modelica wants at least one element).
-//  - No quoted identifiers ('x y'), no leading-dot global names (.Modelica.Blocks), no
-//    output-expression lists in equations `(a, b) = f(x)` (only in algorithms: `(a, b) := f(x)`),
-//    no call statements `f(x);`.
+//  - No quoted identifiers ('x y'), no leading-dot global names (.Modelica.Blocks), no call
+//    statements `f(x);`. `(a) = f(x)` is the equation `a = f(x)` (the first alternative wins).
 //  - Annotations are parsed with the modification syntax and thrown away.
 //  - Any character the lexer does not know becomes an ERROR_CHAR token, unterminated strings and
 //    comments become their own tokens, so the lexer never fails; Parser.cpp reports them.
@@ -135,6 +134,7 @@ argument
 
 equation
   : ( simpleExpression '=' expression
+    | '(' outputExpressionList ')' '=' componentReference functionCallArgs
     | connectClause
     | forEquation
     | ifEquation

@@ -2428,6 +2428,40 @@ void Flattener::add_equation(const ast::Equation& eq, Scope s, const std::string
       }
       return;
     }
+    case ast::EquationKind::Outputs: {
+      // (a, b) = f(x): one equation per named place, target - output
+      const ClassEntry* fn =
+          eq.rhs->kind == ast::ExprKind::Call ? user_function(*eq.rhs, s) : nullptr;
+      if (!fn)
+        fail(DiagKind::bad_call, eq.rhs->span,
+             {"the right side of '(...) = ...' must be a call of a user-defined function"});
+      std::vector<Value> outs = call_function(*eq.rhs, s, fn);
+      if (eq.targets.size() > outs.size())
+        fail(DiagKind::bad_call, eq.span,
+             {fmt::format("function '{}' has {} output(s), {} are given", fn->full_name,
+                          outs.size(), eq.targets.size())});
+      std::string text = source_text(eq.span);
+      for (size_t k = 0; k < eq.targets.size(); ++k) {
+        if (!eq.targets[k]) continue;
+        Value l = eval(*eq.targets[k], s);
+        const Value& r = outs[k];
+        if (l.is_string || l.shape != r.shape)
+          fail(DiagKind::shape_mismatch, eq.targets[k]->span,
+               {fmt::format("'{}' has shape {}, output {} of '{}' has shape {}",
+                            expr_to_string(*eq.targets[k]), shape_str(l.shape), k + 1,
+                            fn->full_name, shape_str(r.shape))});
+        for (size_t i = 0; i < l.size(); ++i) {
+          FlatEquation fe;
+          fe.residual = cx_.sub(l.elems[i], r.elems[i]);
+          fe.span = eq.targets[k]->span;
+          fe.text = l.size() > 1 ? fmt::format("{}  (output {}, element {})", text, k + 1, i + 1)
+                                 : fmt::format("{}  (output {})", text, k + 1);
+          fe.origin = origin;
+          flat_.equations.push_back(std::move(fe));
+        }
+      }
+      return;
+    }
     case ast::EquationKind::Connect:
       add_connect(eq, s);
       return;

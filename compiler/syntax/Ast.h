@@ -119,13 +119,15 @@ struct Import {
 struct Equation;
 using EquationList = std::vector<Equation>;
 
-enum class EquationKind { Simple, Connect, For, If };
+enum class EquationKind { Simple, Connect, For, If, Outputs };
 
 struct Equation {
   EquationKind kind = EquationKind::Simple;
   Span span;  // the whole equation
-  // Simple: lhs = rhs. Connect: lhs, rhs are Ref expressions.
+  // Simple: lhs = rhs. Connect: lhs, rhs are Ref expressions. Outputs: (targets...) = rhs, a
+  // Call; a null target drops that output.
   ExprPtr lhs, rhs;
+  std::vector<ExprPtr> targets;
   // For: indices and body.
   std::vector<ForIndex> indices;
   EquationList body;

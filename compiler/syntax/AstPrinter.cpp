@@ -146,6 +146,13 @@ void print_equation(std::ostream& os, const ast::Equation& eq, int level) {
       os << "equation " << location(eq.span) << ' ' << (eq.lhs ? expr_to_string(*eq.lhs) : "")
          << " = " << (eq.rhs ? expr_to_string(*eq.rhs) : "") << description(eq.description) << "\n";
       return;
+    case ast::EquationKind::Outputs:
+      os << "equation " << location(eq.span) << " (";
+      for (size_t i = 0; i < eq.targets.size(); ++i)
+        os << (i ? ", " : "") << (eq.targets[i] ? expr_to_string(*eq.targets[i]) : "");
+      os << ") = " << (eq.rhs ? expr_to_string(*eq.rhs) : "") << description(eq.description)
+         << "\n";
+      return;
     case ast::EquationKind::Connect:
       os << "connect " << location(eq.span) << ' ' << (eq.lhs ? expr_to_string(*eq.lhs) : "")
          << ", " << (eq.rhs ? expr_to_string(*eq.rhs) : "") << description(eq.description) << "\n";

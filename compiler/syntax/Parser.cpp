@@ -1034,6 +1034,14 @@ class Builder {
         eq.lhs = simple_expression(lhs).e;
         eq.rhs = expr(ctx->expression()).e;
         eq.span = join(r_.span(lhs), r_.span(ctx->expression()));
+      } else if (auto* list = ctx->outputExpressionList()) {
+        eq.kind = ast::EquationKind::Outputs;
+        eq.span = join(r_.span(ctx->getStart()), r_.span(ctx->functionCallArgs()));
+        eq.targets = output_list(list);
+        eq.rhs = call_arguments(
+                     component_reference(ctx->componentReference()), ctx->functionCallArgs(),
+                     join(r_.span(ctx->componentReference()), r_.span(ctx->functionCallArgs())))
+                     .e;
       } else if (auto* c = ctx->connectClause()) {
         eq.kind = ast::EquationKind::Connect;
         eq.span = r_.span(c);
@@ -1086,6 +1094,23 @@ class Builder {
 
   // ---------------------------------------------------------------- algorithms
 
+  // `(a, , b)`: one place per comma, plus one; a place without a reference drops that output.
+  std::vector<ast::ExprPtr> output_list(P::OutputExpressionListContext* list) {
+    std::vector<ast::ExprPtr> targets;
+    bool filled = false;
+    for (ParseTree* child : list->children) {
+      if (type_of(child) == P::COMMA) {
+        if (!filled) targets.emplace_back();
+        filled = false;
+      } else if (auto* c = dynamic_cast<P::ComponentReferenceContext*>(child)) {
+        targets.push_back(component_reference(c).e);
+        filled = true;
+      }
+    }
+    if (!filled) targets.emplace_back();
+    return targets;
+  }
+
   void statement(ast::StatementList& out, P::StatementContext* ctx) {
     try {
       ast::Statement st;
@@ -1120,18 +1145,7 @@ class Builder {
         for (auto* b : w->statement()) statement(st.body, b);
       } else if (auto* list = ctx->outputExpressionList()) {
         st.kind = ast::StatementKind::MultiAssign;
-        // one place per comma, plus one; a place without a reference drops that output
-        bool filled = false;
-        for (ParseTree* child : list->children) {
-          if (type_of(child) == P::COMMA) {
-            if (!filled) st.targets.emplace_back();
-            filled = false;
-          } else if (auto* c = dynamic_cast<P::ComponentReferenceContext*>(child)) {
-            st.targets.push_back(component_reference(c).e);
-            filled = true;
-          }
-        }
-        if (!filled) st.targets.emplace_back();
+        st.targets = output_list(list);
         Built call = component_reference(ctx->componentReference());
         call = call_arguments(
             std::move(call), ctx->functionCallArgs(),

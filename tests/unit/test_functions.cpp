@@ -193,6 +193,34 @@ end Values;
   }
 }
 
+TEST(Functions, OutputListsInEquations) {
+  auto r = compile_text("outputs.mbs", std::string(kLibrary) + R"mbs(
+model Outputs
+  Real y(start = 1) "exp(-t)";
+  Real s, mx, r[3], b;
+equation
+  der(y) = -y;
+  (s, mx, r) = P.stats({1, 5, 2}*y);
+  (, b) = P.stats({y, 2*y});
+end Outputs;
+)mbs");
+  ASSERT_TRUE(r.model);
+  const auto& m = *r.model;
+  SimRun run = simulate(m, 1.0, 1e-3);
+  ASSERT_EQ(run.status, mbs::rt::SolveStatus::Finished);
+  for (size_t i = 0; i < run.t.size(); i += 100) {
+    const auto& row = run.rows[i];
+    double y = row[column(m, "y")];
+    EXPECT_NEAR(y, std::exp(-run.t[i]), 1e-5);
+    EXPECT_NEAR(row[column(m, "s")], 8 * y, 1e-12);
+    EXPECT_NEAR(row[column(m, "mx")], 5 * y, 1e-12);
+    EXPECT_NEAR(row[column(m, "r[1]")], 4 * y, 1e-12);
+    EXPECT_NEAR(row[column(m, "r[2]")], 10 * y, 1e-12);
+    EXPECT_NEAR(row[column(m, "r[3]")], 2 * y, 1e-12);
+    EXPECT_NEAR(row[column(m, "b")], 2 * y, 1e-12);
+  }
+}
+
 // The example's chain with its force law written out in the equations: the same numbers, to
 // rounding (the inlined law and the written one are different but equal expressions).
 TEST(Functions, ChainWithAFunctionForceLawEqualsTheChainWrittenOut) {

@@ -571,6 +571,23 @@ TEST(Classes, FunctionWithAlgorithm) {
   EXPECT_TRUE(f.algorithm.at(0).value->arg_names.empty());
 }
 
+TEST(Equations, OutputLists) {
+  // `(a, , b) = f(...)` is an equation of several outputs; `(c) = g(y)` stays a plain equation
+  auto p = parse("model M\nequation\n  (a, , b) = f(x, k = 1);\n  (c) = g(y);\nend M;\n");
+  ASSERT_TRUE(p->file) << p->errors();
+  EXPECT_EQ(ast_text(*p->file),
+            "model M @1:7\n"
+            "  equation @3:3 (a, , b) = f(x, k = 1)\n"
+            "  equation @4:3 c = g(y)\n");
+  const auto& eqs = p->file->classes.at(0)->equations;
+  ASSERT_EQ(eqs.size(), 2u);
+  EXPECT_EQ(eqs[0].kind, ast::EquationKind::Outputs);
+  ASSERT_EQ(eqs[0].targets.size(), 3u);
+  EXPECT_FALSE(eqs[0].targets[1]);
+  EXPECT_EQ(eqs[0].span.end_col, 24u);  // the closing parenthesis of the call
+  EXPECT_EQ(eqs[1].kind, ast::EquationKind::Simple);
+}
+
 TEST(Classes, KindNames) {
   EXPECT_STREQ(ast::class_kind_name(ast::ClassKind::Model), "model");
   EXPECT_STREQ(ast::class_kind_name(ast::ClassKind::Connector), "connector");
