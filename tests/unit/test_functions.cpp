@@ -221,6 +221,54 @@ end Outputs;
   }
 }
 
+// An early return under a condition on the state: the paths that returned keep their values
+// (select on the return condition), and der() of the call differentiates each path.
+TEST(Functions, EarlyReturnOnAStateCondition) {
+  auto r = compile_text("sat.mbs", R"mbs(
+model Sat
+  function sat "saturation with two early returns"
+    input Real x;
+    input Real lim;
+    output Real y;
+  algorithm
+    if x > lim then
+      y := lim;
+      return;
+    elseif x < -lim then
+      y := -lim;
+      return;
+    end if;
+    y := x;
+  end sat;
+  model Holder "a function of the enclosing model, called in a modifier"
+    parameter Real lim;
+  end Holder;
+  Holder h(lim = sat(2, 0.5));
+  Real x(start = 1), v, y, yd;
+equation
+  der(x) = v;
+  der(v) = -10*x;
+  y = sat(x, h.lim);
+  yd = der(sat(x, h.lim));
+end Sat;
+)mbs");
+  ASSERT_TRUE(r.model);
+  const auto& m = *r.model;
+  EXPECT_EQ(parameter(m, "h.lim"), 0.5);
+  SimRun run = simulate(m, 2.0, 1e-3);
+  ASSERT_EQ(run.status, mbs::rt::SolveStatus::Finished);
+  int inside = 0;
+  for (const auto& row : run.rows) {
+    double x = row[column(m, "x")], v = row[column(m, "v")];
+    double y = x > 0.5 ? 0.5 : x < -0.5 ? -0.5 : x;
+    inside += std::fabs(x) < 0.5;
+    ASSERT_EQ(row[column(m, "y")], y);
+    ASSERT_EQ(row[column(m, "yd")], std::fabs(x) > 0.5 ? 0.0 : v);
+  }
+  EXPECT_GT(inside, 100);  // every path was taken
+  EXPECT_LT(inside, static_cast<int>(run.rows.size()) - 100);
+}
+
 // The example's chain with its force law written out in the equations: the same numbers, to
 // rounding (the inlined law and the written one are different but equal expressions).
 TEST(Functions, ChainWithAFunctionForceLawEqualsTheChainWrittenOut) {
