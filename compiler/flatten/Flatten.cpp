@@ -365,7 +365,8 @@ class Flattener {
     return x;
   }
   std::vector<std::unique_ptr<Instance>> package_instances_;
-  std::vector<const ClassEntry*> call_stack_;  // the functions being inlined, outermost first
+  std::vector<const ClassEntry*> call_stack_;     // the functions being inlined, outermost first
+  std::set<const ClassEntry*> failed_functions_;  // an error in the body was reported
   std::set<const ast::ClassDef*> algorithm_reported_;  // classes whose algorithm was refused
 };
 
@@ -1909,16 +1910,23 @@ std::vector<Value> Flattener::call_function(const ast::Expr& call, Scope s, cons
     if (c.causality == ast::Causality::Input) continue;
     declare_dims(frame.locals[c.name]);
   }
-  for (const auto& c : def.components) {
-    if (c.causality == ast::Causality::Input || !c.mod || !c.mod->value) continue;
-    ast::Expr target;
-    target.kind = ast::ExprKind::Ref;
-    target.span = c.span;
-    target.ref.push_back(ast::RefPart{c.name, {}, c.span});
-    assign(target, eval(*c.mod->value, fs), frame, nullptr);
+  // An error in the body is reported for the first call only, not again for every call.
+  if (failed_functions_.count(fn)) throw BuildError{};
+  try {
+    for (const auto& c : def.components) {
+      if (c.causality == ast::Causality::Input || !c.mod || !c.mod->value) continue;
+      ast::Expr target;
+      target.kind = ast::ExprKind::Ref;
+      target.span = c.span;
+      target.ref.push_back(ast::RefPart{c.name, {}, c.span});
+      assign(target, eval(*c.mod->value, fs), frame, nullptr);
+    }
+    exec(def.algorithm, frame, nullptr);
+    check_outputs_assigned(frame, def.span, "");
+  } catch (const BuildError&) {
+    failed_functions_.insert(fn);
+    throw;
   }
-  exec(def.algorithm, frame, nullptr);
-  check_outputs_assigned(frame, def.span, "");
   std::vector<Value> out;
   for (const auto* o : outputs) out.push_back(frame.locals[o->name].value);
   return out;

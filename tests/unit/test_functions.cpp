@@ -270,7 +270,9 @@ end Sat;
 }
 
 // The example's chain with its force law written out in the equations: the same numbers, to
-// rounding (the inlined law and the written one are different but equal expressions).
+// rounding (the inlined law and the written one are different but equal expressions, so the
+// Newton iterates differ in the last bits and the runs agree to about the Newton tolerance:
+// 2e-10 relative over 5000 steps when this was written).
 TEST(Functions, ChainWithAFunctionForceLawEqualsTheChainWrittenOut) {
   mbs::CompileOptions o;
   o.file = std::string(MBS_SOURCE_DIR) + "/examples/function_spring_chain.mbs";
@@ -329,10 +331,12 @@ end FunctionSpringChain;
     for (size_t i = 0; i < ra.rows.size(); ++i) {
       double x = ra.rows[i][ca], y = rb.rows[i][cb];
       worst = std::max(worst, std::fabs(x - y) / (1 + std::fabs(y)));
-      ASSERT_NEAR(x, y, 1e-9 * (1 + std::fabs(y))) << name << " row " << i;
+      ASSERT_NEAR(x, y, 1e-8 * (1 + std::fabs(y))) << name << " row " << i;
     }
   }
-  RecordProperty("worst_relative_difference", std::to_string(worst));
+  std::ostringstream worst_text;
+  worst_text << worst;
+  RecordProperty("worst_relative_difference", worst_text.str());
   // not trivial: E(0) by hand, and the dampers take energy out
   const int ea = column(*a.model, "E");
   EXPECT_NEAR(ra.rows.front()[ea],
