@@ -642,6 +642,11 @@ class MbsErrorStrategy : public antlr4::DefaultErrorStrategy {
     std::string after = after_phrase(expected, ctx, previous);
     if (!after.empty() && has(expected, P::SEMICOLON)) want = "';'";
     reporter_.syntax(where, "expected " + want + after + ", found " + found(t));
+    if (rule == P::RuleStatement && want == "':='" && !at_eof && t->getType() == P::LPAREN) {
+      reporter_.diags().help(
+          "a statement is an assignment 'x := expression;' (call statements such as f(x); are "
+          "not supported)");
+    }
     if (rule == P::RuleEquation && want == "'='" && !at_eof && t->getType() == P::SEMICOLON) {
       reporter_.diags().help(
           "an equation has the form 'expression = expression;' (function-call equations such as "
