@@ -150,6 +150,46 @@ package P
 end P;
 )mbs";
 
+// The flattener's unrolling, seen in --emit=flat: each assignment rebinds a name, the if on a
+// variable becomes one if-expression over the two versions of y, the loop adds x + 2x + 3x after
+// it, and the call with constant arguments folds to 2*2^2 + 1 + 6*2 = 21.
+TEST(Functions, InlinedExpressionInTheFlatModel) {
+  mbs::CompileOptions o;
+  o.file = write_temp("flat.mbs", R"mbs(
+function f
+  input Real x;
+  input Real a = 2;
+  output Real y;
+protected
+  Real t;
+algorithm
+  t := x*x;
+  y := a*t;
+  if x > 1 then
+    y := y + 1;
+  end if;
+  for i in 1:3 loop
+    y := y + i*x;
+  end for;
+end f;
+
+model M
+  parameter Real p = 3;
+  Real x(start = 1), y;
+equation
+  der(x) = -x;
+  y = f(x, a = p) + f(2);
+end M;
+)mbs");
+  o.emit = "flat";
+  std::ostringstream emit, diag;
+  auto r = mbs::compile(o, emit, diag);
+  ASSERT_TRUE(r.ok) << diag.str();
+  EXPECT_NE(emit.str().find("  0 = -6*x + y - (if x > 1 then p*x^2 + 1 else p*x^2) - 21  @24:3\n"),
+            std::string::npos)
+      << emit.str();
+}
+
 TEST(Functions, ValuesAgainstHandComputedOnes) {
   auto r = compile_text("values.mbs", std::string(kLibrary) + R"mbs(
 model Values
