@@ -332,7 +332,7 @@ class Flattener {
   std::vector<Instance*> scalars_;  // by var index
   size_t instances_ = 0;            // made so far, at most options_.max_instances
   size_t iterations_ = 0;           // bodies of comprehensions and reductions evaluated so far
-  // lazy binding evaluation state per var: 0 not yet, 1 in progress, 2 done
+  // lazy binding evaluation state per var: 0 not yet, 1 in progress, 2 done, 3 failed
   std::vector<uint8_t> binding_state_;
   std::vector<uint8_t> resolved_state_;  // resolved_binding: 0 not yet, 1 in progress, 2 done
   std::vector<Expr> resolved_;
@@ -740,6 +740,7 @@ Expr Flattener::scalar_of(const Value& v, Span span, const char* what) {
 Expr Flattener::binding_of(size_t var, Span use) {
   FlatVar& fv = flat_.vars[var];
   if (binding_state_[var] == 2) return fv.binding;
+  if (binding_state_[var] == 3) throw BuildError{};  // its error was reported
   if (binding_state_[var] == 1)
     fail(DiagKind::parameter_cycle, use.valid() ? use : fv.span, {fv.name});
   binding_state_[var] = 1;
@@ -753,9 +754,14 @@ Expr Flattener::binding_of(size_t var, Span use) {
     overrides_used_[fv.name] = true;
     origin = ValueOrigin::Override;
   } else if (inst->mod.value) {
-    Value v = eval_mod_value(inst->mod);
+    try {
+      Value v = eval_mod_value(inst->mod);
+      b = scalar_of(v, inst->mod.span.valid() ? inst->mod.span : fv.span, "a binding");
+    } catch (const BuildError&) {
+      binding_state_[var] = 3;  // not "in progress": a later use is no cycle
+      throw;
+    }
     value_span = inst->mod.value->span.valid() ? inst->mod.value->span : fv.span;
-    b = scalar_of(v, inst->mod.span.valid() ? inst->mod.span : fv.span, "a binding");
     // a binding evaluated in the component that declares the parameter is its declaration's (or
     // an `extends` modifier's); one evaluated further out is a modifier of an enclosing component
     const Instance* owner = inst->parent;
@@ -1960,6 +1966,11 @@ void Flattener::exec(const ast::StatementList& list, FunctionFrame& f, const Ite
 
 void Flattener::exec_statement(const ast::Statement& st, FunctionFrame& f, const Iterators* iters) {
   Scope fs{nullptr, iters, &f};
+  // unrolled loops multiply: bound the total work like comprehensions and reductions
+  if (++iterations_ > 10 * options_.max_instances)
+    fail(DiagKind::unsupported, st.span,
+         {fmt::format("executing the statements of functions more than {} times in one model",
+                      10 * options_.max_instances)});
   switch (st.kind) {
     case ast::StatementKind::Assign:
       assign(*st.target, eval(*st.value, fs), f, iters);

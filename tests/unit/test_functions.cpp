@@ -384,4 +384,37 @@ end FunctionSpringChain;
   EXPECT_LT(ra.rows.back()[ea], 0.8 * ra.rows.front()[ea]);
 }
 
+// Unrolled loops multiply; the flattener bounds the statements it executes, as it bounds
+// comprehensions, instead of running for hours on 10^12 iterations.
+TEST(Functions, UnrolledLoopsAreBoundedByTheInstanceLimit) {
+  mbs::CompileOptions o;
+  o.file = write_temp("loops.mbs", R"mbs(
+function count
+  input Integer n;
+  output Integer c = 0;
+algorithm
+  for i in 1:n loop
+    for j in 1:n loop
+      c := c + 1;
+    end for;
+  end for;
+end count;
+
+model M
+  parameter Integer small = count(30) "900 statements; count(900) runs 810000";
+  parameter Integer big = count(900);
+end M;
+)mbs");
+  o.max_instances = 1000;
+  std::ostringstream emit, diag;
+  auto r = mbs::compile(o, emit, diag);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(diag.str().find("executing the statements of functions more than 10000 times"),
+            std::string::npos)
+      << diag.str();
+  EXPECT_EQ(diag.str().find("small"), std::string::npos) << diag.str();
+  // the failed binding of big is not reported a second time as a cycle
+  EXPECT_EQ(diag.str().find("depends on itself"), std::string::npos) << diag.str();
+}
+
 }  // namespace
