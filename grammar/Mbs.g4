@@ -8,7 +8,8 @@
 //  - Only these class kinds: model, connector, record, block, package, type, function (with optional
 //    `partial` / `encapsulated`, both ignored). No `class`, `operator`, `expandable`, enumerations,
 //    `der` short classes, `extends` class specifiers, `redeclare`/`replaceable`/`inner`/`outer`,
-//    conditional components, algorithm sections, `initial equation`, `when`, `external`.
+//    conditional components, `initial equation`, `when`, `external`, `break`. Algorithm sections
+//    are parsed in every class but only functions may have one (checked by the flattener).
 //    Their keywords (UNSUPPORTED_KEYWORD) are still reserved, so a model written for Modelica
 //    fails with "the Modelica keyword 'when' is not supported" instead of a confusing message.
 //    `initial()` and friends are therefore unavailable; `der` is an ordinary function name.
@@ -28,13 +29,13 @@
 //    pre-scan retypes an `end` that stands inside `[...]` and is not followed by a name, `for`,
 //    `if` or `;`. Modelica makes `end` a primary everywhere, which lets every `end for;` /
 //    `end M;` look like the start of an equation and ruins ANTLR's error recovery.
-//  - Named function arguments are parsed, because annotations use them, but rejected outside
-//    annotations as unsupported. Array comprehensions (`{i for i in 1:n}`) and reductions
+//  - Named function arguments are parsed; the flattener accepts them for user-defined functions
+//    only. Array comprehensions (`{i for i in 1:n}`) and reductions
 //    (`sum(x for i in 1:n)`) are Modelica's; only sum, product, min and max reduce (checked by
 //    the flattener). An iterator filter `{e for i in 1:n if c}` is an mbs extension. The empty
 //    array `{}` is accepted (Modelica wants at least one element).
-//  - No quoted identifiers ('x y'), no leading-dot global names (.Modelica.Blocks), no `:=`, no
-//    output-expression lists `(a, b) = f(x)`.
+//  - No quoted identifiers ('x y'), no leading-dot global names (.Modelica.Blocks), no call
+//    statements `f(x);`. `(a) = f(x)` is the equation `a = f(x)` (the first alternative wins).
 //  - Annotations are parsed with the modification syntax and thrown away.
 //  - Any character the lexer does not know becomes an ERROR_CHAR token, unterminated strings and
 //    comments become their own tokens, so the lexer never fails; Parser.cpp reports them.
@@ -72,7 +73,7 @@ classPrefix
 longClassSpecifier
   : IDENT stringComment
     element*
-    ( PUBLIC element* | PROTECTED element* | EQUATION equation* )*
+    ( PUBLIC element* | PROTECTED element* | EQUATION equation* | ALGORITHM statement* )*
     ( annotation ';' )?
     END IDENT
   ;
@@ -133,6 +134,7 @@ argument
 
 equation
   : ( simpleExpression '=' expression
+    | '(' outputExpressionList ')' '=' componentReference functionCallArgs
     | connectClause
     | forEquation
     | ifEquation
@@ -160,6 +162,38 @@ ifEquation
     ( ELSEIF expression THEN equation* )*
     ( ELSE equation* )?
     END IF
+  ;
+
+// ---------------------------------------------------------------- algorithms
+
+statement
+  : ( componentReference ':=' expression
+    | '(' outputExpressionList ')' ':=' componentReference functionCallArgs
+    | RETURN
+    | ifStatement
+    | forStatement
+    | whileStatement
+    ) comment ';'
+  ;
+
+// `(a, , b)`: an empty place drops that output.
+outputExpressionList
+  : componentReference? ( ',' componentReference? )*
+  ;
+
+ifStatement
+  : IF expression THEN statement*
+    ( ELSEIF expression THEN statement* )*
+    ( ELSE statement* )?
+    END IF
+  ;
+
+forStatement
+  : FOR forIndices LOOP statement* END FOR
+  ;
+
+whileStatement
+  : WHILE expression LOOP statement* END WHILE
   ;
 
 // ---------------------------------------------------------------- expressions (lowest first)
@@ -269,6 +303,7 @@ annotation
 // ================================================================ lexer
 
 // Keywords used by mbs.
+ALGORITHM    : 'algorithm';
 ANNOTATION   : 'annotation';
 AND          : 'and';
 BLOCK        : 'block';
@@ -303,18 +338,20 @@ PARTIAL      : 'partial';
 PROTECTED    : 'protected';
 PUBLIC       : 'public';
 RECORD       : 'record';
+RETURN       : 'return';
 STREAM       : 'stream';
 THEN         : 'then';
 TRUE         : 'true';
 TYPE         : 'type';
+WHILE        : 'while';
 WITHIN       : 'within';
 
 // Modelica keywords mbs does not support: reserved so that they cannot be used as names.
 // Parser.cpp names them in its messages ("'when' is not supported by mbs").
 UNSUPPORTED_KEYWORD
-  : 'algorithm' | 'break' | 'class' | 'constrainedby' | 'elsewhen' | 'enumeration'
+  : 'break' | 'class' | 'constrainedby' | 'elsewhen' | 'enumeration'
   | 'expandable' | 'external' | 'impure' | 'initial' | 'inner' | 'operator' | 'outer' | 'pure'
-  | 'redeclare' | 'replaceable' | 'return' | 'when' | 'while'
+  | 'redeclare' | 'replaceable' | 'when'
   ;
 
 // Operators and punctuation.
@@ -335,6 +372,7 @@ GE         : '>=';
 LT         : '<';
 GT         : '>';
 ASSIGN     : '=';
+COLON_EQ   : ':=';
 LPAREN     : '(';
 RPAREN     : ')';
 LBRACKET   : '[';

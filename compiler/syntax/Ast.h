@@ -33,7 +33,8 @@ enum class ExprKind {
   Bool,    // boolean
   String,  // text
   Ref,     // ref (a dotted component reference; `time` is Ref{"time"})
-  Call,    // ref = function name (dotted), args = positional arguments
+  Call,    // ref = function name (dotted), args = arguments; arg_names[i] is the name of a
+           // named argument `name = value` ("" for a positional one); arg_names may be empty
   Unary,   // op in {"-", "+", "not"}, args[0]
   Binary,  // op in {"+","-","*","/","^",".+",".-",".*","./",".^","==","<>","<","<=",">",">=",
            //        "and","or"}, args[0] op args[1]
@@ -57,6 +58,8 @@ struct Expr {
   std::string op;                          // Unary, Binary
   std::vector<RefPart> ref;                // Ref, Call (function name)
   std::vector<ExprPtr> args;               // see ExprKind
+  std::vector<std::string> arg_names;      // Call: names of named arguments (see ExprKind)
+  std::vector<Span> arg_spans;             // Call with named arguments: each whole argument
   std::vector<std::vector<ExprPtr>> rows;  // Matrix
   std::vector<ForIndex> iterators;         // Comprehension, Reduction (as written, left first)
   ExprPtr filter;  // Comprehension, Reduction: `... for i in a if filter` (mbs extension); or null
@@ -116,13 +119,15 @@ struct Import {
 struct Equation;
 using EquationList = std::vector<Equation>;
 
-enum class EquationKind { Simple, Connect, For, If };
+enum class EquationKind { Simple, Connect, For, If, Outputs };
 
 struct Equation {
   EquationKind kind = EquationKind::Simple;
   Span span;  // the whole equation
-  // Simple: lhs = rhs. Connect: lhs, rhs are Ref expressions.
+  // Simple: lhs = rhs. Connect: lhs, rhs are Ref expressions. Outputs: (targets...) = rhs, a
+  // Call; a null target drops that output.
   ExprPtr lhs, rhs;
+  std::vector<ExprPtr> targets;
   // For: indices and body.
   std::vector<ForIndex> indices;
   EquationList body;
@@ -130,6 +135,27 @@ struct Equation {
   std::vector<ExprPtr> conditions;
   std::vector<EquationList> branches;
   std::string description;
+};
+
+// One statement of an algorithm section (functions only).
+struct Statement;
+using StatementList = std::vector<Statement>;
+
+enum class StatementKind { Assign, MultiAssign, If, For, While, Return };
+
+struct Statement {
+  StatementKind kind = StatementKind::Assign;
+  Span span;  // the whole statement
+  // Assign: target := value. MultiAssign: (targets...) := value (a Call); a null target drops
+  // that output.
+  ExprPtr target, value;
+  std::vector<ExprPtr> targets;
+  // For: indices and body. While: conditions[0] and body.
+  std::vector<ForIndex> indices;
+  StatementList body;
+  // If: conditions[i] guards branches[i]; branches may have one more element (the else branch).
+  std::vector<ExprPtr> conditions;
+  std::vector<StatementList> branches;
 };
 
 enum class ClassKind { Model, Connector, Record, Block, Package, Type, Function };
@@ -143,6 +169,8 @@ struct ClassDef {
   std::vector<Extends> extends;
   std::vector<Component> components;
   EquationList equations;
+  StatementList algorithm;                         // every `algorithm` section, in order
+  std::vector<Span> algorithm_spans;               // the `algorithm` keywords
   std::vector<std::unique_ptr<ClassDef>> classes;  // nested classes (packages)
   // `type Length = Real(unit = "m");`  -> short_base "Real", short_mod its modification
   std::string short_base;

@@ -146,6 +146,13 @@ void print_equation(std::ostream& os, const ast::Equation& eq, int level) {
       os << "equation " << location(eq.span) << ' ' << (eq.lhs ? expr_to_string(*eq.lhs) : "")
          << " = " << (eq.rhs ? expr_to_string(*eq.rhs) : "") << description(eq.description) << "\n";
       return;
+    case ast::EquationKind::Outputs:
+      os << "equation " << location(eq.span) << " (";
+      for (size_t i = 0; i < eq.targets.size(); ++i)
+        os << (i ? ", " : "") << (eq.targets[i] ? expr_to_string(*eq.targets[i]) : "");
+      os << ") = " << (eq.rhs ? expr_to_string(*eq.rhs) : "") << description(eq.description)
+         << "\n";
+      return;
     case ast::EquationKind::Connect:
       os << "connect " << location(eq.span) << ' ' << (eq.lhs ? expr_to_string(*eq.lhs) : "")
          << ", " << (eq.rhs ? expr_to_string(*eq.rhs) : "") << description(eq.description) << "\n";
@@ -180,6 +187,55 @@ void print_equations(std::ostream& os, const ast::EquationList& eqs, int level) 
   for (const auto& eq : eqs) print_equation(os, eq, level);
 }
 
+void print_statements(std::ostream& os, const ast::StatementList& list, int level) {
+  for (const auto& st : list) {
+    indent(os, level);
+    switch (st.kind) {
+      case ast::StatementKind::Assign:
+        os << "assign " << location(st.span) << ' ' << (st.target ? expr_to_string(*st.target) : "")
+           << " := " << (st.value ? expr_to_string(*st.value) : "") << "\n";
+        break;
+      case ast::StatementKind::MultiAssign: {
+        os << "assign " << location(st.span) << " (";
+        for (size_t i = 0; i < st.targets.size(); ++i)
+          os << (i ? ", " : "") << (st.targets[i] ? expr_to_string(*st.targets[i]) : "");
+        os << ") := " << (st.value ? expr_to_string(*st.value) : "") << "\n";
+        break;
+      }
+      case ast::StatementKind::Return:
+        os << "return " << location(st.span) << "\n";
+        break;
+      case ast::StatementKind::For:
+        os << "for " << location(st.span);
+        for (size_t i = 0; i < st.indices.size(); ++i) {
+          os << (i == 0 ? " " : ", ") << st.indices[i].name << " in "
+             << (st.indices[i].range ? expr_to_string(*st.indices[i].range) : "");
+        }
+        os << "\n";
+        print_statements(os, st.body, level + 1);
+        break;
+      case ast::StatementKind::While:
+        os << "while " << location(st.span) << ' '
+           << (st.conditions.at(0) ? expr_to_string(*st.conditions[0]) : "") << "\n";
+        print_statements(os, st.body, level + 1);
+        break;
+      case ast::StatementKind::If:
+        for (size_t i = 0; i < st.branches.size(); ++i) {
+          if (i > 0) indent(os, level);
+          if (i < st.conditions.size()) {
+            os << (i == 0 ? cat("if ", location(st.span), " ") : std::string("elseif "))
+               << (st.conditions[i] ? expr_to_string(*st.conditions[i]) : "");
+          } else {
+            os << "else";
+          }
+          os << "\n";
+          print_statements(os, st.branches[i], level + 1);
+        }
+        break;
+    }
+  }
+}
+
 void print_class(std::ostream& os, const ast::ClassDef& c, int level) {
   indent(os, level);
   os << ast::class_kind_name(c.kind) << ' ' << c.name << ' ' << location(c.span);
@@ -206,6 +262,11 @@ void print_class(std::ostream& os, const ast::ClassDef& c, int level) {
        << mod_suffix(comp.mod.get()) << description(comp.description) << "\n";
   }
   print_equations(os, c.equations, level + 1);
+  if (!c.algorithm.empty()) {
+    indent(os, level + 1);
+    os << "algorithm\n";
+    print_statements(os, c.algorithm, level + 2);
+  }
 }
 
 }  // namespace
@@ -220,8 +281,16 @@ std::string expr_to_string(const ast::Expr& e) {
       return quoted(e.text);
     case ast::ExprKind::Ref:
       return ref_to_string(e.ref);
-    case ast::ExprKind::Call:
-      return cat(ref_to_string(e.ref), "(", list(e.args), ")");
+    case ast::ExprKind::Call: {
+      if (e.arg_names.empty()) return cat(ref_to_string(e.ref), "(", list(e.args), ")");
+      std::string out = ref_to_string(e.ref) + "(";
+      for (size_t i = 0; i < e.args.size(); ++i) {
+        if (i > 0) out += ", ";
+        if (i < e.arg_names.size() && !e.arg_names[i].empty()) out += e.arg_names[i] + " = ";
+        out += e.args[i] ? expr_to_string(*e.args[i]) : "";
+      }
+      return out + ")";
+    }
     case ast::ExprKind::Unary:
       return cat("(", e.op, e.op == "not" ? " " : "", arg(e, 0), ")");
     case ast::ExprKind::Binary:

@@ -243,7 +243,8 @@ class MbsErrorStrategy : public antlr4::DefaultErrorStrategy {
     if (inErrorRecoveryMode(p)) return;
     size_t rule = p->getContext()->getRuleIndex();
     if (rule != P::RuleStoredDefinition && rule != P::RuleLongClassSpecifier &&
-        rule != P::RuleForEquation && rule != P::RuleIfEquation) {
+        rule != P::RuleForEquation && rule != P::RuleIfEquation && rule != P::RuleIfStatement &&
+        rule != P::RuleForStatement && rule != P::RuleWhileStatement) {
       DefaultErrorStrategy::sync(p);
       return;
     }
@@ -268,12 +269,14 @@ class MbsErrorStrategy : public antlr4::DefaultErrorStrategy {
       if (r == nullptr) break;
       size_t rule = r->getRuleIndex();
       if (rule == P::RuleComponentClause || rule == P::RuleImportClause ||
-          rule == P::RuleExtendsClause || rule == P::RuleEquation || rule == P::RuleWithinClause) {
+          rule == P::RuleExtendsClause || rule == P::RuleEquation || rule == P::RuleStatement ||
+          rule == P::RuleWithinClause) {
         statement = r;
         break;
       }
       if (rule == P::RuleLongClassSpecifier || rule == P::RuleForEquation ||
-          rule == P::RuleIfEquation || rule == P::RuleStoredDefinition) {
+          rule == P::RuleIfEquation || rule == P::RuleIfStatement || rule == P::RuleForStatement ||
+          rule == P::RuleWhileStatement || rule == P::RuleStoredDefinition) {
         break;
       }
     }
@@ -290,8 +293,9 @@ class MbsErrorStrategy : public antlr4::DefaultErrorStrategy {
       size_t la = in->LA(1);
       if (la == Token::EOF) return;
       if (depth == 0 && la == P::SEMICOLON) break;
-      if (depth == 0 && (la == P::END || la == P::EQUATION || la == P::PUBLIC ||
-                         la == P::PROTECTED || la == P::ELSE || la == P::ELSEIF)) {
+      if (depth == 0 &&
+          (la == P::END || la == P::EQUATION || la == P::ALGORITHM || la == P::PUBLIC ||
+           la == P::PROTECTED || la == P::ELSE || la == P::ELSEIF)) {
         return;
       }
       if (la == P::LPAREN || la == P::LBRACKET || la == P::LBRACE) ++depth;
@@ -431,6 +435,8 @@ class MbsErrorStrategy : public antlr4::DefaultErrorStrategy {
         return " after declaration";
       case P::RuleEquation:
         return " after equation";
+      case P::RuleStatement:
+        return " after statement";
       case P::RuleImportClause:
         return " after import";
       case P::RuleExtendsClause:
@@ -450,6 +456,13 @@ class MbsErrorStrategy : public antlr4::DefaultErrorStrategy {
       default:
         return "";
     }
+  }
+
+  static bool inside(antlr4::RuleContext* ctx, size_t rule) {
+    for (antlr4::RuleContext* n = ctx; n != nullptr;
+         n = dynamic_cast<antlr4::RuleContext*>(n->parent))
+      if (n->getRuleIndex() == rule) return true;
+    return false;
   }
 
   // At the end of the file with a block still open: name the block.
@@ -476,20 +489,35 @@ class MbsErrorStrategy : public antlr4::DefaultErrorStrategy {
         reporter_.diags().note(reporter_.span(i->getStart()), "'if' begins here");
         return true;
       }
+      if (auto* f = dynamic_cast<P::ForStatementContext*>(n)) {
+        reporter_.syntax(where, "missing 'end for;'");
+        reporter_.diags().note(reporter_.span(f->getStart()), "'for' begins here");
+        return true;
+      }
+      if (auto* i = dynamic_cast<P::IfStatementContext*>(n)) {
+        reporter_.syntax(where, "missing 'end if;'");
+        reporter_.diags().note(reporter_.span(i->getStart()), "'if' begins here");
+        return true;
+      }
+      if (auto* w = dynamic_cast<P::WhileStatementContext*>(n)) {
+        reporter_.syntax(where, "missing 'end while;'");
+        reporter_.diags().note(reporter_.span(w->getStart()), "'while' begins here");
+        return true;
+      }
     }
     return false;
   }
 
   // Consumes the statement that starts at LT(1): up to and including its ';' at bracket depth
-  // 0, or up to a keyword that ends a statement list. An unsupported block (`when ... end when;`,
-  // `while ... end while;`) or `algorithm` section is skipped as a whole.
+  // 0, or up to a keyword that ends a statement list. An unsupported block (`when ... end when;`)
+  // is skipped as a whole.
   static void skip_statement(antlr4::Parser* p) {
     antlr4::TokenStream* in = p->getTokenStream();
     Token* first = in->LT(1);
     if (first->getType() == Token::EOF) return;
     const std::string keyword = first->getType() == P::UNSUPPORTED_KEYWORD ? first->getText() : "";
     p->consume();
-    if (keyword == "when" || keyword == "while") {
+    if (keyword == "when") {
       while (in->LA(1) != Token::EOF) {
         bool closes = in->LA(1) == P::END && in->LT(2)->getText() == keyword;
         p->consume();
@@ -501,13 +529,6 @@ class MbsErrorStrategy : public antlr4::DefaultErrorStrategy {
       }
       return;
     }
-    if (keyword == "algorithm") {
-      while (in->LA(1) != Token::EOF && in->LA(1) != P::EQUATION && in->LA(1) != P::PUBLIC &&
-             in->LA(1) != P::PROTECTED && !(in->LA(1) == P::END && in->LA(2) == P::IDENT)) {
-        p->consume();
-      }
-      return;
-    }
     int depth = 0;
     while (true) {
       size_t la = in->LA(1);
@@ -516,8 +537,9 @@ class MbsErrorStrategy : public antlr4::DefaultErrorStrategy {
         p->consume();
         return;
       }
-      if (depth == 0 && (la == P::END || la == P::EQUATION || la == P::PUBLIC ||
-                         la == P::PROTECTED || la == P::ELSE || la == P::ELSEIF)) {
+      if (depth == 0 &&
+          (la == P::END || la == P::EQUATION || la == P::ALGORITHM || la == P::PUBLIC ||
+           la == P::PROTECTED || la == P::ELSE || la == P::ELSEIF)) {
         return;
       }
       if (la == P::LPAREN || la == P::LBRACKET || la == P::LBRACE) ++depth;
@@ -564,6 +586,18 @@ class MbsErrorStrategy : public antlr4::DefaultErrorStrategy {
                       {"the Modelica keyword " + quote(t->getText())});
       return;
     }
+    if (!at_eof && t->getType() == P::COLON_EQ && !inside(ctx, P::RuleStatement)) {
+      reporter_.syntax(reporter_.span(t), "':=' outside an algorithm section");
+      reporter_.diags().help(
+          "an equation is written 'a = b;'; assignments ':=' belong in the 'algorithm' section of "
+          "a function");
+      return;
+    }
+    if (!at_eof && t->getType() == P::ASSIGN && inside(ctx, P::RuleStatement)) {
+      reporter_.syntax(reporter_.span(t), "expected ':=', found '='");
+      reporter_.diags().help("an algorithm assigns with ':=' (a = b is an equation)");
+      return;
+    }
     if (!at_eof && t->getType() == P::ASSIGN && ctx != nullptr &&
         (ctx->getRuleIndex() == P::RuleComponentDeclaration ||
          ctx->getRuleIndex() == P::RuleComponentClause)) {
@@ -587,7 +621,8 @@ class MbsErrorStrategy : public antlr4::DefaultErrorStrategy {
     const size_t rule = ctx != nullptr ? ctx->getRuleIndex() : INVALID_INDEX;
     if (at_eof && has(expected, P::END) &&
         (rule == P::RuleLongClassSpecifier || rule == P::RuleForEquation ||
-         rule == P::RuleIfEquation) &&
+         rule == P::RuleIfEquation || rule == P::RuleForStatement || rule == P::RuleIfStatement ||
+         rule == P::RuleWhileStatement) &&
         report_missing_end(ctx, where)) {
       return;
     }
@@ -607,6 +642,11 @@ class MbsErrorStrategy : public antlr4::DefaultErrorStrategy {
     std::string after = after_phrase(expected, ctx, previous);
     if (!after.empty() && has(expected, P::SEMICOLON)) want = "';'";
     reporter_.syntax(where, "expected " + want + after + ", found " + found(t));
+    if (rule == P::RuleStatement && want == "':='" && !at_eof && t->getType() == P::LPAREN) {
+      reporter_.diags().help(
+          "a statement is an assignment 'x := expression;' (call statements such as f(x); are "
+          "not supported)");
+    }
     if (rule == P::RuleEquation && want == "'='" && !at_eof && t->getType() == P::SEMICOLON) {
       reporter_.diags().help(
           "an equation has the form 'expression = expression;' (function-call equations such as "
@@ -692,6 +732,8 @@ ast::ExprPtr clone(const ast::Expr& e) {
     c->ref.push_back(ast::RefPart{part.name, clone_all(part.subscripts), part.span});
   }
   c->args = clone_all(e.args);
+  c->arg_names = e.arg_names;
+  c->arg_spans = e.arg_spans;
   for (const auto& row : e.rows) c->rows.push_back(clone_all(row));
   return c;
 }
@@ -763,6 +805,9 @@ class Builder {
         case P::END:
           after_end = true;
           continue;
+        case P::ALGORITHM:
+          def->algorithm_spans.push_back(r_.span(token_of(child)));
+          continue;
         case P::IDENT:
           if (after_end) check_end_name(*def, ctx, token_of(child));
           continue;
@@ -773,6 +818,8 @@ class Builder {
         element(*def, e, is_protected);
       } else if (auto* eq = dynamic_cast<P::EquationContext*>(child)) {
         equation(def->equations, eq);  // equations only follow `equation`
+      } else if (auto* st = dynamic_cast<P::StatementContext*>(child)) {
+        statement(def->algorithm, st);  // statements only follow `algorithm`
       } else if (auto* an = dynamic_cast<P::AnnotationContext*>(child)) {
         def->mbs_element = mbs_element(an);
       }
@@ -992,6 +1039,14 @@ class Builder {
         eq.lhs = simple_expression(lhs).e;
         eq.rhs = expr(ctx->expression()).e;
         eq.span = join(r_.span(lhs), r_.span(ctx->expression()));
+      } else if (auto* list = ctx->outputExpressionList()) {
+        eq.kind = ast::EquationKind::Outputs;
+        eq.span = join(r_.span(ctx->getStart()), r_.span(ctx->functionCallArgs()));
+        eq.targets = output_list(list);
+        eq.rhs = call_arguments(
+                     component_reference(ctx->componentReference()), ctx->functionCallArgs(),
+                     join(r_.span(ctx->componentReference()), r_.span(ctx->functionCallArgs())))
+                     .e;
       } else if (auto* c = ctx->connectClause()) {
         eq.kind = ast::EquationKind::Connect;
         eq.span = r_.span(c);
@@ -1039,6 +1094,75 @@ class Builder {
       } else if (auto* e = dynamic_cast<P::EquationContext*>(child)) {
         equation(eq.branches.back(), e);
       }
+    }
+  }
+
+  // ---------------------------------------------------------------- algorithms
+
+  // `(a, , b)`: one place per comma, plus one; a place without a reference drops that output.
+  std::vector<ast::ExprPtr> output_list(P::OutputExpressionListContext* list) {
+    std::vector<ast::ExprPtr> targets;
+    bool filled = false;
+    for (ParseTree* child : list->children) {
+      if (type_of(child) == P::COMMA) {
+        if (!filled) targets.emplace_back();
+        filled = false;
+      } else if (auto* c = dynamic_cast<P::ComponentReferenceContext*>(child)) {
+        targets.push_back(component_reference(c).e);
+        filled = true;
+      }
+    }
+    if (!filled) targets.emplace_back();
+    return targets;
+  }
+
+  void statement(ast::StatementList& out, P::StatementContext* ctx) {
+    try {
+      ast::Statement st;
+      st.span = r_.span(ctx);
+      if (ctx->RETURN() != nullptr) {
+        st.kind = ast::StatementKind::Return;
+      } else if (auto* i = ctx->ifStatement()) {
+        st.kind = ast::StatementKind::If;
+        bool expect_condition = false;
+        for (ParseTree* child : i->children) {
+          size_t type = type_of(child);
+          if (type == P::IF || type == P::ELSEIF) {
+            expect_condition = true;
+          } else if (type == P::ELSE || type == P::THEN) {
+            st.branches.emplace_back();
+          } else if (type == P::END) {
+            break;
+          } else if (auto* c = dynamic_cast<P::ExpressionContext*>(child); c && expect_condition) {
+            st.conditions.push_back(expr(c).e);
+            expect_condition = false;
+          } else if (auto* b = dynamic_cast<P::StatementContext*>(child)) {
+            statement(st.branches.back(), b);
+          }
+        }
+      } else if (auto* f = ctx->forStatement()) {
+        st.kind = ast::StatementKind::For;
+        for (auto* ix : f->forIndices()->forIndex()) st.indices.push_back(for_index(ix));
+        for (auto* b : f->statement()) statement(st.body, b);
+      } else if (auto* w = ctx->whileStatement()) {
+        st.kind = ast::StatementKind::While;
+        st.conditions.push_back(expr(w->expression()).e);
+        for (auto* b : w->statement()) statement(st.body, b);
+      } else if (auto* list = ctx->outputExpressionList()) {
+        st.kind = ast::StatementKind::MultiAssign;
+        st.targets = output_list(list);
+        Built call = component_reference(ctx->componentReference());
+        call = call_arguments(
+            std::move(call), ctx->functionCallArgs(),
+            join(r_.span(ctx->componentReference()), r_.span(ctx->functionCallArgs())));
+        st.value = std::move(call.e);
+      } else {
+        st.kind = ast::StatementKind::Assign;
+        st.target = component_reference(ctx->componentReference()).e;
+        st.value = expr(ctx->expression()).e;
+      }
+      out.push_back(std::move(st));
+    } catch (const StatementFailed&) {
     }
   }
 
@@ -1334,6 +1458,11 @@ class Builder {
     Built ref = component_reference(ctx->componentReference());
     auto* call = ctx->functionCallArgs();
     if (call == nullptr) return ref;
+    return call_arguments(std::move(ref), call, span);
+  }
+
+  // `name(args)`: the reference becomes a Call (or a Reduction) over the arguments.
+  Built call_arguments(Built ref, P::FunctionCallArgsContext* call, Span span) {
     ref.e->kind = ast::ExprKind::Call;
     ref.e->span = span;
     for (const auto& part : ref.e->ref) {
@@ -1357,11 +1486,12 @@ class Builder {
         body.depth = deeper(std::max(body.depth, ref.depth), span);
         return body;
       }
+      bool named = false;
+      for (auto* a : args->functionArgument()) named = named || a->IDENT() != nullptr;
       for (auto* a : args->functionArgument()) {
-        if (a->IDENT() != nullptr) {
-          r_.error(DiagKind::unsupported, r_.span(a),
-                   {"the named argument '" + a->IDENT()->getText() + " = ...'"});
-          throw StatementFailed{};
+        if (named) {
+          ref.e->arg_names.push_back(a->IDENT() != nullptr ? a->IDENT()->getText() : "");
+          ref.e->arg_spans.push_back(r_.span(a));
         }
         Built b = expr(a->expression());
         depth = std::max(depth, b.depth);
@@ -1728,8 +1858,8 @@ class FileParser {
           type != P::UNTERMINATED_STRING && type != P::UNTERMINATED_COMMENT) {
         // `end` followed by a name, `for`, `if` or `;` closes a block even inside an unclosed
         // `[`; anything else makes it the expression `end`.
-        if (type != P::IDENT && type != P::FOR && type != P::IF && type != P::SEMICOLON &&
-            type != Token::EOF) {
+        if (type != P::IDENT && type != P::FOR && type != P::IF && type != P::WHILE &&
+            type != P::SEMICOLON && type != Token::EOF) {
           if (auto* w = dynamic_cast<antlr4::WritableToken*>(kept[pending_end].get())) {
             w->setType(P::SUBSCRIPT_END);
           }

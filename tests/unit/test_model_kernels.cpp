@@ -101,8 +101,9 @@ void check_model(const mbs::rt::CompiledModel& m, unsigned seed) {
 
 TEST(ModelKernels, JacobiansMatchFiniteDifferences) {
   unsigned seed = 1;
-  for (const char* name : {"pendulum.mbs", "pendulum_first_order.mbs", "mass_spring_damper.mbs",
-                           "van_der_pol.mbs", "oscillator_chain.mbs"}) {
+  for (const char* name :
+       {"pendulum.mbs", "pendulum_first_order.mbs", "mass_spring_damper.mbs", "van_der_pol.mbs",
+        "oscillator_chain.mbs", "function_spring_chain.mbs"}) {
     SCOPED_TRACE(name);
     auto m = compile_example(name);
     ASSERT_TRUE(m);

@@ -508,6 +508,86 @@ package P @2:9 "a package"
   EXPECT_EQ(spring.equations[0].description, "balance");
 }
 
+TEST(Classes, FunctionWithAlgorithm) {
+  auto p = parse(
+      "function f \"sums\"\n"
+      "  input Real x;\n"
+      "  input Real c[:] = {1, 2};\n"
+      "  output Real y;\n"
+      "  output Integer n;\n"
+      "protected\n"
+      "  Real t;\n"
+      "algorithm\n"
+      "  t := x*x;\n"
+      "  (y, , n) := g(x, k = 2);\n"
+      "  for i in 1:3 loop\n"
+      "    if i > 1 then\n"
+      "      y := y + c[i];\n"
+      "    elseif x < 0 then\n"
+      "      return;\n"
+      "    else\n"
+      "      y := 0;\n"
+      "    end if;\n"
+      "  end for;\n"
+      "  while n < 3 loop\n"
+      "    n := n + 1;\n"
+      "  end while;\n"
+      "end f;\n");
+  ASSERT_TRUE(p->file) << p->errors();
+  EXPECT_EQ(ast_text(*p->file),
+            "function f @1:10 \"sums\"\n"
+            "  component input Real x @2:14\n"
+            "  component input Real c[:] @3:14 = {1, 2}\n"
+            "  component output Real y @4:15\n"
+            "  component output Integer n @5:18\n"
+            "  component protected Real t @7:8\n"
+            "  algorithm\n"
+            "    assign @9:3 t := (x * x)\n"
+            "    assign @10:3 (y, , n) := g(x, k = 2)\n"
+            "    for @11:3 i in (1:3)\n"
+            "      if @12:5 (i > 1)\n"
+            "        assign @13:7 y := (y + c[i])\n"
+            "      elseif (x < 0)\n"
+            "        return @15:7\n"
+            "      else\n"
+            "        assign @17:7 y := 0\n"
+            "    while @20:3 (n < 3)\n"
+            "      assign @21:5 n := (n + 1)\n");
+  const ast::ClassDef& f = *p->file->classes.at(0);
+  EXPECT_EQ(f.kind, ast::ClassKind::Function);
+  ASSERT_EQ(f.algorithm_spans.size(), 1u);
+  EXPECT_EQ(f.algorithm_spans[0].line, 8u);
+  // (y, , n) := g(x, k = 2): three places, the middle one empty; one positional, one named
+  const ast::Statement& multi = f.algorithm.at(1);
+  ASSERT_EQ(multi.kind, ast::StatementKind::MultiAssign);
+  ASSERT_EQ(multi.targets.size(), 3u);
+  EXPECT_TRUE(multi.targets[0] && !multi.targets[1] && multi.targets[2]);
+  const ast::Expr& call = *multi.value;
+  EXPECT_EQ(call.kind, ast::ExprKind::Call);
+  EXPECT_EQ(call.arg_names, (std::vector<std::string>{"", "k"}));
+  ASSERT_EQ(call.arg_spans.size(), 2u);
+  EXPECT_EQ(call.arg_spans[1].col, 20u);
+  // a call without named arguments has no names at all
+  EXPECT_TRUE(f.algorithm.at(0).value->arg_names.empty());
+}
+
+TEST(Equations, OutputLists) {
+  // `(a, , b) = f(...)` is an equation of several outputs; `(c) = g(y)` stays a plain equation
+  auto p = parse("model M\nequation\n  (a, , b) = f(x, k = 1);\n  (c) = g(y);\nend M;\n");
+  ASSERT_TRUE(p->file) << p->errors();
+  EXPECT_EQ(ast_text(*p->file),
+            "model M @1:7\n"
+            "  equation @3:3 (a, , b) = f(x, k = 1)\n"
+            "  equation @4:3 c = g(y)\n");
+  const auto& eqs = p->file->classes.at(0)->equations;
+  ASSERT_EQ(eqs.size(), 2u);
+  EXPECT_EQ(eqs[0].kind, ast::EquationKind::Outputs);
+  ASSERT_EQ(eqs[0].targets.size(), 3u);
+  EXPECT_FALSE(eqs[0].targets[1]);
+  EXPECT_EQ(eqs[0].span.end_col, 24u);  // the closing parenthesis of the call
+  EXPECT_EQ(eqs[1].kind, ast::EquationKind::Simple);
+}
+
 TEST(Classes, KindNames) {
   EXPECT_STREQ(ast::class_kind_name(ast::ClassKind::Model), "model");
   EXPECT_STREQ(ast::class_kind_name(ast::ClassKind::Connector), "connector");
@@ -713,10 +793,31 @@ TEST(SyntaxErrors, Table) {
        "e.mbs:3:3: error: the Modelica keyword 'when' is not supported\n"
        "    when x > 1 then\n"
        "    ^~~~\n"},
-      {"model M\n  Real x;\nalgorithm\n  x := 1;\nend M;\n",
-       "e.mbs:3:1: error: the Modelica keyword 'algorithm' is not supported\n"
-       "  algorithm\n"
-       "  ^~~~~~~~~\n"},
+      // Assignments belong in algorithms, equations in equation sections.
+      {"model M\n  Real x;\nequation\n  x := 1;\nend M;\n",
+       "e.mbs:4:5: error: ':=' outside an algorithm section\n"
+       "    x := 1;\n"
+       "      ^~\n"
+       "help: an equation is written 'a = b;'; assignments ':=' belong in the 'algorithm' section "
+       "of a function\n"},
+      {"function f\n  input Real x;\n  output Real y;\nalgorithm\n  y = x;\nend f;\n",
+       "e.mbs:5:5: error: expected ':=', found '='\n"
+       "    y = x;\n"
+       "      ^\n"
+       "help: an algorithm assigns with ':=' (a = b is an equation)\n"},
+      {"function f\n  output Real y;\nalgorithm\n  f(y);\nend f;\n",
+       "e.mbs:4:4: error: expected ':=', found '('\n"
+       "    f(y);\n"
+       "     ^\n"
+       "help: a statement is an assignment 'x := expression;' (call statements such as f(x); are "
+       "not supported)\n"},
+      {"function f\n  output Real y;\nalgorithm\n  while true loop\n    y := 1;\n",
+       "e.mbs:5:12: error: missing 'end while;'\n"
+       "      y := 1;\n"
+       "             ^\n"
+       "e.mbs:4:3: note: 'while' begins here\n"
+       "    while true loop\n"
+       "    ^~~~~\n"},
       {"model M\n  inner Real x;\nend M;\n",
        "e.mbs:2:3: error: the Modelica keyword 'inner' is not supported\n"
        "    inner Real x;\n"
@@ -785,10 +886,6 @@ TEST(SyntaxErrors, Table) {
        "e.mbs:2:12: error: number '1e999' is out of range\n"
        "    Real x = 1e999;\n"
        "             ^~~~~\n"},
-      {"model M\nequation\n  x = f(k = 1);\nend M;\n",
-       "e.mbs:3:9: error: the named argument 'k = ...' is not supported\n"
-       "    x = f(k = 1);\n"
-       "          ^~~~~\n"},
       {"model M\nequation\n  x = sum(k = i for i in 1:3);\nend M;\n",
        "e.mbs:3:11: error: the named argument 'k = ...' is not supported\n"
        "    x = sum(k = i for i in 1:3);\n"
