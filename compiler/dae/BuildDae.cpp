@@ -546,8 +546,8 @@ std::optional<SymbolicDae> Builder::run() {
     if (v.role != VarRole::Variable) continue;
     const auto el = eliminated_by_name.find(v.name);
     dae.outputs.push_back({v.name, resolve(cx.symbol(v.symbol)), v.output_role, v.span,
-                           el == eliminated_by_name.end() ? -1 : el->second, v.unit,
-                           v.description});
+                           el == eliminated_by_name.end() ? -1 : el->second, v.unit, v.description,
+                           v.output});
   }
   dae.body_balance = flat.body_balance;
   for (auto& r : dae.body_balance.rows) r = resolve(r);

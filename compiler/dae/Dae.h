@@ -49,6 +49,7 @@ struct DaeOutput {
   Span declared;                  // the variable's declaration
   int32_t eliminated = -1;        // its entry in SymbolicDae::eliminated, or -1 (a solved unknown)
   std::string unit, description;  // the variable's own declaration (an alias keeps its own)
+  bool interface_output = false;  // declared `output` in the model itself (FlatVar::output)
 };
 
 struct Elimination {

@@ -447,6 +447,7 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
     m->output_role.push_back(o.role);
     m->output_unit.push_back(o.unit);
     m->output_description.push_back(o.description);
+    m->output_interface.push_back(o.interface_output ? 1 : 0);
     rt::OutputSource src;
     src.declaration = source_ref(sources, o.declared, o.name);
     if (o.eliminated >= 0) {

@@ -29,7 +29,7 @@ struct FlatVar {
   VarRole role = VarRole::Variable;
   bool flow = false;
   bool input = false;
-  bool output = false;
+  bool output = false;          // declared `output` in the model itself (not in a component)
   sym::Expr binding = nullptr;  // Parameter/Constant: its value expression (may be null)
   double value = 0.0;         // Parameter/Constant: the binding's value, other parameters resolved
   sym::Expr start = nullptr;  // `start` attribute (may be null)

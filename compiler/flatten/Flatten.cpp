@@ -696,7 +696,9 @@ std::unique_ptr<Instance> Flattener::make_typed(Instance* parent, const std::str
     fv.role = role;
     fv.flow = flow;
     fv.input = c.causality == ast::Causality::Input;
-    fv.output = c.causality == ast::Causality::Output;
+    // an output of the model itself (not of one of its components): an FMU output
+    fv.output =
+        c.causality == ast::Causality::Output && parent != nullptr && parent->parent == nullptr;
     fv.description = c.description;
     fv.span = c.span;
     inst->var = static_cast<int>(flat_.vars.size());

@@ -119,6 +119,13 @@ std::string fmu_variables(const CompiledModel& m, const std::vector<std::string>
   return {};
 }
 
+std::vector<std::string> declared_outputs(const CompiledModel& m) {
+  std::vector<std::string> names;
+  for (size_t c = 0; c < m.output_interface.size() && c < m.output_names.size(); ++c)
+    if (m.output_interface[c] != 0) names.push_back(m.output_names[c]);
+  return names;
+}
+
 std::string model_exchange_obstacle(const CompiledModel& m) {
   if (m.n_z == 0) return {};
   for (int32_t i = 0; i < m.n_eq(); ++i) {

@@ -43,6 +43,10 @@ struct VariableTable {
   std::vector<int32_t> parameters;   // indices of the Parameter variables
 };
 
+// The variables `m` declares `output` in the model itself (CompiledModel::output_interface), the
+// default outputs of its FMU.
+std::vector<std::string> declared_outputs(const CompiledModel& m);
+
 // The table of `m`. `outputs`: the names of the variables that are FMU outputs (an unknown name
 // is an error); empty: none. Returns "" or the error.
 std::string fmu_variables(const CompiledModel& m, const std::vector<std::string>& outputs,

@@ -142,6 +142,9 @@ struct CompiledModel {
   // Per output (or empty): the unit and description of the variable's declaration ("" when it
   // has none); an array element's are the array's, an eliminated alias keeps its own.
   std::vector<std::string> output_unit, output_description;
+  // Per output (or empty): 1 when the variable is declared `output` in the model itself (not in
+  // one of its components): an output of an exported FMU (runtime/fmi/Variables.h).
+  std::vector<uint8_t> output_interface;
 
   // d outputs / dz (outputs x n_z): how the outputs depend on the algebraic unknowns (the joint
   // wrenches of a mechanism on its multipliers and efforts, for inverse dynamics). Optional.

@@ -21,7 +21,7 @@ static_assert(sizeof(SparseKernel) == 104, "SparseKernel changed: update ModelIm
 static_assert(sizeof(SourceRef) == 72, "SourceRef changed: update ModelImage.cpp");
 static_assert(sizeof(Unknown) == 104, "Unknown changed: update ModelImage.cpp");
 static_assert(sizeof(OutputSource) == 168, "OutputSource changed: update ModelImage.cpp");
-static_assert(sizeof(CompiledModel) == 3264, "CompiledModel changed: update ModelImage.cpp");
+static_assert(sizeof(CompiledModel) == 3288, "CompiledModel changed: update ModelImage.cpp");
 #endif
 
 // Primitive values: fixed-width little-endian integers, doubles as their IEEE bits, strings
@@ -37,6 +37,7 @@ class Writer {
   }
   void prim(int32_t& x) { le(static_cast<uint32_t>(x), 4); }
   void prim(uint32_t& x) { le(x, 4); }
+  void prim(uint8_t& x) { le(x, 1); }
   void prim(bool& b) { le(b ? 1 : 0, 1); }
   void prim(double& x) { le(std::bit_cast<uint64_t>(x), 8); }
   void prim(std::string& s) {
@@ -70,6 +71,7 @@ class Reader {
   }
   void prim(int32_t& x) { x = static_cast<int32_t>(static_cast<uint32_t>(le(4))); }
   void prim(uint32_t& x) { x = static_cast<uint32_t>(le(4)); }
+  void prim(uint8_t& x) { x = static_cast<uint8_t>(le(1)); }
   void prim(bool& b) {
     const uint64_t x = le(1);
     if (x > 1) fail("a flag of value " + std::to_string(x));
@@ -196,6 +198,7 @@ void transfer(IO& io, CompiledModel& m) {
   xfer(io, m.output_source);
   xfer(io, m.output_unit);
   xfer(io, m.output_description);
+  xfer(io, m.output_interface);
   xfer(io, m.outputs_z);
   xfer(io, m.constraint_g);
   xfer(io, m.constraint_gd);
@@ -273,6 +276,8 @@ std::string check_consistency(const CompiledModel& m) {
     if (o.kind > OutputSource::Kind::Explicit || o.alias_slot < -1 || o.alias_slot >= m.n_v)
       return "an output source out of range";
   if (m.output_names.size() != static_cast<size_t>(m.outputs.n_out)) return "output names";
+  if (!m.output_interface.empty() && m.output_interface.size() != m.output_names.size())
+    return "output interface flags";
   std::string bad;
   for_each_kernel(m, [&](const char* name, const Kernel& k) {
     if (k.n_out < 0 && bad.empty()) bad = std::string("kernel ") + name;

@@ -164,6 +164,44 @@ TEST(FmuModelDescription, ValidatesAgainstTheSchemasForEveryTypeAndVersion) {
   }
 }
 
+TEST(FmuModelDescription, TheModelsOwnOutputsAreTheFmusOutputs) {
+  // `output` in the model itself is an FMU output; in a component it is an ordinary variable
+  CompileOptions o;
+  o.file = "outputs.mbs";
+  o.cache_dir = "off";
+  o.source =
+      "block Lag\n  input Real u;\n  output Real y(start = 0);\n  parameter Real T = 0.5;\n"
+      "equation\n  T * der(y) = u - y;\nend Lag;\n"
+      "model Outputs\n  Lag lag(u = 1);\n  output Real twice \"twice the lag's output\";\n"
+      "  output Real e[2];\nequation\n  twice = 2 * lag.y;\n  e = {lag.y, -lag.y};\n"
+      "end Outputs;\n";
+  std::ostringstream emit, diag;
+  CompileResult r = compile(o, emit, diag);
+  ASSERT_TRUE(r.ok) << diag.str();
+  const std::vector<std::string> declared = rt::fmi::declared_outputs(*r.model);
+  EXPECT_EQ(declared, (std::vector<std::string>{"twice", "e[1]", "e[2]"}));
+  VariableTable t;
+  ASSERT_EQ(rt::fmi::fmu_variables(*r.model, declared, t), "");
+  ASSERT_EQ(t.outputs.size(), 3u);
+  EXPECT_EQ(t.vars[static_cast<size_t>(t.outputs[0])].description, "twice the lag's output");
+  for (const auto& v : t.vars)
+    if (v.name == "lag.y") {
+      EXPECT_EQ(v.causality, Causality::Local);
+    }
+  fmu::DescriptionOptions d;
+  d.model_identifier = "Outputs";
+  d.token = "{0}";
+  for (fmu::FmiVersion v : {fmu::FmiVersion::V2, fmu::FmiVersion::V3}) {
+    d.version = v;
+    d.model_exchange = true;
+    std::string error;
+    const std::string xml = fmu::model_description(*r.model, t, d, &error);
+    ASSERT_NE(xml, "") << error;
+    EXPECT_EQ(validate(xml, v), "");
+    EXPECT_NE(xml.find("name=\"twice\""), std::string::npos);
+  }
+}
+
 TEST(FmuModelDescription, BadRequestsAreErrors) {
   auto m = compiled("examples/pendulum.mbs");
   ASSERT_TRUE(m);
