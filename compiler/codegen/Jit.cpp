@@ -341,6 +341,10 @@ std::vector<std::string> JitModule::object_files() const {
   return impl_->object_bytes;
 }
 
+std::vector<std::string> JitModule::take_object_files() {
+  return std::move(impl_->object_bytes);
+}
+
 size_t JitModule::cache_hits() const {
   return impl_->cache_hits;
 }
@@ -503,7 +507,8 @@ std::unique_ptr<JitModule> JitModule::compile(const sym::Context& cx,
   }
   im.objects = jobs.size();
   for (const Job& job : jobs)
-    im.object_bytes.emplace_back(job.object->getBufferStart(), job.object->getBufferSize());
+    if (options.keep_object_files)
+      im.object_bytes.emplace_back(job.object->getBufferStart(), job.object->getBufferSize());
   return result;
 }
 
@@ -537,7 +542,6 @@ std::unique_ptr<JitModule> JitModule::load(const std::vector<std::string>& objec
   }
   for (const std::string& s : symbols) im.code_symbol.emplace(s, s);
   im.objects = objects.size();
-  im.object_bytes = objects;
   return result;
 }
 

@@ -46,6 +46,10 @@ struct JitOptions {
   // verified before use (ObjectCache.h); a damaged one is deleted and its kernels are compiled
   // afresh (JitModule::cache_damage()).
   std::string cache_dir;
+  // Keep a copy of the object files for object_files()/take_object_files() (the model cache
+  // stores them, an FMU links them). Off by default: the JIT owns the code, and a copy would
+  // double the memory of every compiled model for its lifetime.
+  bool keep_object_files = false;
 };
 
 // An object cache entry that was found unusable: its kernels were compiled afresh (and stored
@@ -83,8 +87,10 @@ class JitModule {
   // The native entry point of a kernel given to compile(), or nullptr if unknown.
   KernelFn lookup(const std::string& name) const;
   // The object files linked (relocatable ELF, position-independent code, host CPU), in link
-  // order: the kernels' code for a shared library or a cache of the whole compiled model.
+  // order: the kernels' code for a shared library or a cache of the whole compiled model. Only
+  // with JitOptions::keep_object_files (else empty); take_object_files() moves them out.
   std::vector<std::string> object_files() const;
+  std::vector<std::string> take_object_files();
   // Object files linked, and how many of them came from the cache.
   size_t objects() const;
   size_t cache_hits() const;

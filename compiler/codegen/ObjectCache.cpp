@@ -82,14 +82,18 @@ CacheKey cache_key(std::span<const std::string_view> material) {
   return h.final();
 }
 
-std::string cache_entry_path(const std::string& dir, const CacheKey& key, const char* suffix) {
-  static const char* hex = "0123456789abcdef";
+std::string hex(const CacheKey& key) {
+  static const char* digits = "0123456789abcdef";
   std::string name;
   for (uint8_t b : key) {
-    name += hex[b >> 4];
-    name += hex[b & 15];
+    name += digits[b >> 4];
+    name += digits[b & 15];
   }
-  return dir + "/" + name + suffix;
+  return name;
+}
+
+std::string cache_entry_path(const std::string& dir, const CacheKey& key, const char* suffix) {
+  return dir + "/" + hex(key) + suffix;
 }
 
 std::string encode_cache_entry(const CacheKey& key, std::string_view object) {

@@ -40,6 +40,9 @@ using CacheKey = std::array<uint8_t, 32>;
 // The key of a list of strings (each is hashed with its length, so {"ab", "c"} != {"a", "bc"}).
 CacheKey cache_key(std::span<const std::string_view> material);
 
+// The 64 lowercase hex digits of a key.
+std::string hex(const CacheKey& key);
+
 // `<dir>/<64 hex digits of key><suffix>` (".o": an object file; the model cache of
 // compiler/driver/ModelCache uses the same entries for whole models, ".model")
 std::string cache_entry_path(const std::string& dir, const CacheKey& key,

@@ -359,6 +359,7 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
       jopts.max_optimised_total_nodes +=
           sym::topological_order(specs[i].outputs).size() + specs[i].outputs.size();
   jopts.cache_dir = cache_dir;
+  jopts.keep_object_files = model_cache;  // stored in the model cache below, then dropped
   state->jit =
       codegen::JitModule::compile(cx, specs, jopts, &error, options.emit == "ir" ? &ir : nullptr);
   mark("codegen");
@@ -605,7 +606,7 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
     for (DiagKind kind : diags.kinds_seen())
       if (kinds.count(kind)) c.diagnostic_kinds.push_back(diag_info(kind).name);
     c.kernel_sizes = result.kernel_sizes;
-    (void)write_model_cache(cache_dir, model_key, probes, c, state->jit->object_files());
+    (void)write_model_cache(cache_dir, model_key, probes, c, state->jit->take_object_files());
   }
   return finish(true);
 }

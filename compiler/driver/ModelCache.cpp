@@ -2,7 +2,6 @@
 #include "compiler/driver/ModelCache.h"
 
 #include <fmt/format.h>
-#include <llvm/Support/BLAKE3.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -108,12 +107,8 @@ std::string changed_library_file(std::string_view probes) {
 }  // namespace
 
 std::string text_hash(const std::string& text) {
-  llvm::BLAKE3 h;
-  h.update(llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
-  const auto sum = h.final();
-  std::string hex;
-  for (uint8_t b : sum) hex += fmt::format("{:02x}", b);
-  return hex;
+  const std::string_view material[] = {text};
+  return codegen::hex(codegen::cache_key(material));
 }
 
 codegen::CacheKey model_cache_key(const CompileOptions& o, const std::string& main_text) {

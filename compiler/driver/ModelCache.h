@@ -47,6 +47,7 @@ struct LibraryProbe {
   std::string text_hash;  // 64 hex digits ("" when not found)
 };
 
+// The hash of a text (codegen::cache_key of it, as 64 hex digits).
 std::string text_hash(const std::string& text);
 
 struct ModelCacheRead {

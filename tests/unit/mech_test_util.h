@@ -1,5 +1,6 @@
-// Helpers shared by the multibody and inverse-dynamics tests: compile a model given as text, find
-// an output column by name.
+// Helpers shared by the tests that compile and run models (multibody, inverse dynamics,
+// functions): compile a model given as text, find an output column by name, simulate and keep
+// every output row.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -7,10 +8,13 @@
 
 #include <fstream>
 #include <memory>
+#include <span>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "compiler/driver/Compile.h"
+#include "runtime/solvers/Integrator.h"
 
 namespace mbs::testutil {
 
@@ -38,6 +42,26 @@ inline int output_column(const rt::CompiledModel& m, const std::string& name) {
     if (m.output_names[i] == name) return static_cast<int>(i);
   ADD_FAILURE() << "no output " << name;
   return 0;
+}
+
+// The rows of one simulation: time and every output at each output point.
+struct Run {
+  std::vector<double> t;
+  std::vector<std::vector<double>> rows;
+  rt::SolveStatus status{};
+  rt::Statistics stats;
+};
+
+inline Run simulate(const rt::CompiledModel& m, const rt::SolverOptions& options) {
+  auto solver = rt::make_integrator(m, options);
+  Run run;
+  run.status = solver->run([&](double t, std::span<const double> out) {
+    run.t.push_back(t);
+    run.rows.emplace_back(out.begin(), out.end());
+    return 0;
+  });
+  run.stats = solver->statistics();
+  return run;
 }
 
 }  // namespace mbs::testutil

@@ -93,6 +93,27 @@ class ObjectCache : public ::testing::Test {
   }
 };
 
+// The object files are kept only on request (the model cache stores them); kept, they link
+// into a new JIT without compiling and give the same kernel.
+TEST_F(ObjectCache, ObjectFilesAreKeptOnRequestAndLoadWithoutCompiling) {
+  auto plain = compile();
+  EXPECT_TRUE(plain->object_files().empty());
+  options.keep_object_files = true;
+  auto kept = compile();
+  ASSERT_EQ(kept->object_files().size(), 1u);
+  EXPECT_EQ(kept->code_symbol("k"), "k");
+  std::string error;
+  auto loaded = JitModule::load(kept->take_object_files(), {"k"}, &error);
+  ASSERT_NE(loaded, nullptr) << error;
+  EXPECT_TRUE(kept->object_files().empty());
+  double out[2] = {0, 0};
+  EXPECT_EQ(loaded->lookup("k")(v.data(), out), 0);
+  EXPECT_EQ(out[0], std::sin(0.6));
+  EXPECT_EQ(out[1], 2.3);
+  EXPECT_EQ(JitModule::load({"not an object"}, {"k"}, &error), nullptr);
+  EXPECT_FALSE(error.empty());
+}
+
 TEST_F(ObjectCache, EntryIsAHeaderAndTheObjectAndIsReused) {
   auto first = compile();
   EXPECT_EQ(first->cache_hits(), 0u);

@@ -153,7 +153,9 @@ class FmuLink : public ::testing::Test {
                         cx.binary(Op::Atan2, x, y), cx.mul(cx.unary(Op::Exp, z), cx.pow(y, x))}});
     kernels.push_back({"log_of_x", {cx.unary(Op::Log, x), cx.unary(Op::Tanh, z)}});
     std::string error;
-    jit = JitModule::compile(cx, kernels, codegen::JitOptions{}, &error);
+    codegen::JitOptions options;
+    options.keep_object_files = true;
+    jit = JitModule::compile(cx, kernels, options, &error);
     ASSERT_NE(jit, nullptr) << error;
   }
 
@@ -359,6 +361,7 @@ TEST_F(FmuLink, UnloadsWithoutLeaking) {
 // compiled) link into one library; each kernel gives the JIT's result.
 TEST_F(FmuLink, LinksSeveralObjects) {
   codegen::JitOptions options;
+  options.keep_object_files = true;
   options.max_optimised_total_nodes = 6;  // log_of_x (6 nodes) at O2, pendulum_rates at O0
   std::vector<KernelSpec> reordered = {kernels[1], kernels[0]};
   std::string error;

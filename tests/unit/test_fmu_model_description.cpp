@@ -55,6 +55,7 @@ std::string validate(const std::string& xml, fmu::FmiVersion version) {
   std::ifstream in(out);
   std::stringstream ss;
   ss << in.rdbuf();
+  fs::remove_all(dir);
   return rc == 0 ? std::string() : "xmllint: " + ss.str() + "\n" + xml;
 }
 

@@ -13,12 +13,13 @@
 #include <vector>
 
 #include "compiler/driver/Compile.h"
+#include "mech_test_util.h"
 #include "runtime/solvers/Integrator.h"
 
 namespace {
 
 std::string write_temp(const std::string& name, const std::string& text) {
-  std::string path = testing::TempDir() + std::to_string(getpid()) + "_" + name;
+  const std::string path = mbs::testutil::temp_path(name);
   std::ofstream(path) << text;
   return path;
 }
@@ -32,31 +33,14 @@ mbs::CompileResult compile_text(const std::string& name, const std::string& text
   return r;
 }
 
-struct SimRun {
-  std::vector<double> t;
-  std::vector<std::vector<double>> rows;
-  mbs::rt::SolveStatus status;
-};
+using SimRun = mbs::testutil::Run;
+using mbs::testutil::output_column;
 
 SimRun simulate(const mbs::rt::CompiledModel& m, double t_end, double h) {
   mbs::rt::SolverOptions o;
   o.t_end = t_end;
   o.h = h;
-  auto solver = mbs::rt::make_integrator(m, o);
-  SimRun run;
-  run.status = solver->run([&](double t, std::span<const double> out) {
-    run.t.push_back(t);
-    run.rows.emplace_back(out.begin(), out.end());
-    return 0;
-  });
-  return run;
-}
-
-int column(const mbs::rt::CompiledModel& m, const std::string& name) {
-  for (size_t i = 0; i < m.output_names.size(); ++i)
-    if (m.output_names[i] == name) return static_cast<int>(i);
-  ADD_FAILURE() << "no column " << name;
-  return 0;
+  return mbs::testutil::simulate(m, o);
 }
 
 double parameter(const mbs::rt::CompiledModel& m, const std::string& name) {
@@ -224,12 +208,12 @@ end Values;
     double t = run.t[i], q = t - 1;
     const auto& row = run.rows[i];
     for (int k = 1; k <= 3; ++k)
-      EXPECT_NEAR(row[column(m, "w[" + std::to_string(k) + "]")], 2 * k * t, 1e-12);
-    ASSERT_NEAR(row[column(m, "q")], q, 1e-9);
+      EXPECT_NEAR(row[output_column(m, "w[" + std::to_string(k) + "]")], 2 * k * t, 1e-12);
+    ASSERT_NEAR(row[output_column(m, "q")], q, 1e-9);
     double g = q <= 0 ? 0 : q <= 1 ? q * q : 2 * q - 1;
     double gd = q <= 0 ? 0 : q <= 1 ? 2 * q : 2;
-    EXPECT_NEAR(row[column(m, "g")], g, 1e-8) << "t = " << t;
-    EXPECT_NEAR(row[column(m, "gd")], gd, 1e-8) << "t = " << t;
+    EXPECT_NEAR(row[output_column(m, "g")], g, 1e-8) << "t = " << t;
+    EXPECT_NEAR(row[output_column(m, "gd")], gd, 1e-8) << "t = " << t;
   }
 }
 
@@ -250,14 +234,14 @@ end Outputs;
   ASSERT_EQ(run.status, mbs::rt::SolveStatus::Finished);
   for (size_t i = 0; i < run.t.size(); i += 100) {
     const auto& row = run.rows[i];
-    double y = row[column(m, "y")];
+    double y = row[output_column(m, "y")];
     EXPECT_NEAR(y, std::exp(-run.t[i]), 1e-5);
-    EXPECT_NEAR(row[column(m, "s")], 8 * y, 1e-12);
-    EXPECT_NEAR(row[column(m, "mx")], 5 * y, 1e-12);
-    EXPECT_NEAR(row[column(m, "r[1]")], 4 * y, 1e-12);
-    EXPECT_NEAR(row[column(m, "r[2]")], 10 * y, 1e-12);
-    EXPECT_NEAR(row[column(m, "r[3]")], 2 * y, 1e-12);
-    EXPECT_NEAR(row[column(m, "b")], 2 * y, 1e-12);
+    EXPECT_NEAR(row[output_column(m, "s")], 8 * y, 1e-12);
+    EXPECT_NEAR(row[output_column(m, "mx")], 5 * y, 1e-12);
+    EXPECT_NEAR(row[output_column(m, "r[1]")], 4 * y, 1e-12);
+    EXPECT_NEAR(row[output_column(m, "r[2]")], 10 * y, 1e-12);
+    EXPECT_NEAR(row[output_column(m, "r[3]")], 2 * y, 1e-12);
+    EXPECT_NEAR(row[output_column(m, "b")], 2 * y, 1e-12);
   }
 }
 
@@ -299,11 +283,11 @@ end Sat;
   ASSERT_EQ(run.status, mbs::rt::SolveStatus::Finished);
   int inside = 0;
   for (const auto& row : run.rows) {
-    double x = row[column(m, "x")], v = row[column(m, "v")];
+    double x = row[output_column(m, "x")], v = row[output_column(m, "v")];
     double y = x > 0.5 ? 0.5 : x < -0.5 ? -0.5 : x;
     inside += std::fabs(x) < 0.5;
-    ASSERT_EQ(row[column(m, "y")], y);
-    ASSERT_EQ(row[column(m, "yd")], std::fabs(x) > 0.5 ? 0.0 : v);
+    ASSERT_EQ(row[output_column(m, "y")], y);
+    ASSERT_EQ(row[output_column(m, "yd")], std::fabs(x) > 0.5 ? 0.0 : v);
   }
   EXPECT_GT(inside, 100);  // every path was taken
   EXPECT_LT(inside, static_cast<int>(run.rows.size()) - 100);
@@ -367,7 +351,7 @@ end FunctionSpringChain;
       names.push_back(std::string(v) + "[" + std::to_string(i) + "]");
   double worst = 0;
   for (const auto& name : names) {
-    int ca = column(*a.model, name), cb = column(*b.model, name);
+    int ca = output_column(*a.model, name), cb = output_column(*b.model, name);
     for (size_t i = 0; i < ra.rows.size(); ++i) {
       double x = ra.rows[i][ca], y = rb.rows[i][cb];
       worst = std::max(worst, std::fabs(x - y) / (1 + std::fabs(y)));
@@ -378,7 +362,7 @@ end FunctionSpringChain;
   worst_text << worst;
   RecordProperty("worst_relative_difference", worst_text.str());
   // not trivial: E(0) by hand, and the dampers take energy out
-  const int ea = column(*a.model, "E");
+  const int ea = output_column(*a.model, "E");
   EXPECT_NEAR(ra.rows.front()[ea],
               0.5 * 100 * (0.04 + 0.0225 + 0.01 + 0.0025) + 0.25 * 5000 * (1e-4 + 6.25e-6), 1e-12);
   EXPECT_LT(ra.rows.back()[ea], 0.8 * ra.rows.front()[ea]);
