@@ -42,6 +42,27 @@ std::string fmu_variables(const CompiledModel& m, const std::vector<std::string>
   }
   for (const std::string& name : wanted)
     if (!found.count(name)) return "'" + name + "' is not a variable of the model";
+  // the inputs: set by the importer in their slots (their columns only read those)
+  for (size_t i = 0; i < m.inputs.size(); ++i) {
+    const std::string& name = m.inputs[i].name;
+    int32_t index = -1;
+    if (auto it = by_name.find(name); it != by_name.end()) {
+      index = it->second;
+    } else {
+      Variable v;
+      v.name = name;
+      index = add(std::move(v));
+      by_name[name] = index;
+    }
+    Variable& v = t.vars[static_cast<size_t>(index)];
+    if (wanted.count(name)) return "the input '" + name + "' cannot be an output";
+    v.causality = Causality::Input;
+    v.slot = m.input_slot[i];
+    v.column = -1;
+    v.has_start = true;
+    v.start = m.v0[static_cast<size_t>(v.slot)];
+    t.inputs.push_back(index);
+  }
 
   // the states [q | qd | y] and their derivatives
   auto state_of = [&](const std::string& name, int32_t slot) {
@@ -94,7 +115,8 @@ std::string fmu_variables(const CompiledModel& m, const std::vector<std::string>
   }
   // the other variables are calculated (an output or local without a start)
   for (Variable& v : t.vars)
-    if (v.causality != Causality::Independent && v.initial == Initial::None)
+    if (v.causality != Causality::Independent && v.causality != Causality::Input &&
+        v.initial == Initial::None)
       v.initial = Initial::Calculated;
 
   for (size_t p = 0; p < m.parameters.size(); ++p) {

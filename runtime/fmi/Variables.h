@@ -3,9 +3,10 @@
 // value references with, so the XML and the binary cannot disagree.
 //
 // Value references: 0 is time; then every output column of the model (every model variable,
-// eliminated ones included) in column order; then the state derivatives the model has no
-// variable for (`der(q)` and `der(q,2)` of a second-order coordinate q, `der(y)` of a
-// first-order y; FMI's structured names); then the parameters in CompiledModel order.
+// eliminated ones included, the inputs too: CompiledModel::inputs) in column order; then the state
+// derivatives the model has no variable for (`der(q)` and `der(q,2)` of a second-order coordinate
+// q, `der(y)` of a first-order y; FMI's structured names); then the parameters in CompiledModel
+// order.
 #pragma once
 
 #include <cstdint>
@@ -40,6 +41,7 @@ struct VariableTable {
   std::vector<int32_t> states;       // indices into vars: [q | qd | y]
   std::vector<int32_t> derivatives;  // indices into vars, one per state, in state order
   std::vector<int32_t> outputs;      // indices of the Output variables
+  std::vector<int32_t> inputs;       // indices of the Input variables (CompiledModel order)
   std::vector<int32_t> parameters;   // indices of the Parameter variables
 };
 

@@ -183,6 +183,13 @@ struct CompiledModel {
   // Start values [q | qd | y | z] computed from the parameters in v (v0 was filled with it).
   Kernel initial_values;
 
+  // Inputs (`input Real u` at the top level of the model): known functions of time that the
+  // caller sets between steps (an FMU's importer; rt::Integrator::set_input), held constant
+  // over a step. Each has a slot in v (its start value in v0) and is also an output column
+  // (output_names) reading that slot.
+  std::vector<Unknown> inputs;
+  std::vector<int32_t> input_slot;
+
   // Parameters: names and slots in v. A parameter changes without recompiling (rt::Instance)
   // unless parameter_compile_time says why the compiler used its value as a number.
   std::vector<Unknown> parameters;

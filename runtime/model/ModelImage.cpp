@@ -21,7 +21,7 @@ static_assert(sizeof(SparseKernel) == 104, "SparseKernel changed: update ModelIm
 static_assert(sizeof(SourceRef) == 72, "SourceRef changed: update ModelImage.cpp");
 static_assert(sizeof(Unknown) == 104, "Unknown changed: update ModelImage.cpp");
 static_assert(sizeof(OutputSource) == 168, "OutputSource changed: update ModelImage.cpp");
-static_assert(sizeof(CompiledModel) == 3288, "CompiledModel changed: update ModelImage.cpp");
+static_assert(sizeof(CompiledModel) == 3336, "CompiledModel changed: update ModelImage.cpp");
 #endif
 
 // Primitive values: fixed-width little-endian integers, doubles as their IEEE bits, strings
@@ -223,6 +223,8 @@ void transfer(IO& io, CompiledModel& m) {
   xfer(io, m.index2_residual);
   xfer(io, m.index2_matrix);
   xfer(io, m.initial_values);
+  xfer(io, m.inputs);
+  xfer(io, m.input_slot);
   xfer(io, m.parameters);
   xfer(io, m.parameter_slot);
   xfer(io, m.parameter_compile_time);
@@ -264,6 +266,7 @@ std::string check_consistency(const CompiledModel& m) {
   const auto neq = static_cast<size_t>(m.n_eq());
   if (m.eq_level.size() != neq || m.eq_source.size() != neq) return "equation lists";
   if (!slots_ok(m.parameter_slot, m.parameters.size())) return "parameter slots";
+  if (!slots_ok(m.input_slot, m.inputs.size())) return "input slots";
   for (EquationLevel l : m.eq_level)
     if (l > EquationLevel::Algebraic) return "an equation level out of range";
   for (EquationLevel l : m.z_level)

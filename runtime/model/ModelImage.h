@@ -18,7 +18,7 @@
 
 namespace mbs::rt {
 
-constexpr uint32_t kModelImageVersion = 2;  // 2: output_interface
+constexpr uint32_t kModelImageVersion = 3;  // 2: output_interface; 3: inputs
 
 // The image of `m` (without code_owner and the kernels' function pointers).
 std::string write_model_image(const CompiledModel& m);
