@@ -11,6 +11,8 @@
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
+#include <llvm/MC/MCSubtargetInfo.h>
+#include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
@@ -109,6 +111,38 @@ HostTarget& host_target() {
     return h;
   }();
   return *host;
+}
+
+// The target of code for another CPU than the host's (JitOptions::cpu), made once per name and
+// kept like the host's. Returns the host target for "".
+HostTarget& target_for(const std::string& cpu) {
+  if (cpu.empty()) return host_target();
+  static std::mutex mutex;
+  static auto* targets = new std::unordered_map<std::string, HostTarget*>;
+  std::lock_guard<std::mutex> lock(mutex);
+  HostTarget*& t = (*targets)[cpu];
+  if (t != nullptr) return *t;
+  t = new HostTarget;
+  HostTarget& host = host_target();
+  if (host.builder == nullptr) {
+    t->error = host.error;
+    return *t;
+  }
+  // an unknown CPU name would only be warned about by LLVM (on stderr): check it first
+  const llvm::Triple& triple = host.builder->getTargetTriple();
+  std::string lookup_error;
+  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple.str(), lookup_error);
+  std::unique_ptr<llvm::MCSubtargetInfo> info(
+      target != nullptr ? target->createMCSubtargetInfo(triple.str(), "", "") : nullptr);
+  if (info == nullptr || !info->isCPUStringValid(cpu)) {
+    t->error = "'" + cpu + "' is not a CPU LLVM " LLVM_VERSION_STRING " knows for " + triple.str();
+    return *t;
+  }
+  llvm::orc::JITTargetMachineBuilder jtmb(triple);
+  jtmb.setCPU(cpu);
+  jtmb.setRelocationModel(llvm::Reloc::PIC_);
+  t->builder = std::make_unique<llvm::orc::JITTargetMachineBuilder>(std::move(jtmb));
+  return *t;
 }
 
 std::string message(llvm::Error e) {
@@ -375,6 +409,8 @@ std::unique_ptr<JitModule> JitModule::compile(const sym::Context& cx,
   timer.step("target");
   HostTarget& host = host_target();
   if (host.builder == nullptr) return fail("no native target: " + host.error);
+  HostTarget& code = target_for(options.cpu);  // what the kernels are compiled for
+  if (code.builder == nullptr) return fail(code.error);
 
   if (std::string e = check_kernel_names(kernels); !e.empty()) return fail(e);
 
@@ -448,7 +484,7 @@ std::unique_ptr<JitModule> JitModule::compile(const sym::Context& cx,
   if (ir_text != nullptr) ir_text->clear();
   auto run_job = [&](Job& job, bool own_machine, StepTimer& t) {
     try {
-      job.error = compile_to_object(cx, job.kernels, job.level, job.level, host, t,
+      job.error = compile_to_object(cx, job.kernels, job.level, job.level, code, t,
                                     ir_text != nullptr ? &job.ir : nullptr, job.object, own_machine,
                                     job.cache);
     } catch (const std::exception& ex) {  // an internal error of the lowering: report, don't die

@@ -50,6 +50,10 @@ struct JitOptions {
   // stores them, an FMU links them). Off by default: the JIT owns the code, and a copy would
   // double the memory of every compiled model for its lifetime.
   bool keep_object_files = false;
+  // The CPU the kernels are compiled for, by LLVM's name ("x86-64", "x86-64-v3", "skylake"):
+  // "" = the host's, with all its features. Code for a baseline CPU runs on the host as well
+  // (and in an FMU on other machines: tools/fmu/Export.h uses "x86-64").
+  std::string cpu;
 };
 
 // An object cache entry that was found unusable: its kernels were compiled afresh (and stored

@@ -217,6 +217,9 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
       result.model = std::move(cached.hit.model);
       result.diagnostic_kinds = std::move(cached.hit.diagnostic_kinds);
       result.kernel_sizes = std::move(cached.hit.kernel_sizes);
+      if (options.keep_object_files) result.object_files = std::move(cached.hit.objects);
+      result.source_files.push_back(options.file);
+      for (std::string& f : cached.hit.library_files) result.source_files.push_back(std::move(f));
       result.model_cache_hit = true;
       result.ok = true;
       result.total_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_start).count();
@@ -359,7 +362,9 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
       jopts.max_optimised_total_nodes +=
           sym::topological_order(specs[i].outputs).size() + specs[i].outputs.size();
   jopts.cache_dir = cache_dir;
-  jopts.keep_object_files = model_cache;  // stored in the model cache below, then dropped
+  // stored in the model cache below (then dropped), or returned
+  jopts.keep_object_files = model_cache || options.keep_object_files;
+  jopts.cpu = options.cpu;
   state->jit =
       codegen::JitModule::compile(cx, specs, jopts, &error, options.emit == "ir" ? &ir : nullptr);
   mark("codegen");
@@ -581,6 +586,8 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
 
   m->code_owner = state;
   result.model = m;
+  // the copies of the object files (the JIT owns the code) go to the cache and the caller
+  std::vector<std::string> objects = state->jit->take_object_files();
   if (model_cache) {  // best effort: a cache that cannot be written is no error
     std::vector<LibraryProbe> probes;
     for (const ClassLoader::Probe& p : loader.probes()) {
@@ -606,7 +613,13 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
     for (DiagKind kind : diags.kinds_seen())
       if (kinds.count(kind)) c.diagnostic_kinds.push_back(diag_info(kind).name);
     c.kernel_sizes = result.kernel_sizes;
-    (void)write_model_cache(cache_dir, model_key, probes, c, state->jit->take_object_files());
+    (void)write_model_cache(cache_dir, model_key, probes, c, objects);
+  }
+  if (options.keep_object_files) result.object_files = std::move(objects);
+  for (uint32_t id = 1; id <= sources.file_count(); ++id) {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(sources.path(id), ec))
+      result.source_files.push_back(sources.path(id));
   }
   return finish(true);
 }

@@ -40,6 +40,10 @@ struct CompileOptions {
   std::string cache_dir;
   int recursive_depth = -1;  // multibody recursive form above this tree depth
                              // (-1: automatic, see MechOptions)
+  // codegen::JitOptions::cpu: the CPU the kernels are compiled for ("" = the host's)
+  std::string cpu;
+  // Return the kernels' object files in CompileResult::object_files (an FMU links them).
+  bool keep_object_files = false;
 };
 
 struct PassTiming {
@@ -65,6 +69,11 @@ struct CompileResult {
     size_t outputs = 0;
   };
   std::vector<KernelSize> kernel_sizes;
+  // With CompileOptions::keep_object_files: the relocatable objects (position-independent, for
+  // CompileOptions::cpu) holding the code of every kernel symbol of `model` (Kernel::symbol).
+  std::vector<std::string> object_files;
+  // The files the model was read from: the main file, then every library file used.
+  std::vector<std::string> source_files;
   double total_ms = 0;
 };
 

@@ -120,8 +120,9 @@ codegen::CacheKey model_cache_key(const CompileOptions& o, const std::string& ma
       o.file,
       main_text,
       o.model,
-      fmt::format("O{} reactions {} inverse {} sens {} max {} depth {}", o.opt_level, o.reactions,
-                  o.inverse_dynamics, o.sensitivities, o.max_instances, o.recursive_depth)};
+      fmt::format("O{} reactions {} inverse {} sens {} max {} depth {} cpu {}", o.opt_level,
+                  o.reactions, o.inverse_dynamics, o.sensitivities, o.max_instances,
+                  o.recursive_depth, o.cpu)};
   for (const std::string& d : library_path(o.include_dirs)) m.push_back("path " + d);
   for (const auto& [name, x] : o.overrides) m.push_back("set " + name + "=" + exact(x));
   for (const auto& [name, x] : o.start_overrides) m.push_back("start " + name + "=" + exact(x));
@@ -150,6 +151,8 @@ ModelCacheRead read_model_cache(const std::string& dir, const codegen::CacheKey&
   CachedCompile& c = r.hit;
   c.warnings = std::string(parts[1]);
   c.diagnostic_kinds = lines_of(parts[2]);
+  for (const std::string& line : lines_of(parts[0]))  // the library files read ("F <hash> <path>")
+    if (line[0] == 'F') c.library_files.push_back(line.substr(line.find(' ', 2) + 1));
   for (const std::string& line : lines_of(parts[3])) {
     CompileResult::KernelSize k;
     std::istringstream in(line);
@@ -173,6 +176,7 @@ ModelCacheRead read_model_cache(const std::string& dir, const codegen::CacheKey&
     return damaged("no code for kernel '" + missing + "'");
   model->code_owner = jit;
   c.model = std::move(model);
+  c.objects = std::move(objects);
   return r;
 }
 

@@ -38,6 +38,9 @@ struct CachedCompile {
   std::string warnings;  // the diagnostics as printed
   std::vector<std::string> diagnostic_kinds;
   std::vector<CompileResult::KernelSize> kernel_sizes;
+  std::vector<std::string>
+      objects;  // read: the kernels' object files (CompileResult::object_files)
+  std::vector<std::string> library_files;  // read: the library files the compile read
 };
 
 // A library file the compile looked for: its path, and the BLAKE3 of its text when it was found.

@@ -26,6 +26,7 @@
 #include "runtime/solvers/Options.h"
 #include "runtime/solvers/OptionsCli.h"
 #include "tools/mbsc/Analyses.h"
+#include "tools/mbsc/FmuCli.h"
 #include "tools/mbsc/StudyCli.h"
 #include "tools/repl/ReplMain.h"
 
@@ -232,6 +233,8 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   mbs::cli::StudyFlags study;
   mbs::cli::add_study_flags(app, study);
+  mbs::cli::FmuFlags fmu;
+  mbs::cli::add_fmu_flags(app, fmu);
   mbs::rt::SolverOptions sopts;
   mbs::rt::add_solver_options(app, sopts);
   // an option given twice (in a --study file and on the command line): the last one counts
@@ -300,6 +303,15 @@ int main(int argc, char** argv) {
 
   // ---- compile
   if (study.needs_sensitivity_kernels()) copts.sensitivities = true;
+  if (fmu.active()) {
+    if (study.active() || inverse || !copts.emit.empty()) {
+      std::cerr << "mbsc: error: --fmu exports the model; it cannot be combined with a study, "
+                   "--inverse-dynamics or --emit\n";
+      return kExitUsage;
+    }
+    copts.cpu = fmu.compile_cpu();
+    copts.keep_object_files = true;
+  }
   mbs::Session session(copts, diag_out);
   if (!session.compile(emit_out)) return session.usage_error() ? kExitUsage : kExitModelError;
   const mbs::CompileResult& compiled = session.compile_result();
@@ -311,6 +323,11 @@ int main(int argc, char** argv) {
     std::cerr << fmt::format("mbsc: compiled in {:.1f} ms ({:.1f} ms since process start)\n",
                              compiled.total_ms, ready_ms);
   if (!copts.emit.empty()) return kExitOk;
+  if (fmu.active()) {
+    if (const int code = mbs::cli::run_fmu_export(session, fmu, copts.verbose); code != kExitOk)
+      return code;
+    if (!simulate && !do_static && !do_linearize && !do_eigen) return kExitOk;
+  }
   if (study.active()) {
     if (inverse || do_linearize || do_eigen) {
       std::cerr << "mbsc: error: a study (--vary) runs simulations (or --static); it cannot be "
