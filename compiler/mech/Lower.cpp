@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "compiler/mech/Assembly.h"
+#include "compiler/mech/JointKinds.h"
 #include "compiler/mech/Mechanics.h"
 #include "compiler/mech/Vec.h"
 
@@ -29,22 +30,12 @@ struct KindInfo {
   std::vector<const char*> frames;
 };
 
+// The elements that are not joints; every joint kind (JointKinds.h) is an edge between frame_a
+// and frame_b.
 const std::vector<KindInfo>& kinds() {
   static const std::vector<KindInfo> k = {
       {"World", Role::World, {"frame"}},
       {"Body", Role::Body, {"frame_a"}},
-      {"FixedTranslation", Role::Edge, {"frame_a", "frame_b"}},
-      {"FixedRotation", Role::Edge, {"frame_a", "frame_b"}},
-      {"Revolute", Role::Edge, {"frame_a", "frame_b"}},
-      {"Prismatic", Role::Edge, {"frame_a", "frame_b"}},
-      {"Cylindrical", Role::Edge, {"frame_a", "frame_b"}},
-      {"Universal", Role::Edge, {"frame_a", "frame_b"}},
-      {"Planar", Role::Edge, {"frame_a", "frame_b"}},
-      {"Spherical", Role::Edge, {"frame_a", "frame_b"}},
-      {"FreeMotion", Role::Edge, {"frame_a", "frame_b"}},
-      {"Weld", Role::Edge, {"frame_a", "frame_b"}},
-      {"CutForceTorque", Role::Edge, {"frame_a", "frame_b"}},
-      {"LoopClosure", Role::Edge, {"frame_a", "frame_b"}},
       {"LineForce", Role::Load, {"frame_a", "frame_b"}},
       {"WorldForce", Role::Load, {"frame_b"}},
       {"FrameForce", Role::Load, {"frame_b"}},
@@ -55,14 +46,16 @@ const std::vector<KindInfo>& kinds() {
 }
 
 const KindInfo* kind_info(const std::string& kind) {
+  static const KindInfo joint{"joint", Role::Edge, {"frame_a", "frame_b"}};
+  if (joint_kind(kind) != nullptr) return &joint;
   for (const auto& k : kinds())
     if (kind == k.kind) return &k;
   return nullptr;
 }
 
 bool is_rigid(const std::string& kind) {
-  return kind == "FixedTranslation" || kind == "FixedRotation" || kind == "Weld" ||
-         kind == "CutForceTorque";
+  const JointKind* k = joint_kind(kind);
+  return k != nullptr && k->rigid();
 }
 
 // One joint coordinate (a tree coordinate becomes an ODE2 unknown of the DAE).
@@ -105,7 +98,8 @@ struct Node {
 struct Elem {
   const MechElement* el = nullptr;
   const KindInfo* info = nullptr;
-  std::vector<int> nodes;  // per frame of info->frames
+  const JointKind* joint = nullptr;  // a joint or rigid connection: its kind (JointKinds.h)
+  std::vector<int> nodes;            // per frame of info->frames
   bool cut = false;
   bool in_tree = false;
   int child_node = -1;  // tree edge: the node it leads to (the last step's child)
@@ -170,6 +164,40 @@ class Lowering {
     for (double& x : n) x /= len;
     if (out) *out = n;
     return {cx_.num(n[0]), cx_.num(n[1]), cx_.num(n[2])};
+  }
+  // A direction of a joint in frame_a (JointKinds.h, Axis); `out` receives its numbers.
+  V3 axis_of(const Elem& e, Axis a, std::array<double, 3>* out = nullptr) {
+    std::array<double, 3> unit{};
+    V3 v;
+    switch (a) {
+      case Axis::N:
+        return axis(e, "n", out);
+      case Axis::NA:
+        return axis(e, "n_a", out);
+      case Axis::NB:
+        return axis(e, "n_b", out);
+      case Axis::NX:
+        return axis(e, "n_x", out);
+      case Axis::NxNX: {
+        std::array<double, 3> n, x;
+        v = al_.cross(axis(e, "n", &n), axis(e, "n_x", &x));
+        unit = {n[1] * x[2] - n[2] * x[1], n[2] * x[0] - n[0] * x[2], n[0] * x[1] - n[1] * x[0]};
+        break;
+      }
+      case Axis::X:
+      case Axis::Y:
+      case Axis::Z: {
+        const int i = a == Axis::X ? 0 : a == Axis::Y ? 1 : 2;
+        unit[static_cast<size_t>(i)] = 1.0;
+        v = {cx_.zero(), cx_.zero(), cx_.zero()};
+        v[static_cast<size_t>(i)] = cx_.one();
+        break;
+      }
+      case Axis::None:
+        fail(e, "has a coordinate without an axis");
+    }
+    if (out) *out = unit;
+    return v;
   }
   Expr sym_of(const Elem& e, const std::string& member) { return cx_.symbol(fv(e, member).symbol); }
   V3 svec(const Elem& e, const std::string& member) {
@@ -363,50 +391,41 @@ class Lowering {
 
 std::vector<Step> Lowering::steps_of(size_t i) {
   Elem& e = elems_[i];
-  const std::string& k = e.el->kind;
-  if (k == "FixedTranslation") return {fixed(al_.identity(), pvec(e, "r"))};
-  if (k == "FixedRotation")
-    return {fixed(al_.rodrigues(axis(e, "n"), param(e, "angle")), pvec(e, "r"))};
-  if (k == "Weld" || k == "CutForceTorque") return {fixed(al_.identity(), al_.zero3())};
-  if (k == "Revolute") return {rot(axis(e, "n"), coordinate(i, "phi", "w", false))};
-  if (k == "Prismatic") return {trans(axis(e, "n"), coordinate(i, "s", "v", false))};
-  if (k == "Cylindrical") {
-    V3 n = axis(e, "n");
-    return {trans(n, coordinate(i, "s", "v", false)), rot(n, coordinate(i, "phi", "w", false))};
+  const JointKind* jk = e.joint;
+  if (jk == nullptr) fail(e, "is not a joint");
+  switch (jk->fixed) {
+    case FixedTransform::Translation:
+      return {fixed(al_.identity(), pvec(e, "r"))};
+    case FixedTransform::Rotation:
+      return {fixed(al_.rodrigues(axis(e, "n"), param(e, "angle")), pvec(e, "r"))};
+    case FixedTransform::Identity:
+      return {fixed(al_.identity(), al_.zero3())};
+    case FixedTransform::None:
+      break;
   }
-  if (k == "Universal") {
+  if (jk->perpendicular_a != nullptr) {
     std::array<double, 3> a, b;
-    V3 na = axis(e, "n_a", &a), nb = axis(e, "n_b", &b);
+    axis(e, jk->perpendicular_a, &a);
+    axis(e, jk->perpendicular_b, &b);
     if (std::fabs(a[0] * b[0] + a[1] * b[1] + a[2] * b[2]) > 1e-9)
-      fail(e, "needs perpendicular axes n_a and n_b");
-    return {rot(na, coordinate(i, "phi_a", "w_a", false)),
-            rot(nb, coordinate(i, "phi_b", "w_b", false))};
+      fail(e, jk->perpendicular_message);
   }
-  if (k == "Planar") {
-    std::array<double, 3> a, b;
-    V3 n = axis(e, "n", &a), nx = axis(e, "n_x", &b);
-    if (std::fabs(a[0] * b[0] + a[1] * b[1] + a[2] * b[2]) > 1e-9)
-      fail(e, "needs n_x perpendicular to the plane normal n");
-    V3 ny = al_.cross(n, nx);
-    return {trans(nx, coordinate(i, "x", "vx", false)), trans(ny, coordinate(i, "y", "vy", false)),
-            rot(n, coordinate(i, "phi", "w", false))};
-  }
-  if (k == "Spherical" || k == "FreeMotion") {
-    std::vector<Step> s;
-    if (k == "FreeMotion") {
-      V3 ex = {cx_.one(), cx_.zero(), cx_.zero()}, ey = {cx_.zero(), cx_.one(), cx_.zero()},
-         ez = {cx_.zero(), cx_.zero(), cx_.one()};
-      s.push_back(trans(ex, coordinate(i, "r[1]", "v[1]", false)));
-      s.push_back(trans(ey, coordinate(i, "r[2]", "v[2]", false)));
-      s.push_back(trans(ez, coordinate(i, "r[3]", "v[3]", false)));
+  std::vector<Step> steps;
+  std::array<int, 4> quaternion{};
+  int parts = 0;
+  for (const JointCoordinate& c : jk->coordinates) {
+    const bool q = c.motion == Motion::Quaternion;
+    const int k = coordinate(i, c.coord, c.velocity, q);
+    if (q) {
+      quaternion[static_cast<size_t>(parts++)] = k;
+      if (parts == 4) steps.push_back(quat(quaternion));
+    } else {
+      const V3 n = axis_of(e, c.axis);
+      steps.push_back(c.motion == Motion::Rotation ? rot(n, k) : trans(n, k));
     }
-    std::array<int, 4> c;
-    for (int j = 0; j < 4; ++j)
-      c[j] = coordinate(i, fmt::format("Q[{}]", j + 1), fmt::format("dQ[{}]", j + 1), true);
-    s.push_back(quat(c));
-    return s;
   }
-  fail(e, "is not a joint");
+  if (steps.empty()) fail(e, "is not a joint");
+  return steps;
 }
 
 void Lowering::build_graph() {
@@ -415,6 +434,7 @@ void Lowering::build_graph() {
     Elem e;
     e.el = &el;
     e.info = kind_info(el.kind);
+    e.joint = joint_kind(el.kind);
     if (!e.info) {
       diags_.report(
           DiagKind::mech_invalid, el.span,
@@ -477,8 +497,8 @@ void Lowering::build_graph() {
   for (auto& e : elems_) {
     if (e.info->role != Role::Edge) continue;
     int c = var(e.el->path + ".cut");
-    e.cut = (c >= 0 && value(e, "cut") != 0.0) || e.el->kind == "LoopClosure";
-    if (e.cut && e.el->kind == "FreeMotion") fail(e, "cannot be cut");
+    e.cut = (c >= 0 && value(e, "cut") != 0.0) || (e.joint != nullptr && e.joint->always_cut);
+    if (e.cut && e.joint != nullptr && !e.joint->can_be_cut) fail(e, "cannot be cut");
   }
 }
 
@@ -497,8 +517,8 @@ void Lowering::build_tree() {
     if (e.cut) continue;
     int a = find(e.nodes[0]), b = find(e.nodes[1]);
     if (a == b) {
-      if (e.el->kind == "FreeMotion")
-        fail(e, "closes a kinematic loop; a FreeMotion cannot be cut");
+      if (e.joint != nullptr && !e.joint->can_be_cut)
+        fail(e, "closes a kinematic loop; a " + e.el->kind + " cannot be cut");
       e.cut = true;
       continue;
     }
@@ -649,10 +669,10 @@ void Lowering::loads() {
       V3 F_w = al_.scale(sym_of(e, "f"), u);  // on a, toward b
       apply(b, al_.mul(al_.transpose(nodes_[b].R_w), al_.neg(F_w)), al_.zero3());
       apply(a, al_.mul(al_.transpose(nodes_[a].R_w), F_w), al_.zero3());
-    } else if (k == "Spherical" || k == "FreeMotion") {
+    } else if (e.joint != nullptr && (e.joint->given_force || e.joint->given_torque)) {
       if (e.cut) continue;  // cut_joints applies them
-      V3 f = k == "FreeMotion" ? svec(e, "f") : al_.zero3();
-      apply_pair(e.nodes[0], e.nodes[1], f, svec(e, "t"));
+      apply_pair(e.nodes[0], e.nodes[1], e.joint->given_force ? svec(e, "f") : al_.zero3(),
+                 e.joint->given_torque ? svec(e, "t") : al_.zero3());
     }
   }
 }
@@ -665,17 +685,13 @@ Expr joint_effort(Expr effort, Expr c, Expr d, Expr rest, Expr q, Expr dq, sym::
   return e;
 }
 
-struct CoordNames {
-  const char* coord;
-  const char* effort;
-};
-std::vector<CoordNames> coordinate_names(const std::string& k) {
-  if (k == "Revolute") return {{"phi", "tau"}};
-  if (k == "Prismatic") return {{"s", "f"}};
-  if (k == "Cylindrical") return {{"s", "f"}, {"phi", "tau"}};
-  if (k == "Universal") return {{"phi_a", "tau_a"}, {"phi_b", "tau_b"}};
-  if (k == "Planar") return {{"x", "f_x"}, {"y", "f_y"}, {"phi", "tau"}};
-  return {};
+// The coordinates of a joint that have an effort (JointKinds.h), in step order.
+std::vector<JointCoordinate> coordinate_names(const JointKind* k) {
+  std::vector<JointCoordinate> c;
+  if (k != nullptr)
+    for (const JointCoordinate& j : k->coordinates)
+      if (j.effort != nullptr) c.push_back(j);
+  return c;
 }
 
 void Lowering::cut_joints() {
@@ -683,7 +699,6 @@ void Lowering::cut_joints() {
   for (auto& e : elems_) {
     if (!e.cut) continue;
     ++loop;
-    const std::string& k = e.el->kind;
     int A = e.nodes[0], B = e.nodes[1];
     V3 r_ab = rel_position(A, B);
     M3 R_ab = rel_rotation(A, B);
@@ -730,68 +745,92 @@ void Lowering::cut_joints() {
       V3 ra = al_.mul(R, axis_a);
       return cx_.binary(sym::Op::Atan2, al_.dot(axis_b, ra), al_.dot(axis_a, ra));
     };
-    if (k == "Revolute" || k == "Cylindrical") {
-      basis("n");
-      if (k == "Revolute") {
+    const JointKind* jk = e.joint;
+    if (jk == nullptr || !jk->can_be_cut || jk->fixed == FixedTransform::Translation ||
+        jk->fixed == FixedTransform::Rotation)
+      fail(e, "cannot be cut");
+    const bool has_n = jk->translations == Translations::Perpendicular ||
+                       jk->translations == Translations::Normal ||
+                       jk->rotations == Rotations::AxisTilt;
+    if (has_n) basis("n");
+    // the closure rows: what the joint constrains (JointKinds.h)
+    switch (jk->translations) {
+      case Translations::XYZ:
         position_row(ex, "x");
         position_row(ey, "y");
         position_row(ez, "z");
-      } else {
+        break;
+      case Translations::Perpendicular:
         position_row(e1, "e1");
         position_row(e2, "e2");
-      }
-      axis_rows();
-      define(e, "phi", angle_about(e1, e2, R_ab));
-      if (k == "Cylindrical") define(e, "s", al_.dot(n, r_ab));
-    } else if (k == "Prismatic") {
-      basis("n");
-      position_row(e1, "e1");
-      position_row(e2, "e2");
-      full_rotation();
-      define(e, "s", al_.dot(n, r_ab));
-    } else if (k == "Planar") {
-      basis("n");
-      std::array<double, 3> bx;
-      V3 nx = axis(e, "n_x", &bx);
-      V3 ny = al_.cross(n, nx);
-      position_row(n, "the plane normal");
-      axis_rows();
-      define(e, "x", al_.dot(nx, r_ab));
-      define(e, "y", al_.dot(ny, r_ab));
-      define(e, "phi", angle_about(nx, ny, R_ab));
-    } else if (k == "Universal") {
-      V3 na = axis(e, "n_a"), nb = axis(e, "n_b");
-      position_row(ex, "x");
-      position_row(ey, "y");
-      position_row(ez, "z");
-      V3 u = al_.mul(R_ab, nb);
-      rows.push_back(al_.dot(na, u));
-      dirs.push_back({al_.zero3(), al_.cross(u, na)});
-      what.push_back("angle between the axes");
-      V3 c = al_.cross(na, nb);
-      define(e, "phi_a", angle_about(nb, c, R_ab));
-      define(e, "phi_b", angle_about(na, c, al_.transpose(R_ab)));
-    } else if (k == "Spherical") {
-      position_row(ex, "x");
-      position_row(ey, "y");
-      position_row(ez, "z");
-      // the quaternion of R_ab (valid while the relative rotation stays below 180 degrees)
-      Expr tr = cx_.add({R_ab[0], R_ab[4], R_ab[8]});
-      Expr q0 = cx_.mul(cx_.num(0.5), cx_.unary(sym::Op::Sqrt, cx_.add(cx_.one(), tr)));
-      Expr k4 = cx_.div(cx_.num(0.25), q0);
-      define(e, "Q[1]", q0);
-      define(e, "Q[2]", cx_.mul(k4, cx_.sub(R_ab[7], R_ab[5])));
-      define(e, "Q[3]", cx_.mul(k4, cx_.sub(R_ab[2], R_ab[6])));
-      define(e, "Q[4]", cx_.mul(k4, cx_.sub(R_ab[3], R_ab[1])));
-      apply_pair(A, B, al_.zero3(), svec(e, "t"));
-    } else if (k == "Weld" || k == "CutForceTorque" || k == "LoopClosure") {
-      position_row(ex, "x");
-      position_row(ey, "y");
-      position_row(ez, "z");
-      full_rotation();
-    } else {
-      fail(e, "cannot be cut");
+        break;
+      case Translations::Normal:
+        position_row(n, "the plane normal");
+        break;
+      case Translations::None:
+        break;
     }
+    switch (jk->rotations) {
+      case Rotations::All:
+        full_rotation();
+        break;
+      case Rotations::AxisTilt:
+        axis_rows();
+        break;
+      case Rotations::AxesAngle: {
+        V3 u = al_.mul(R_ab, axis_of(e, Axis::NB));
+        V3 na = axis_of(e, Axis::NA);
+        rows.push_back(al_.dot(na, u));
+        dirs.push_back({al_.zero3(), al_.cross(u, na)});
+        what.push_back("angle between the axes");
+        break;
+      }
+      case Rotations::None:
+        break;
+    }
+    // the joint's coordinates as functions of the relative transform
+    for (const JointCoordinate& c : jk->coordinates) {
+      if (c.motion == Motion::Translation) {
+        define(e, c.coord, al_.dot(axis_of(e, c.axis), r_ab));
+      } else if (c.motion == Motion::Rotation) {
+        V3 first, second;
+        M3 R = R_ab;
+        switch (c.angle) {
+          case AngleFrom::PerpendicularBasis:
+            first = e1;
+            second = e2;
+            break;
+          case AngleFrom::PlaneAxes:
+            first = axis_of(e, Axis::NX);
+            second = axis_of(e, Axis::NxNX);
+            break;
+          case AngleFrom::UniversalA:
+            first = axis_of(e, Axis::NB);
+            second = al_.cross(axis_of(e, Axis::NA), first);
+            break;
+          case AngleFrom::UniversalB:
+            first = axis_of(e, Axis::NA);
+            second = al_.cross(first, axis_of(e, Axis::NB));
+            R = al_.transpose(R_ab);
+            break;
+          case AngleFrom::None:
+            fail(e, "has a rotation coordinate without an angle");
+        }
+        define(e, c.coord, angle_about(first, second, R));
+      } else if (std::string_view(c.coord) == "Q[1]") {
+        // the quaternion of R_ab (valid while the relative rotation stays below 180 degrees)
+        Expr tr = cx_.add({R_ab[0], R_ab[4], R_ab[8]});
+        Expr q0 = cx_.mul(cx_.num(0.5), cx_.unary(sym::Op::Sqrt, cx_.add(cx_.one(), tr)));
+        Expr k4 = cx_.div(cx_.num(0.25), q0);
+        define(e, "Q[1]", q0);
+        define(e, "Q[2]", cx_.mul(k4, cx_.sub(R_ab[7], R_ab[5])));
+        define(e, "Q[3]", cx_.mul(k4, cx_.sub(R_ab[2], R_ab[6])));
+        define(e, "Q[4]", cx_.mul(k4, cx_.sub(R_ab[3], R_ab[1])));
+      }
+    }
+    if (jk->given_force || jk->given_torque)
+      apply_pair(A, B, jk->given_force ? svec(e, "f") : al_.zero3(),
+                 jk->given_torque ? svec(e, "t") : al_.zero3());
     // efforts, springs and dampers of the cut joint act as a wrench pair
     V3 F = al_.zero3(), T = al_.zero3();
     auto coord_effort = [&](const char* coord, const char* effort) {
@@ -804,23 +843,22 @@ void Lowering::cut_joints() {
                        var(e.el->path + "." + rest) >= 0 ? param(e, rest) : cx_.zero(), q, dq, cx_);
       return E;
     };
-    if (k == "Revolute" || k == "Cylindrical") T = al_.scale(coord_effort("phi", "tau"), n);
-    if (k == "Prismatic" || k == "Cylindrical") F = al_.scale(coord_effort("s", "f"), n);
-    if (k == "Planar") {
-      V3 nx = axis(e, "n_x");
-      V3 ny = al_.cross(n, nx);
-      F = al_.add(al_.scale(coord_effort("x", "f_x"), nx), al_.scale(coord_effort("y", "f_y"), ny));
-      T = al_.scale(coord_effort("phi", "tau"), n);
-    }
-    if (k == "Universal") {
-      for (const char* c : {"tau_a", "tau_b"})
-        if (mentioned(fv(e, c).symbol))
+    for (const JointCoordinate& c : coordinate_names(jk)) {
+      if (!jk->cut_efforts) {
+        if (mentioned(fv(e, c.effort).symbol))
           fail(e, "is cut: its efforts cannot be given; cut another joint of the loop");
-      for (const char* c : {"c_phi_a", "d_phi_a", "c_phi_b", "d_phi_b"})
-        if (value(e, c) != 0.0)
-          fail(e,
-               "is cut: its springs and dampers are not supported; cut another joint of the loop");
+        continue;
+      }
+      V3& sum = c.motion == Motion::Rotation ? T : F;
+      sum = al_.add(sum, al_.scale(coord_effort(c.coord, c.effort), axis_of(e, c.axis)));
     }
+    if (!jk->cut_efforts)
+      for (const JointCoordinate& c : coordinate_names(jk))
+        for (const char* spring : {"c_", "d_"})
+          if (value(e, spring + std::string(c.coord)) != 0.0)
+            fail(e,
+                 "is cut: its springs and dampers are not supported; cut another joint of the "
+                 "loop");
     apply_pair(A, B, F, T);
     e.effort_F = F;
     e.effort_T = T;
@@ -880,7 +918,7 @@ void Lowering::equations_of_motion() {
   // generalized applied forces of tree coordinates
   for (auto& e : elems_) {
     if (!e.in_tree) continue;
-    auto names = coordinate_names(e.el->kind);
+    auto names = coordinate_names(e.joint);
     for (size_t j = 0; j < names.size(); ++j) {
       int k = e.coords[j];
       std::string c = names[j].coord;
@@ -904,9 +942,9 @@ void Lowering::equations_of_motion() {
 void Lowering::quaternion_rows() {
   for (auto& e : elems_) {
     if (!e.in_tree) continue;
-    if (e.el->kind == "Spherical" || e.el->kind == "FreeMotion") {
+    if (e.joint != nullptr && e.joint->quaternion_offset() >= 0) {
       // unit quaternion: Q.Q - 1 = 0 with its multiplier
-      size_t off = e.el->kind == "FreeMotion" ? 3 : 0;
+      const auto off = static_cast<size_t>(e.joint->quaternion_offset());
       std::vector<Expr> sq;
       for (int j = 0; j < 4; ++j) {
         Expr q = cx_.symbol(coords_[e.coords[off + j]].q);
@@ -956,9 +994,9 @@ void Lowering::defaults() {
     const std::string& k = e.el->kind;
     bool prescribed = var(e.el->path + ".prescribed") >= 0 && value(e, "prescribed") != 0.0;
     if (!prescribed)
-      for (const auto& c : coordinate_names(k)) zero_unless_given(e, c.effort);
+      for (const auto& c : coordinate_names(e.joint)) zero_unless_given(e, c.effort);
     if (prescribed && opt_.inverse_dynamics)  // the actuator efforts are the balance's unknowns
-      for (const auto& c : coordinate_names(k)) {
+      for (const auto& c : coordinate_names(e.joint)) {
         flat_.vars[var(e.el->path + "." + c.effort)].keep = true;
         // a prescribed coordinate without an equation follows a trajectory given at run time
         // (mbsc --trajectory): q = <joint>.<coord>_trajectory, a parameter the inverse-dynamics
@@ -986,11 +1024,13 @@ void Lowering::defaults() {
         eq.param = p.symbol;
         eq.subject = flat_.vars[qi].name;
       }
-    if (k == "Spherical" || k == "FreeMotion" || k == "WorldForce" || k == "FrameForce")
-      for (int i = 1; i <= 3; ++i) {
-        zero_unless_given(e, fmt::format("t[{}]", i));
-        if (k != "Spherical") zero_unless_given(e, fmt::format("f[{}]", i));
-      }
+    const bool load = k == "WorldForce" || k == "FrameForce";
+    const bool force = load || (e.joint != nullptr && e.joint->given_force);
+    const bool torque = load || (e.joint != nullptr && e.joint->given_torque);
+    for (int i = 1; i <= 3; ++i) {
+      if (torque) zero_unless_given(e, fmt::format("t[{}]", i));
+      if (force) zero_unless_given(e, fmt::format("f[{}]", i));
+    }
   }
 }
 
@@ -1191,7 +1231,6 @@ void Lowering::body_balance() {
      ez = {cx_.zero(), cx_.zero(), cx_.one()};
   for (auto& e : elems_) {
     if (!e.in_tree || e.info->role != Role::Edge || is_rigid(e.el->kind)) continue;
-    const std::string& k = e.el->kind;
     std::vector<std::pair<V3, V3>> basis;  // force and torque directions, frame_a axes
     std::vector<std::string> what;
     auto force = [&](const V3& d, const std::string& name) {
@@ -1204,7 +1243,7 @@ void Lowering::body_balance() {
     };
     // the generalized force along the joint's j-th coordinate (effort, spring, damper)
     auto effort = [&](size_t j) {
-      auto names = coordinate_names(k);
+      auto names = coordinate_names(e.joint);
       const Coord& c = coords_[e.coords[j]];
       std::string q = names[j].coord;
       return joint_effort(sym_of(e, names[j].effort), param(e, "c_" + q), param(e, "d_" + q),
@@ -1214,61 +1253,68 @@ void Lowering::body_balance() {
     auto [R_ab, r_ab] = relative_by_steps(A, B);
     V3 F = al_.zero3(), T = al_.zero3();  // efforts and given loads, frame_a axes, about b
     V3 given_F = al_.zero3(), given_T = al_.zero3();  // applied as a pair by loads() already
+    const JointKind* jk = e.joint;
+    if (jk == nullptr || jk->coordinates.empty())
+      fail(e, "has no reaction basis for the body-wise balance");
     std::array<double, 3> nn{};
     V3 n, e1, e2;
-    if (k == "Revolute" || k == "Prismatic" || k == "Cylindrical" || k == "Planar") {
+    if (jk->translations == Translations::Perpendicular ||
+        jk->translations == Translations::Normal || jk->rotations == Rotations::AxisTilt) {
       n = axis(e, "n", &nn);
       auto [b1, b2] = perpendicular_basis(nn);
       e1 = {cx_.num(b1[0]), cx_.num(b1[1]), cx_.num(b1[2])};
       e2 = {cx_.num(b2[0]), cx_.num(b2[1]), cx_.num(b2[2])};
     }
-    if (k == "Revolute") {
-      force(ex, "x");
-      force(ey, "y");
-      force(ez, "z");
-      torque(e1, "e1");
-      torque(e2, "e2");
-      T = al_.scale(effort(0), n);
-    } else if (k == "Prismatic") {
-      force(e1, "e1");
-      force(e2, "e2");
-      torque(ex, "x");
-      torque(ey, "y");
-      torque(ez, "z");
-      F = al_.scale(effort(0), n);
-    } else if (k == "Cylindrical") {
-      force(e1, "e1");
-      force(e2, "e2");
-      torque(e1, "e1");
-      torque(e2, "e2");
-      F = al_.scale(effort(0), n);
-      T = al_.scale(effort(1), n);
-    } else if (k == "Planar") {
-      V3 nx = axis(e, "n_x");
-      V3 ny = al_.cross(n, nx);
-      force(n, "the plane normal");
-      torque(nx, "n_x");
-      torque(ny, "n x n_x");
-      F = al_.add(al_.scale(effort(0), nx), al_.scale(effort(1), ny));
-      T = al_.scale(effort(2), n);
-    } else if (k == "Universal") {
-      V3 na = axis(e, "n_a"), nb = al_.mul(R_ab, axis(e, "n_b"));  // n_b in frame_a axes
-      force(ex, "x");
-      force(ey, "y");
-      force(ez, "z");
-      torque(al_.cross(na, nb), "n_a x n_b");
-      T = al_.add(al_.scale(effort(0), na), al_.scale(effort(1), nb));
-    } else if (k == "Spherical") {
-      force(ex, "x");
-      force(ey, "y");
-      force(ez, "z");
-      given_T = svec(e, "t");
-    } else if (k == "FreeMotion") {
-      given_F = svec(e, "f");
-      given_T = svec(e, "t");
-    } else {
-      fail(e, "has no reaction basis for the body-wise balance");
+    // the reaction basis: what the joint constrains (JointKinds.h)
+    switch (jk->translations) {
+      case Translations::XYZ:
+        force(ex, "x");
+        force(ey, "y");
+        force(ez, "z");
+        break;
+      case Translations::Perpendicular:
+        force(e1, "e1");
+        force(e2, "e2");
+        break;
+      case Translations::Normal:
+        force(n, "the plane normal");
+        break;
+      case Translations::None:
+        break;
     }
+    // a direction in frame_a: n_b turns with the first rotation of a Universal
+    auto direction = [&](Axis a) {
+      return a == Axis::NB ? al_.mul(R_ab, axis_of(e, a)) : axis_of(e, a);
+    };
+    switch (jk->rotations) {
+      case Rotations::All:
+        torque(ex, "x");
+        torque(ey, "y");
+        torque(ez, "z");
+        break;
+      case Rotations::AxisTilt:
+        if (jk->tilt_first == Axis::None) {
+          torque(e1, "e1");
+          torque(e2, "e2");
+        } else {
+          torque(axis_of(e, jk->tilt_first), "n_x");
+          torque(axis_of(e, jk->tilt_second), "n x n_x");
+        }
+        break;
+      case Rotations::AxesAngle:
+        torque(al_.cross(direction(Axis::NA), direction(Axis::NB)), "n_a x n_b");
+        break;
+      case Rotations::None:
+        break;
+    }
+    // the efforts along the coordinates, and the joint's given loads
+    const std::vector<JointCoordinate> efforts = coordinate_names(jk);
+    for (size_t j = 0; j < efforts.size(); ++j) {
+      V3& sum = efforts[j].motion == Motion::Rotation ? T : F;
+      sum = al_.add(sum, al_.scale(effort(j), direction(efforts[j].axis)));
+    }
+    if (jk->given_force) given_F = svec(e, "f");
+    if (jk->given_torque) given_T = svec(e, "t");
     for (size_t j = 0; j < basis.size(); ++j) {
       std::string name = fmt::format("{}.reaction[{}]", e.el->path, j + 1);
       uint32_t r = cx_.new_symbol(name);
