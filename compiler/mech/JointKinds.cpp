@@ -36,6 +36,7 @@ std::vector<JointKind> make_table() {
     JointKind k;
     k.kind = name;
     k.fixed = FixedTransform::Identity;
+    k.measures_wrench = std::string_view(name) == "CutForceTorque";
     t.push_back(k);
   }
   {

@@ -86,6 +86,9 @@ struct JointKind {
   // Given loads of the joint itself (members f[1..3], t[1..3], zero unless an equation gives
   // them), applied between frame_a and frame_b.
   bool given_force = false, given_torque = false;
+  // A sensor of the wrench it transmits (CutForceTorque: outputs f[1..3], t[1..3], resolved as
+  // its parameter `resolve` says).
+  bool measures_wrench = false;
   // Always cut (LoopClosure: a closure of a loop without coordinates of its own).
   bool always_cut = false;
 

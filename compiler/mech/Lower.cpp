@@ -1393,7 +1393,7 @@ void Lowering::body_balance() {
 
 void Lowering::cut_force_torque() {
   for (auto& e : elems_) {
-    if (e.el->kind != "CutForceTorque") continue;
+    if (e.joint == nullptr || !e.joint->measures_wrench) continue;
     // frames a and b coincide, so "resolved in frame_a" and "in frame_b" are the same
     auto [F, T] = transmitted(e);
     int resolve = static_cast<int>(value(e, "resolve"));
