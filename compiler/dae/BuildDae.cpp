@@ -206,9 +206,19 @@ struct Builder {
                   (std::fabs(c->value) == 1.0 ? 2 : 0) + (start.count(v) ? 0 : 1);
       if (score <= best_score) continue;
       Expr value = cx.sub(cx.symbol(v), cx.div(eq.r, c));
-      bool self = false;
-      for (uint32_t s : sym::free_symbols(value)) self |= base_of(s).first == v;
+      bool self = false, derivative = false;
+      for (uint32_t s : sym::free_symbols(value)) {
+        const auto [base, k] = base_of(s);
+        self |= base == v;
+        derivative |= k > 0 && is_unknown(base);
+      }
       if (self) continue;
+      // A differentiated variable is not replaced by an expression of derivatives: der(v) would
+      // become a derivative of higher order (v = der(w) + w makes der(v) = der(der(w)) + der(w)),
+      // and a chain of first-order equations der(x[i]) = x[i-1] - x[i] would turn into one
+      // equation of order n with expressions that grow combinatorially. (v = c der(x), the
+      // derivative alias above, is the one such replacement that is wanted.)
+      if (derivative && ders.has_der(v)) continue;
       best_score = score;
       best = v;
     }

@@ -153,12 +153,15 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
   CompileResult result;
   auto t_start = Clock::now();
   auto last = t_start;
+  const sym::Context* context = nullptr;  // the compilation's, once it exists
   auto mark = [&](const char* pass) {
     auto now = Clock::now();
     double ms = std::chrono::duration<double, std::milli>(now - last).count();
     last = now;
-    result.timings.push_back({pass, ms});
-    if (options.verbose) diag_out << fmt::format("mbsc: pass {:<8} {:8.3f} ms\n", pass, ms);
+    result.timings.push_back({pass, ms, context != nullptr ? context->node_count() : 0});
+    if (options.verbose)
+      diag_out << fmt::format("mbsc: pass {:<8} {:8.3f} ms {:>10} nodes\n", pass, ms,
+                              result.timings.back().nodes);
   };
 
   SourceManager sources;
@@ -241,6 +244,7 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
   // ---- flatten
   auto state = std::make_shared<CompilationState>();
   sym::Context& cx = state->cx;
+  context = &cx;
   DerivativeTable ders(cx);
   ClassLoader loader(sources, diags, library_path(options.include_dirs));
   const ast::File* main_file = file.get();

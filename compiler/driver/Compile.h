@@ -49,6 +49,10 @@ struct CompileOptions {
 struct PassTiming {
   std::string pass;
   double ms = 0;
+  // Expression nodes in the compilation's symbolic context after the pass: a deterministic
+  // measure of the symbolic work done so far (tests check that it grows linearly with a model's
+  // size; time is not tested).
+  size_t nodes = 0;
 };
 
 struct CompileResult {
