@@ -2469,19 +2469,35 @@ void Flattener::add_equation(const ast::Equation& eq, Scope s, const std::string
              {fmt::format("the two sides of the equation have shapes {} and {}", shape_str(l.shape),
                           shape_str(r.shape))});
       std::string text = source_text(eq.span);
+      // the input an equation would define: `u = ...`, or `... = u` with no unknown on the left
+      const auto input_of = [&](Expr e) -> const FlatVar* {
+        if (!e->is_symbol()) return nullptr;
+        auto it = flat_.var_of_symbol.find(e->symbol);
+        return it != flat_.var_of_symbol.end() && flat_.vars[it->second].role == VarRole::Input
+                   ? &flat_.vars[it->second]
+                   : nullptr;
+      };
+      const auto known = [&](Expr e) {
+        for (uint32_t sy : sym::free_symbols(e)) {
+          auto it = flat_.var_of_symbol.find(sy);
+          if (sy != flat_.time_symbol &&
+              (it == flat_.var_of_symbol.end() || flat_.vars[it->second].role == VarRole::Variable))
+            return false;
+        }
+        return true;
+      };
       for (size_t i = 0; i < l.size(); ++i) {
-        if (const Expr e = l.elems[i]; e->is_symbol())
-          if (auto it = flat_.var_of_symbol.find(e->symbol);
-              it != flat_.var_of_symbol.end() && flat_.vars[it->second].role == VarRole::Input) {
-            const FlatVar& in = flat_.vars[it->second];
-            diags_.report(DiagKind::input_defined, eq.span, {in.name});
-            diags_.note(in.span, "declared as an input of the model here");
-            diags_.help(
-                "an input is a known function of time that the caller sets (--set " + in.name +
-                "=VALUE, rt::Instance::set_input, an FMU's importer); to compute it, declare it "
-                "without `input`");
-            throw BuildError{};
-          }
+        const FlatVar* defined = input_of(l.elems[i]);
+        if (!defined && known(l.elems[i])) defined = input_of(r.elems[i]);
+        if (defined) {
+          diags_.report(DiagKind::input_defined, eq.span, {defined->name});
+          diags_.note(defined->span, "declared as an input of the model here");
+          diags_.help("an input is a known function of time that the caller sets (--set " +
+                      defined->name +
+                      "=VALUE, rt::Instance::set_input, an FMU's importer); to compute it, "
+                      "declare it without `input`");
+          throw BuildError{};
+        }
         FlatEquation fe;
         fe.residual = cx_.sub(l.elems[i], r.elems[i]);
         fe.span = eq.span;

@@ -355,7 +355,8 @@ std::vector<std::pair<std::string, double>> Repl::apply_values(Session& s, bool 
       continue;
     }
     try {
-      if (s.instance().parameter_index(name) >= 0)
+      // an input is set like a parameter (Session::set_parameter passes it to set_input)
+      if (s.instance().parameter_index(name) >= 0 || s.instance().input_index(name) >= 0)
         s.set_parameter(name, value);
       else
         s.set_start(name, value);
@@ -515,11 +516,12 @@ Status Repl::set(const Args& a) {
   CompileOptions copts = session_->compile_options();
   bool compile = false;
   for (const auto& [name, value] : values) {
-    const bool is_parameter = inst.parameter_index(name) >= 0;
+    const bool is_parameter = inst.parameter_index(name) >= 0 || inst.input_index(name) >= 0;
     if (!is_parameter && !inst.has_start(name)) {
       const rt::CompiledModel& m = *session_->model();
       std::vector<std::string> names;
       for (const auto& p : m.parameters) names.push_back(p.name);
+      for (const auto& p : m.inputs) names.push_back(p.name);
       for (const auto* group : {&m.q, &m.y, &m.z})
         for (const auto& u : *group) names.push_back(u.name);
       for (const auto& u : m.q) names.push_back("der(" + u.name + ")");
@@ -547,7 +549,7 @@ Status Repl::set(const Args& a) {
   }
   try {
     for (const auto& [name, value] : values) {
-      if (inst.parameter_index(name) >= 0)
+      if (inst.parameter_index(name) >= 0 || inst.input_index(name) >= 0)
         session_->set_parameter(name, value);
       else
         session_->set_start(name, value);
