@@ -523,13 +523,15 @@ std::optional<SymbolicDae> Builder::run() {
       de.level = has_high ? rt::EquationLevel::Dynamic : rt::EquationLevel::Algebraic;
       de.init_residual = eq.r;
     } else if (differentiated) {
-      // index reduction differentiates this constraint, and with it the input
+      // index reduction differentiates this constraint (or the variable's definition), and
+      // with it the input
       const FlatVar& in = flat.vars[input_var.at(static_cast<uint32_t>(u))];
       diags.report(DiagKind::input_differentiated, eq.span, {in.name});
       diags.note(in.span, "declared as an input of the model here");
       diags.help(
-          "an input is held constant over a step, so its time derivative is unknown to the "
-          "solvers; let the input drive the motion through a force or torque, make '" +
+          "a constraint on an input is differentiated for index reduction, but an input is held "
+          "constant over a step, so its time derivative is unknown; let the input drive the "
+          "motion through a force or torque, make '" +
           in.name + "' a parameter, or write the motion as a function of time in the model");
       bad = true;
       continue;

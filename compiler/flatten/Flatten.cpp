@@ -1547,7 +1547,19 @@ Value Flattener::eval_call(const ast::Expr& e, Scope s) {
       diags_.help("a function maps its inputs to its outputs; pass the derivative as an input");
       throw BuildError{};
     }
-    return map1(arg(0), [&](Expr x) { return ders_.total_derivative(x); });
+    return map1(arg(0), [&](Expr x) {
+      for (uint32_t sy : sym::free_symbols(x))
+        if (auto it = flat_.var_of_symbol.find(sy);
+            it != flat_.var_of_symbol.end() && flat_.vars[it->second].role == VarRole::Input) {
+          diags_.report(DiagKind::input_differentiated, e.span, {flat_.vars[it->second].name});
+          diags_.note(flat_.vars[it->second].span, "declared as an input of the model here");
+          diags_.help(
+              "an input is held constant over a step, so its time derivative is unknown; "
+              "declare its derivative as an input of its own");
+          throw BuildError{};
+        }
+      return ders_.total_derivative(x);
+    });
   }
   if (name == "noEvent" || name == "smooth" || name == "homotopy") {
     if (name == "smooth") {
