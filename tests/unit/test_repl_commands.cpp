@@ -94,6 +94,10 @@ TEST(ReplCommands, AnInputIsSetLikeAParameterWithoutACompile) {
   f.out.str("");
   ASSERT_EQ(f.repl.execute("val x"), Status::Ok) << f.err.str();
   EXPECT_NE(f.out.str().find("1.26424"), std::string::npos) << f.out.str();  // 2 (1 - e^-1)
+  f.out.str("");
+  ASSERT_EQ(f.repl.execute("params"), Status::Ok) << f.err.str();
+  EXPECT_NE(f.out.str().find("(input)"), std::string::npos) << f.out.str();
+  EXPECT_NE(f.out.str().find("= 2 "), std::string::npos) << f.out.str();
   EXPECT_EQ(f.repl.execute("set uu = 2"), Status::Usage);
   EXPECT_NE(f.err.str().find("did you mean 'u'"), std::string::npos) << f.err.str();
 }

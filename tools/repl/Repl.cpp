@@ -74,10 +74,12 @@ const std::vector<Command>& Repl::commands() {
        "PATTERN: a glob (`*.phi`, `x[?]`) or a part of the name.", &Repl::vars, Complete::Names},
       {"params", "params [PATTERN]", "the parameters with values, units and descriptions",
        "A parameter marked `(compile)` is used by the compiler as a number: setting it "
-       "recompiles (the object cache makes that cheap).",
+       "recompiles (the object cache makes that cheap). The model's inputs follow, marked "
+       "`(input)`.",
        &Repl::params, Complete::Names},
       {"set", "set NAME = VALUE[, NAME = VALUE...]", "set parameters or start values",
-       "A parameter, or the start value of a variable (`set phi = 0.3`, `set der(phi) = 0`); "
+       "A parameter, an input of the model (`set u = 2`, held over the run), or the start "
+       "value of a variable (`set phi = 0.3`, `set der(phi) = 0`); "
        "values that belong together in one command (`set L = 2, x = 2`). "
        "Checked like `mbsc --set`/`--start`: the name must exist, the value be finite and "
        "within the declared min/max.",
@@ -486,6 +488,21 @@ Status Repl::params(const Args& a) {
     out_ << fmt::format("  {:<24} = {:<12} {:<10} {}{}\n", n, num(inst.parameter(n)),
                         unit.empty() ? "" : "[" + unit + "]", desc,
                         compile_time ? " (compile)" : "");
+  }
+  // the top-level inputs, set like parameters (their unit and description are their columns')
+  for (size_t i = 0; i < m.inputs.size(); ++i) {
+    const std::string& n = m.inputs[i].name;
+    if (!matches(n, pattern)) continue;
+    ++shown;
+    std::string unit, desc;
+    for (size_t c = 0; c < m.output_names.size(); ++c) {
+      if (m.output_names[c] != n) continue;
+      if (c < m.output_unit.size()) unit = m.output_unit[c];
+      if (c < m.output_description.size()) desc = m.output_description[c];
+    }
+    const double x = inst.start_vector()[static_cast<size_t>(m.input_slot[i])];
+    out_ << fmt::format("  {:<24} = {:<12} {:<10} {}{}\n", n, num(x),
+                        unit.empty() ? "" : "[" + unit + "]", desc, " (input)");
   }
   if (shown == 0) return error(Status::Usage, fmt::format("no parameter matches '{}'", pattern));
   return Status::Ok;
