@@ -937,7 +937,9 @@ void Flattener::report_unused(const std::map<std::string, double>& given,
     std::vector<std::string> candidates;
     for (const auto& v : flat_.vars) {
       if (v.name == name) found = &v;
-      if (v.role == role) candidates.push_back(v.name);
+      // --set also names inputs
+      if (v.role == role || (role == VarRole::Parameter && v.role == VarRole::Input))
+        candidates.push_back(v.name);
     }
     if (found && found->role == role) continue;  // reported already, through an error path
     // a usage error: it points at the model the command line talks about
