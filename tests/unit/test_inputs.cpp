@@ -110,6 +110,29 @@ TEST(Inputs, TheJacobiansTreatTheInputSlotLikeAParameterSlot) {
   EXPECT_NO_THROW(inst.sensitivity_direction("k"));
 }
 
+// An input in the leading matrix (a mass set from outside) makes it vary over a run: explicit
+// methods refactor it instead of keeping the first factorization.
+TEST(Inputs, AnInputInTheLeadingMatrixMakesItVary) {
+  const std::string text =
+      "model Mass\n  DECL;\n  Real x(start = 1);\nequation\n"
+      "  m * der(x) = -x;\nend Mass;\n";
+  const auto with = [&](const std::string& decl) {
+    std::string t = text;
+    t.replace(t.find("DECL"), 4, decl);
+    return t;
+  };
+  auto by_input = testutil::compile_source("mass_input", with("input Real m(start = 4)"));
+  auto by_parameter = testutil::compile_source("mass_parameter", with("parameter Real m = 4"));
+  ASSERT_TRUE(by_input && by_parameter);
+  EXPECT_FALSE(by_input->constant_leading_matrix);
+  EXPECT_TRUE(by_parameter->constant_leading_matrix);
+  const testutil::Run r = run(*by_input, rt::SolverKind::Rk4, by_input->v0);
+  ASSERT_EQ(r.status, rt::SolveStatus::Finished);
+  const int x = output_column(*by_input, "x");
+  for (size_t i = 0; i < r.t.size(); ++i)
+    EXPECT_NEAR(r.rows[i][static_cast<size_t>(x)], std::exp(-r.t[i] / 4), 1e-10);
+}
+
 TEST(Inputs, AConstantInputGivesTheClosedFormWithImplicitAndExplicitSolvers) {
   auto m = testutil::compile_source("lag", kLag);
   ASSERT_TRUE(m);
