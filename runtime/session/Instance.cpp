@@ -147,6 +147,11 @@ void Instance::set_start(std::string_view name, double value) {
     for (const auto& u : model_->y) names.push_back(u.name);
     for (const auto& u : model_->z) names.push_back(u.name);
     const bool is_parameter = parameter_index(name) >= 0;
+    if (input_index(name) >= 0)
+      throw SetError(SetError::Kind::UnknownName, std::string(name),
+                     fmt::format("model '{}' has no unknown '{}'; it is an input: set it as an "
+                                 "input",
+                                 model_->name, name));
     // a variable the compiler eliminated (an alias) has its start value in the compile
     const bool is_output = std::find(model_->output_names.begin(), model_->output_names.end(),
                                      name) != model_->output_names.end();

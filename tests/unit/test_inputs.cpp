@@ -172,6 +172,14 @@ TEST(Inputs, AnInputIsSetAtRunTimeWithoutACompile) {
     EXPECT_EQ(e.kind(), rt::SetError::Kind::UnknownName);
     EXPECT_NE(std::string(e.what()).find("set its start value"), std::string::npos) << e.what();
   }
+  try {
+    inst.set_start("u", 1.0);
+    ADD_FAILURE() << "an input set as a start value";
+  } catch (const rt::SetError& e) {
+    EXPECT_EQ(e.kind(), rt::SetError::Kind::UnknownName);
+    EXPECT_NE(std::string(e.what()).find("it is an input"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(inst.why_compile_time("u"), "");
   EXPECT_THROW(inst.set_input("u", std::nan("")), rt::SetError);
   inst.reset();
   EXPECT_EQ(inst.start_vector()[static_cast<size_t>(m->input_slot[0])], 1.0);
