@@ -81,6 +81,14 @@ struct Builder {
   std::unordered_map<uint32_t, Expr> repl;           // eliminated symbol -> value
   std::unordered_map<uint32_t, Expr> der_start;      // derivative symbol -> start value
   std::unordered_map<uint32_t, Expr> start;          // variable symbol -> start value
+  std::unordered_map<uint32_t, size_t> input_var;    // top-level input symbol -> flat var index
+
+  // the first input `e` depends on, or -1
+  int64_t input_in(Expr e) const {
+    for (uint32_t s : sym::free_symbols(e))
+      if (input_var.count(s)) return s;
+    return -1;
+  }
 
   struct Eq {
     Expr r;
@@ -206,6 +214,9 @@ struct Builder {
                   (std::fabs(c->value) == 1.0 ? 2 : 0) + (start.count(v) ? 0 : 1);
       if (score <= best_score) continue;
       Expr value = cx.sub(cx.symbol(v), cx.div(eq.r, c));
+      // the derivatives of v would be those of an input (zero to the symbolic engine, which
+      // holds inputs constant): the equation stays, and is refused as a constraint below
+      if (ders.has_der(v) && input_in(value) >= 0) continue;
       bool self = false, derivative = false;
       for (uint32_t s : sym::free_symbols(value)) {
         const auto [base, k] = base_of(s);
@@ -304,6 +315,8 @@ std::optional<SymbolicDae> Builder::run() {
     const FlatVar& v = flat.vars[i];
     if (v.role == VarRole::Variable)
       unknown_var[v.symbol] = i;
+    else if (v.role == VarRole::Input)
+      input_var[v.symbol] = i;
     else
       dae.parameters.push_back(v.symbol);
     if (v.start) start[v.symbol] = v.start;
@@ -509,9 +522,29 @@ std::optional<SymbolicDae> Builder::run() {
       has_q |= qs.count(s) != 0;
       has_y |= ys.count(s) != 0;
     }
-    if (has_high || has_z || (!has_qd && !has_q && !has_y)) {
+    const bool constraint = !(has_high || has_z || (!has_qd && !has_q && !has_y));
+    // an equation with an input is differentiated when it is a constraint, or when it determines
+    // an algebraic unknown whose derivative is used (a prescribed motion `x = u`, der(x) = v)
+    const int64_t u = input_in(eq.r);
+    bool differentiated = u >= 0 && constraint;
+    if (u >= 0 && !has_high)
+      for (uint32_t s : sym::free_symbols(eq.r)) differentiated |= zs.count(s) && ders.has_der(s);
+    if (!differentiated && !constraint) {
       de.level = has_high ? rt::EquationLevel::Dynamic : rt::EquationLevel::Algebraic;
       de.init_residual = eq.r;
+    } else if (differentiated) {
+      // index reduction differentiates this constraint (or the variable's definition), and
+      // with it the input
+      const FlatVar& in = flat.vars[input_var.at(static_cast<uint32_t>(u))];
+      diags.report(DiagKind::input_differentiated, eq.span, {in.name});
+      diags.note(in.span, "declared as an input of the model here");
+      diags.help(
+          "a constraint on an input is differentiated for index reduction, but an input is held "
+          "constant over a step, so its time derivative is unknown; let the input drive the "
+          "motion through a force or torque, make '" +
+          in.name + "' a parameter, or write the motion as a function of time in the model");
+      bad = true;
+      continue;
     } else if (has_qd || has_y) {
       de.level = rt::EquationLevel::Velocity;
       de.init_residual = ders.total_derivative(eq.r);
@@ -522,6 +555,7 @@ std::optional<SymbolicDae> Builder::run() {
     }
     dae.equations.push_back(std::move(de));
   }
+  if (bad) return std::nullopt;
 
   // the initial system must be regular in [qdd | yd | z]
   {
@@ -553,6 +587,11 @@ std::optional<SymbolicDae> Builder::run() {
   for (size_t i = 0; i < dae.eliminated.size(); ++i)
     eliminated_by_name.emplace(dae.eliminated[i].name, static_cast<int32_t>(i));
   for (const auto& v : flat.vars) {
+    if (v.role == VarRole::Input) {  // a column reading the input's slot
+      dae.outputs.push_back(
+          {v.name, cx.symbol(v.symbol), v.output_role, v.span, -1, v.unit, v.description, false});
+      continue;
+    }
     if (v.role != VarRole::Variable) continue;
     const auto el = eliminated_by_name.find(v.name);
     dae.outputs.push_back({v.name, resolve(cx.symbol(v.symbol)), v.output_role, v.span,
@@ -569,7 +608,7 @@ std::optional<SymbolicDae> Builder::run() {
 
 std::optional<SymbolicDae> build_dae(const FlatModel& flat, sym::Context& cx, DerivativeTable& ders,
                                      DiagnosticEngine& diags) {
-  Builder b{flat, cx, ders, diags, {}, {}, {}, {}, {}, {}};
+  Builder b{flat, cx, ders, diags, {}, {}, {}, {}, {}, {}, {}};
   return b.run();
 }
 

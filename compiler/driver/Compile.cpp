@@ -505,6 +505,11 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
                            at.line, at.col));
   }
   set_parameter_info(*flat, cx, sources, *m);
+  for (const FlatVar& v : flat->vars) {
+    if (v.role != VarRole::Input) continue;
+    m->inputs.push_back({v.name, source_ref(sources, v.span, v.name)});
+    m->input_slot.push_back(static_cast<int32_t>(v.symbol));
+  }
   m->parameter_bindings = kernel(kernels.parameter_bindings, *state->jit);
   if (kernels.sensitivities) {
     m->sens_F_p = sparse(kernels.sens_F_p, *state->jit);
@@ -521,7 +526,9 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
     bool constant = true;
     for (sym::Expr e : kernels.newton_matrix.spec.outputs) {
       for (uint32_t s : sym::free_symbols(sym::substitute(cx, e, zero)))
-        if (!param_value.count(s)) constant = false;
+        if (!param_value.count(s) ||
+            flat->vars[flat->var_of_symbol.at(s)].role == VarRole::Input)  // changes over a run
+          constant = false;
       if (!constant) break;
     }
     m->constant_leading_matrix = constant;

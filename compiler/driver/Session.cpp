@@ -26,7 +26,8 @@ bool Session::compile(std::ostream& emit_out) {
     variants_.clear();
   }
   // values set at run time before this compile apply again
-  for (const auto& [n, x] : runtime_parameters_) instance_->set_parameter(n, x);
+  for (const auto& [n, x] : runtime_parameters_)
+    instance_->input_index(n) >= 0 ? instance_->set_input(n, x) : instance_->set_parameter(n, x);
   for (const auto& [n, x] : runtime_starts_) instance_->set_start(n, x);
   return true;
 }
@@ -34,7 +35,10 @@ bool Session::compile(std::ostream& emit_out) {
 void Session::set_parameter(const std::string& name, double value) {
   if (!instance_) throw rt::SetError(rt::SetError::Kind::UnknownName, name, "no model compiled");
   try {
-    instance_->set_parameter(name, value);
+    if (instance_->input_index(name) >= 0)
+      instance_->set_input(name, value);
+    else
+      instance_->set_parameter(name, value);
     runtime_parameters_[name] = value;
   } catch (const rt::SetError& e) {
     if (e.kind() != rt::SetError::Kind::NeedsCompile) throw;

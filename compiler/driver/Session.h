@@ -61,7 +61,8 @@ class Session {
   // Sets a parameter or a start value. At run time (no compile) when the compiled code allows
   // it; a value the compiler uses as a number makes needs_compile() true and is applied by the
   // next compile(). Throws rt::SetError for names the model does not have and values that are
-  // not finite. Needs a compiled model.
+  // not finite. Needs a compiled model. set_parameter also takes a top-level input (the value
+  // it holds over the run: rt::Instance::set_input), which never needs a compile.
   void set_parameter(const std::string& name, double value);
   void set_start(const std::string& name, double value);
   bool needs_compile() const { return needs_compile_; }

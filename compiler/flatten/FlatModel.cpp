@@ -34,15 +34,18 @@ sym::Expr DerivativeTable::total_derivative(sym::Expr e) {
 
 void print_flat_model(std::ostream& os, const sym::Context& cx, const FlatModel& m) {
   os << "flat model " << m.name << "\n";
-  size_t nvar = 0, npar = 0;
-  for (const auto& v : m.vars) (v.role == VarRole::Variable ? nvar : npar)++;
-  os << "  " << nvar << " variables, " << npar << " parameters/constants, " << m.equations.size()
-     << " equations\n";
+  size_t nvar = 0, npar = 0, ninput = 0;
+  for (const auto& v : m.vars)
+    (v.role == VarRole::Variable ? nvar : v.role == VarRole::Input ? ninput : npar)++;
+  os << "  " << nvar << " variables, " << npar << " parameters/constants, ";
+  if (ninput > 0) os << ninput << " inputs, ";
+  os << m.equations.size() << " equations\n";
   static const char* types[] = {"Real", "Integer", "Boolean"};
   for (const auto& v : m.vars) {
     os << "  "
        << (v.role == VarRole::Parameter  ? "parameter "
            : v.role == VarRole::Constant ? "constant "
+           : v.role == VarRole::Input    ? "input "
                                          : "")
        << (v.flow ? "flow " : "") << types[static_cast<int>(v.type)] << " " << v.name;
     if (v.binding) os << " = " << sym::to_string(cx, v.binding);

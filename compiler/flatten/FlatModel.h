@@ -17,7 +17,10 @@
 namespace mbs {
 
 enum class ScalarType : uint8_t { Real, Integer, Boolean };
-enum class VarRole : uint8_t { Variable, Parameter, Constant };
+// Input: an `input Real` declared in the model itself, a known function of time that the caller
+// sets (held constant over a step): not an unknown, a slot in v like a parameter, its value the
+// start value (CompiledModel::inputs).
+enum class VarRole : uint8_t { Variable, Parameter, Constant, Input };
 // Where a parameter's value was given: its declaration (`parameter Real m = 1`), a modifier of
 // an enclosing component (`Mass m1(m = 2)`), or the command line (`--set m1.m=2`).
 enum class ValueOrigin : uint8_t { None, Declaration, Modifier, Override };
@@ -30,8 +33,8 @@ struct FlatVar {
   bool flow = false;
   bool input = false;
   bool output = false;          // declared `output` in the model itself (not in a component)
-  sym::Expr binding = nullptr;  // Parameter/Constant: its value expression (may be null)
-  double value = 0.0;         // Parameter/Constant: the binding's value, other parameters resolved
+  sym::Expr binding = nullptr;  // Parameter/Constant/Input: its value expression (may be null)
+  double value = 0.0;         // Parameter/Constant/Input: the binding's value, parameters resolved
   sym::Expr start = nullptr;  // `start` attribute (may be null)
   Span start_span;            // its value expression
   bool fixed = false;         // `fixed` attribute

@@ -630,6 +630,14 @@ std::unique_ptr<Instance> Flattener::make_component(Instance& parent, const ast:
     break;
   }
   m = merge(m, type_mod);
+  // an input of the model itself (not of one of its components): a known function of time
+  if (c.causality == ast::Causality::Input && parent.parent == nullptr &&
+      role == VarRole::Variable) {
+    if (builtin != "Real")
+      fail(DiagKind::input_not_real, c.span,
+           {path, builtin.empty() ? "a component of type '" + c.type_name + "'" : "an " + builtin});
+    role = VarRole::Input;
+  }
   return make_typed(&parent, path, c, type, builtin, m, dims, 0, role, c.flow, connector, depth);
 }
 
@@ -753,7 +761,8 @@ Expr Flattener::binding_of(size_t var, Span use) {
   auto ov = options_.overrides.find(fv.name);
   ValueOrigin origin = ValueOrigin::None;
   Span value_span;
-  if (ov != options_.overrides.end() && fv.role == VarRole::Parameter) {
+  if (ov != options_.overrides.end() &&
+      (fv.role == VarRole::Parameter || fv.role == VarRole::Input)) {
     b = cx_.num(ov->second);
     overrides_used_[fv.name] = true;
     origin = ValueOrigin::Override;
@@ -842,6 +851,17 @@ Expr Flattener::resolved_binding(size_t var, Span use) {
     auto it = flat_.var_of_symbol.find(s);
     if (it == flat_.var_of_symbol.end() || flat_.vars[it->second].role == VarRole::Variable)
       continue;
+    if (flat_.vars[it->second].role == VarRole::Input) {
+      diags_.report(DiagKind::input_in_parameter, fv.value_span.valid() ? fv.value_span : fv.span,
+                    {fmt::format("the value of {} '{}'",
+                                 fv.role == VarRole::Constant ? "constant" : "parameter", fv.name),
+                     flat_.vars[it->second].name});
+      diags_.note(flat_.vars[it->second].span, "the input is declared here");
+      diags_.help("make '" + flat_.vars[it->second].name +
+                  "' a parameter, or the dependent quantity a variable (`Real " + fv.name +
+                  " = ...`)");
+      throw BuildError{};
+    }
     repl[s] = resolved_binding(it->second, use);
   }
   resolved_[var] = sym::substitute(cx_, b, repl);
@@ -917,7 +937,9 @@ void Flattener::report_unused(const std::map<std::string, double>& given,
     std::vector<std::string> candidates;
     for (const auto& v : flat_.vars) {
       if (v.name == name) found = &v;
-      if (v.role == role) candidates.push_back(v.name);
+      // --set also names inputs
+      if (v.role == role || (role == VarRole::Parameter && v.role == VarRole::Input))
+        candidates.push_back(v.name);
     }
     if (found && found->role == role) continue;  // reported already, through an error path
     // a usage error: it points at the model the command line talks about
@@ -928,12 +950,14 @@ void Flattener::report_unused(const std::map<std::string, double>& given,
     }
     const char* what = found->role == VarRole::Variable    ? "a variable"
                        : found->role == VarRole::Parameter ? "a parameter"
+                       : found->role == VarRole::Input     ? "an input"
                                                            : "a constant";
     diags_.note(found->span, "'" + name + "' is " + what + ", declared here");
     if (found->role == VarRole::Variable)
       diags_.help("a variable's start value is set with --start " + name + "=VALUE");
-    else if (found->role == VarRole::Parameter)
-      diags_.help("a parameter is set with --set " + name + "=VALUE");
+    else if (found->role == VarRole::Parameter || found->role == VarRole::Input)
+      diags_.help(std::string(found->role == VarRole::Input ? "an input" : "a parameter") +
+                  " is set with --set " + name + "=VALUE");
   }
 }
 
@@ -945,6 +969,12 @@ Expr Flattener::resolve_parameters(Expr e, Span span, const std::string& what) {
       std::string n =
           it == flat_.var_of_symbol.end() ? cx_.symbol_name(s) : flat_.vars[it->second].name;
       fail(DiagKind::not_structural, span, {what + " (it depends on '" + n + "')"});
+    }
+    if (flat_.vars[it->second].role == VarRole::Input) {
+      diags_.report(DiagKind::input_in_parameter, span, {what, flat_.vars[it->second].name});
+      diags_.note(flat_.vars[it->second].span, "the input is declared here");
+      diags_.help("the compiler needs this value as a number; use a parameter");
+      throw BuildError{};
     }
     flat_.mark_compile_time(
         s, what + (span.valid()
@@ -1519,7 +1549,19 @@ Value Flattener::eval_call(const ast::Expr& e, Scope s) {
       diags_.help("a function maps its inputs to its outputs; pass the derivative as an input");
       throw BuildError{};
     }
-    return map1(arg(0), [&](Expr x) { return ders_.total_derivative(x); });
+    return map1(arg(0), [&](Expr x) {
+      for (uint32_t sy : sym::free_symbols(x))
+        if (auto it = flat_.var_of_symbol.find(sy);
+            it != flat_.var_of_symbol.end() && flat_.vars[it->second].role == VarRole::Input) {
+          diags_.report(DiagKind::input_differentiated, e.span, {flat_.vars[it->second].name});
+          diags_.note(flat_.vars[it->second].span, "declared as an input of the model here");
+          diags_.help(
+              "an input is held constant over a step, so its time derivative is unknown; "
+              "declare its derivative as an input of its own");
+          throw BuildError{};
+        }
+      return ders_.total_derivative(x);
+    });
   }
   if (name == "noEvent" || name == "smooth" || name == "homotopy") {
     if (name == "smooth") {
@@ -2441,7 +2483,35 @@ void Flattener::add_equation(const ast::Equation& eq, Scope s, const std::string
              {fmt::format("the two sides of the equation have shapes {} and {}", shape_str(l.shape),
                           shape_str(r.shape))});
       std::string text = source_text(eq.span);
+      // the input an equation would define: `u = ...`, or `... = u` with no unknown on the left
+      const auto input_of = [&](Expr e) -> const FlatVar* {
+        if (!e->is_symbol()) return nullptr;
+        auto it = flat_.var_of_symbol.find(e->symbol);
+        return it != flat_.var_of_symbol.end() && flat_.vars[it->second].role == VarRole::Input
+                   ? &flat_.vars[it->second]
+                   : nullptr;
+      };
+      const auto known = [&](Expr e) {
+        for (uint32_t sy : sym::free_symbols(e)) {
+          auto it = flat_.var_of_symbol.find(sy);
+          if (sy != flat_.time_symbol &&
+              (it == flat_.var_of_symbol.end() || flat_.vars[it->second].role == VarRole::Variable))
+            return false;
+        }
+        return true;
+      };
       for (size_t i = 0; i < l.size(); ++i) {
+        const FlatVar* defined = input_of(l.elems[i]);
+        if (!defined && known(l.elems[i])) defined = input_of(r.elems[i]);
+        if (defined) {
+          diags_.report(DiagKind::input_defined, eq.span, {defined->name});
+          diags_.note(defined->span, "declared as an input of the model here");
+          diags_.help("an input is a known function of time that the caller sets (--set " +
+                      defined->name +
+                      "=VALUE, rt::Instance::set_input, an FMU's importer); to compute it, "
+                      "declare it without `input`");
+          throw BuildError{};
+        }
         FlatEquation fe;
         fe.residual = cx_.sub(l.elems[i], r.elems[i]);
         fe.span = eq.span;
@@ -2693,6 +2763,16 @@ std::optional<FlatModel> Flattener::run(const ast::ClassDef& model) {
       FlatVar& v = flat_.vars[i];
       if (v.role == VarRole::Variable) continue;
       try {
+        if (v.role == VarRole::Input) {
+          // its value at the start: the binding (`input Real u = 2`, --set u=2) or `start`
+          const bool bound = v.binding != nullptr;
+          const Expr e = bound ? v.binding : v.start ? v.start : cx_.zero();
+          const Span at = bound ? (v.value_span.valid() ? v.value_span : v.span)
+                                : (v.start ? v.start_span : v.span);
+          const double x = structural(e, at, "the start value of input '" + v.name + "'");
+          flat_.vars[i].value = x;
+          continue;
+        }
         Expr r = resolved_binding(i, Span{});
         for (uint32_t s : sym::free_symbols(r))
           fail(DiagKind::not_structural, v.span,

@@ -1093,7 +1093,9 @@ bool Lowering::assemble() {
       }
       if (s == flat_.time_symbol) continue;
       auto it = flat_.var_of_symbol.find(s);
-      if (it != flat_.var_of_symbol.end() && flat_.vars[it->second].role != VarRole::Variable)
+      // an input is no parameter here: a constraint on it cannot be differentiated (BuildDae)
+      if (it != flat_.var_of_symbol.end() && flat_.vars[it->second].role != VarRole::Variable &&
+          flat_.vars[it->second].role != VarRole::Input)
         continue;
       only = false;
     }

@@ -50,7 +50,9 @@ Evaluator::Evaluator(std::shared_ptr<const CompiledModel> model,
     // a name the model does not have: the message of setting it (with the suggestion)
     Instance check(model_);
     try {
-      if (v.start)
+      if (check.input_index(v.name) >= 0)  // a top-level input: its value over the run
+        check.set_input(v.name, 0.0);
+      else if (v.start)
         check.set_start(v.name, 0.0);
       else
         check.set_parameter(v.name, 0.0);
@@ -158,7 +160,9 @@ RunOutcome Evaluator::run(std::span<const double> values,
     Instance instance(model);
     for (size_t i = 0; i < variables_.size(); ++i) {
       if (compile_time_[i]) continue;
-      if (variables_[i].start)
+      if (instance.input_index(variables_[i].name) >= 0)
+        instance.set_input(variables_[i].name, values[i]);
+      else if (variables_[i].start)
         instance.set_start(variables_[i].name, values[i]);
       else
         instance.set_parameter(variables_[i].name, values[i]);

@@ -130,8 +130,8 @@ struct CompiledModel {
   SparseKernel init_matrix;
 
   // True when newton_matrix with c_q = c_qd = c_y = 0 (the matrix of the highest derivatives and
-  // z) depends on parameters only, not on time or any unknown: explicit methods then factor it
-  // once per run instead of at every stage.
+  // z) depends on parameters only, not on time, any unknown or any input (an input may change
+  // between steps): explicit methods then factor it once per run instead of at every stage.
   bool constant_leading_matrix = false;
 
   // Values written to result files: one per column, in column order (after "time").

@@ -81,13 +81,15 @@ std::string Instance::why_compile_time(std::string_view name) const {
       return m.parameter_compile_time[static_cast<size_t>(p)];
     return m.parameter_bindings.fn ? "" : "the model has no parameter_bindings kernel";
   }
+  if (input_index(name) >= 0) return "";  // an input only has a slot
   if (start_slot(m, name) >= 0) {
     if (has_constraints(m))
       return "the model has constraints: its start values are checked (or assembled) by the "
              "compiler";
     return "";
   }
-  return "'" + std::string(name) + "' is not a parameter or unknown of model '" + m.name + "'";
+  return "'" + std::string(name) + "' is not a parameter, input or unknown of model '" + m.name +
+         "'";
 }
 
 void Instance::set_parameter(std::string_view name, double value) {
@@ -95,7 +97,8 @@ void Instance::set_parameter(std::string_view name, double value) {
   if (p < 0) {
     std::string hint = start_slot(*model_, name) >= 0
                            ? "; it is a variable: set its start value instead"
-                           : did_you_mean(name, parameter_names(*model_));
+                       : input_index(name) >= 0 ? "; it is an input: set it as an input"
+                                                : did_you_mean(name, parameter_names(*model_));
     throw SetError(SetError::Kind::UnknownName, std::string(name),
                    fmt::format("model '{}' has no parameter '{}'{}", model_->name, name, hint));
   }
@@ -111,6 +114,31 @@ void Instance::set_parameter(std::string_view name, double value) {
   dirty_ = true;
 }
 
+int32_t Instance::input_index(std::string_view name) const {
+  const auto& in = model_->inputs;
+  for (size_t i = 0; i < in.size(); ++i)
+    if (in[i].name == name) return static_cast<int32_t>(i);
+  return -1;
+}
+
+void Instance::set_input(std::string_view name, double value) {
+  if (input_index(name) < 0) {
+    std::vector<std::string> names;
+    for (const auto& u : model_->inputs) names.push_back(u.name);
+    const char* hint = parameter_index(name) >= 0 ? "; it is a parameter: set it as a parameter"
+                       : start_slot(*model_, name) >= 0 ? "; it is a variable: set its start value"
+                                                        : nullptr;
+    throw SetError(SetError::Kind::UnknownName, std::string(name),
+                   fmt::format("model '{}' has no input '{}'{}", model_->name, name,
+                               hint ? std::string(hint) : did_you_mean(name, names)));
+  }
+  if (!std::isfinite(value))
+    throw SetError(SetError::Kind::NotFinite, std::string(name),
+                   fmt::format("input '{}' = {} is not a finite number", name, value));
+  inputs_[std::string(name)] = value;
+  dirty_ = true;
+}
+
 void Instance::set_start(std::string_view name, double value) {
   const int32_t slot = start_slot(*model_, name);
   if (slot < 0) {
@@ -119,6 +147,11 @@ void Instance::set_start(std::string_view name, double value) {
     for (const auto& u : model_->y) names.push_back(u.name);
     for (const auto& u : model_->z) names.push_back(u.name);
     const bool is_parameter = parameter_index(name) >= 0;
+    if (input_index(name) >= 0)
+      throw SetError(SetError::Kind::UnknownName, std::string(name),
+                     fmt::format("model '{}' has no unknown '{}'; it is an input: set it as an "
+                                 "input",
+                                 model_->name, name));
     // a variable the compiler eliminated (an alias) has its start value in the compile
     const bool is_output = std::find(model_->output_names.begin(), model_->output_names.end(),
                                      name) != model_->output_names.end();
@@ -147,6 +180,7 @@ void Instance::set_start(std::string_view name, double value) {
 void Instance::reset() {
   parameters_.clear();
   starts_.clear();
+  inputs_.clear();
   v_ = model_->v0;
   dirty_ = false;
 }
@@ -188,7 +222,9 @@ void Instance::update() {
                      fmt::format("parameter '{}' = {}{} violates max = {}", name, x,
                                  derived ? " (from the values set)" : "", m.parameter_max[p]));
   }
-  if (!parameters_.empty() && m.initial_values.fn) {
+  for (const auto& [name, value] : inputs_)
+    v_[static_cast<size_t>(m.input_slot[static_cast<size_t>(input_index(name))])] = value;
+  if ((!parameters_.empty() || !inputs_.empty()) && m.initial_values.fn) {
     // start values [q | qd | y | z] that the model computes from parameters
     scratch_.assign(static_cast<size_t>(m.initial_values.n_out), 0.0);
     m.initial_values(v_.data(), scratch_.data());
@@ -200,7 +236,8 @@ void Instance::update() {
     for (size_t i = 0; i < k; ++i)
       if (!std::isfinite(scratch_[i]))
         throw SetError(SetError::Kind::NotFinite, "",
-                       "a start value computed from the parameters set is not a finite number");
+                       "a start value computed from the parameters and inputs set is not a "
+                       "finite number");
   }
   for (const auto& [name, value] : starts_) {
     const StartTarget t = start_target(m, name);
@@ -234,6 +271,11 @@ SensitivityDirection Instance::sensitivity_direction(std::string_view name) {
   SensitivityDirection d;
   d.dp.assign(np, 0.0);
   d.start.assign(2 * nq + ny, 0.0);
+  if (input_index(name) >= 0)
+    throw SetError(SetError::Kind::UnknownName, std::string(name),
+                   "no exact sensitivity with respect to the input '" + std::string(name) +
+                       "': the sensitivity kernels differentiate with respect to parameters; "
+                       "make it a parameter");
   if (std::string why = why_compile_time(name); !why.empty())
     throw SetError(parameter_index(name) < 0 && start_slot(m, name) < 0
                        ? SetError::Kind::UnknownName

@@ -4,6 +4,7 @@
 //   rt::Instance inst(model);
 //   inst.set_parameter("k", 200);     // derived parameters follow (parameter_bindings)
 //   inst.set_start("x", 0.1);         // a start value of an unknown
+//   inst.set_input("u", 2);           // the value of a top-level input (CompiledModel::inputs)
 //   auto v = inst.start_vector();     // checked: bounds, finiteness
 //   solver->set_start(v);             // or solve_static(..., v), InverseDynamicsOptions::start
 //
@@ -68,15 +69,23 @@ class Instance {
   // unknown y or an algebraic unknown z (a guess), or of an alias of one (v = der(x)). NeedsCompile
   // for any other name of the model and for models with position- or velocity-level constraints.
   void set_start(std::string_view name, double value);
+  // Index of a top-level input in model().inputs, or -1.
+  int32_t input_index(std::string_view name) const;
+  // Sets the value of a top-level input (`input Real u` in the model itself) in its slot: the
+  // value the run starts with, held until the caller changes it (an input is a known function
+  // of time to the solvers; between steps an FMU's importer writes the slot). Never needs a
+  // compile. Throws SetError: UnknownName (a parameter or unknown gets a hint), NotFinite.
+  void set_input(std::string_view name, double value);
   // Forget everything set.
   void reset();
 
   const std::map<std::string, double>& parameters_set() const { return parameters_; }
   const std::map<std::string, double>& starts_set() const { return starts_; }
+  const std::map<std::string, double>& inputs_set() const { return inputs_; }
 
-  // The symbol vector a run starts from: v0 with the parameters set, the derived parameters
-  // recomputed from their bindings, the start values recomputed from the parameters
-  // (initial_values) and the start values set. Throws SetError (OutOfRange, NotFinite).
+  // The symbol vector a run starts from: v0 with the parameters and inputs set, the derived
+  // parameters recomputed from their bindings, the start values recomputed from the parameters
+  // and inputs (initial_values) and the start values set. Throws SetError (OutOfRange, NotFinite).
   const std::vector<double>& start_vector();
   // The direction of exact sensitivities with respect to a parameter or a start value (a
   // coordinate q, der(q) or an ODE1 unknown y, or an alias of one) at the values set: the
@@ -90,7 +99,7 @@ class Instance {
  private:
   void update();
   std::shared_ptr<const CompiledModel> model_;
-  std::map<std::string, double> parameters_, starts_;
+  std::map<std::string, double> parameters_, starts_, inputs_;
   std::vector<double> v_;
   std::vector<double> scratch_;
   bool dirty_ = false;

@@ -203,6 +203,45 @@ TEST(FmuModelDescription, TheModelsOwnOutputsAreTheFmusOutputs) {
   }
 }
 
+TEST(FmuModelDescription, TheModelsOwnInputsAreTheFmusInputs) {
+  // `input` in the model itself: causality input, set and read through its slot
+  CompileOptions o;
+  o.file = "inputs.mbs";
+  o.cache_dir = "off";
+  o.source =
+      "model Inputs\n  input Real u(start = 1, unit = \"N\") \"applied force\";\n"
+      "  output Real y;\n  Real x(start = 0);\nequation\n  der(x) = -x + u;\n  y = 2 * x;\n"
+      "end Inputs;\n";
+  std::ostringstream emit, diag;
+  CompileResult r = compile(o, emit, diag);
+  ASSERT_TRUE(r.ok) << diag.str();
+  const rt::CompiledModel& m = *r.model;
+  ASSERT_EQ(m.inputs.size(), 1u);
+  VariableTable t;
+  ASSERT_EQ(rt::fmi::fmu_variables(m, rt::fmi::declared_outputs(m), t), "");
+  ASSERT_EQ(t.inputs.size(), 1u);
+  const rt::fmi::Variable& u = t.vars[static_cast<size_t>(t.inputs[0])];
+  EXPECT_EQ(u.name, "u");
+  EXPECT_EQ(u.causality, Causality::Input);
+  EXPECT_EQ(u.slot, m.input_slot[0]);
+  EXPECT_TRUE(u.has_start);
+  EXPECT_EQ(u.start, 1.0);
+  EXPECT_EQ(u.unit, "N");
+  EXPECT_EQ(u.description, "applied force");
+  fmu::DescriptionOptions d;
+  d.model_identifier = "Inputs";
+  d.token = "{0}";
+  for (fmu::FmiVersion v : {fmu::FmiVersion::V2, fmu::FmiVersion::V3}) {
+    d.version = v;
+    d.model_exchange = true;
+    std::string error;
+    const std::string xml = fmu::model_description(m, t, d, &error);
+    ASSERT_NE(xml, "") << error;
+    EXPECT_EQ(validate(xml, v), "");
+    EXPECT_NE(xml.find("causality=\"input\""), std::string::npos) << xml;
+  }
+}
+
 TEST(FmuModelDescription, BadRequestsAreErrors) {
   auto m = compiled("examples/pendulum.mbs");
   ASSERT_TRUE(m);

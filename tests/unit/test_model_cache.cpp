@@ -193,6 +193,27 @@ TEST_F(ModelCache, ASecondCompileIsAHitThatRunsNoPassAndGivesTheSameNumbers) {
   EXPECT_EQ(entries_in(cache, ".model").size(), std::size(kModels));
 }
 
+TEST_F(ModelCache, AModelWithTopLevelInputsIsAHitWithTheSameInputs) {
+  const fs::path file = base / "lag.mbs";
+  spit(file,
+       "model Lag\n  input Real u(start = 1, unit = \"N\");\n  input Real w = 2;\n"
+       "  Real x(start = 0);\nequation\n  der(x) = -x + u * w;\nend Lag;\n");
+  Compiled cold = compile_with(options(file.string()));
+  ASSERT_TRUE(cold.result.ok) << cold.diagnostics;
+  Compiled warm = compile_with(options(file.string()));
+  ASSERT_TRUE(warm.result.ok) << warm.diagnostics;
+  EXPECT_TRUE(warm.result.model_cache_hit);
+  const rt::CompiledModel& a = *cold.result.model;
+  const rt::CompiledModel& b = *warm.result.model;
+  ASSERT_EQ(b.inputs.size(), 2u);
+  EXPECT_EQ(b.inputs[1].name, "w");
+  EXPECT_EQ(b.inputs[0].source.line, a.inputs[0].source.line);
+  EXPECT_EQ(b.input_slot, a.input_slot);
+  EXPECT_EQ(b.v0[static_cast<size_t>(b.input_slot[1])], 2.0);
+  EXPECT_EQ(rt::write_model_image(b), rt::write_model_image(a));
+  EXPECT_TRUE(same_bits(kernel_values(b), kernel_values(a)));
+}
+
 TEST_F(ModelCache, AChangeOfAnyInputIsAMiss) {
   const fs::path lib = base / "lib", lib_first = base / "lib_first";
   fs::create_directories(lib);

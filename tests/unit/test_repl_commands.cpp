@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -78,4 +79,25 @@ TEST(ReplCommands, FailuresLeaveTheSessionUsable) {
   EXPECT_EQ(mbs::repl::exit_code(Status::Usage), 2);
   EXPECT_EQ(mbs::repl::exit_code(Status::SolverFailure), 3);
   EXPECT_EQ(mbs::repl::exit_code(Status::Interrupted), 130);
+}
+
+TEST(ReplCommands, AnInputIsSetLikeAParameterWithoutACompile) {
+  Fixture f;
+  const std::string file = testing::TempDir() + std::to_string(::getpid()) + "_repl_lag.mbs";
+  std::ofstream(file) << "model Lag\n  input Real u(start = 1);\n  Real x(start = 0);\n"
+                         "equation\n  der(x) = -x + u;\nend Lag;\n";
+  ASSERT_EQ(f.repl.execute("load " + file), Status::Ok) << f.err.str();
+  EXPECT_EQ(f.repl.execute("set u = 2"), Status::Ok) << f.err.str();
+  EXPECT_EQ(f.out.str().find("used by the compiler"), std::string::npos) << f.out.str();
+  EXPECT_EQ(f.repl.execute("solver rk4"), Status::Ok) << f.err.str();
+  ASSERT_EQ(f.repl.execute("simulate 1"), Status::Ok) << f.err.str();
+  f.out.str("");
+  ASSERT_EQ(f.repl.execute("val x"), Status::Ok) << f.err.str();
+  EXPECT_NE(f.out.str().find("1.26424"), std::string::npos) << f.out.str();  // 2 (1 - e^-1)
+  f.out.str("");
+  ASSERT_EQ(f.repl.execute("params"), Status::Ok) << f.err.str();
+  EXPECT_NE(f.out.str().find("(input)"), std::string::npos) << f.out.str();
+  EXPECT_NE(f.out.str().find("= 2 "), std::string::npos) << f.out.str();
+  EXPECT_EQ(f.repl.execute("set uu = 2"), Status::Usage);
+  EXPECT_NE(f.err.str().find("did you mean 'u'"), std::string::npos) << f.err.str();
 }

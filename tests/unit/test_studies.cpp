@@ -120,6 +120,32 @@ TEST(Variation, ObjectivesMatchTheClosedForms) {
   EXPECT_NEAR(r.best_value, std::exp(-4.0), 1e-5);
 }
 
+// A top-level input varies like a parameter, at run time: x' = -x + u, x(0) = 0.
+TEST(Variation, ATopLevelInputVariesWithoutACompile) {
+  std::ostringstream diag;
+  auto s = session_for(write_temp("lag.mbs",
+                                  "model Lag\n  input Real u;\n  Real x(start = 0);\nequation\n"
+                                  "  der(x) = -x + u;\nend Lag;\n"),
+                       diag);
+  mbs::VariationOptions v;
+  v.axes = {"u=0.5,2"};
+  mbs::StudyOptions o;
+  o.objectives = {"final(x)"};
+  o.output = temp("lag_variation.csv");
+  auto r = mbs::run_variation(*s, v, o, diag);
+  ASSERT_TRUE(r.ok) << r.error << diag.str();
+  EXPECT_EQ(r.failed, 0);
+  mbs::rt::StudyDescription d;
+  d.variables = {"u"};
+  d.objectives = o.objectives;
+  auto rows = rows_of(o.output, d);
+  ASSERT_EQ(rows.size(), 2u);
+  for (const auto& row : rows) {
+    ASSERT_EQ(row.status, "ok") << row.message;
+    EXPECT_NEAR(row.objectives[0], row.values[0] * (1 - std::exp(-1.0)), 1e-5);
+  }
+}
+
 TEST(Variation, AFailedRunIsARecordedResult) {
   std::ostringstream diag;
   auto s = session_for(write_temp("decay_fail.mbs", kDecay), diag);

@@ -74,10 +74,12 @@ const std::vector<Command>& Repl::commands() {
        "PATTERN: a glob (`*.phi`, `x[?]`) or a part of the name.", &Repl::vars, Complete::Names},
       {"params", "params [PATTERN]", "the parameters with values, units and descriptions",
        "A parameter marked `(compile)` is used by the compiler as a number: setting it "
-       "recompiles (the object cache makes that cheap).",
+       "recompiles (the object cache makes that cheap). The model's inputs follow, marked "
+       "`(input)`.",
        &Repl::params, Complete::Names},
       {"set", "set NAME = VALUE[, NAME = VALUE...]", "set parameters or start values",
-       "A parameter, or the start value of a variable (`set phi = 0.3`, `set der(phi) = 0`); "
+       "A parameter, an input of the model (`set u = 2`, held over the run), or the start "
+       "value of a variable (`set phi = 0.3`, `set der(phi) = 0`); "
        "values that belong together in one command (`set L = 2, x = 2`). "
        "Checked like `mbsc --set`/`--start`: the name must exist, the value be finite and "
        "within the declared min/max.",
@@ -355,7 +357,8 @@ std::vector<std::pair<std::string, double>> Repl::apply_values(Session& s, bool 
       continue;
     }
     try {
-      if (s.instance().parameter_index(name) >= 0)
+      // an input is set like a parameter (Session::set_parameter passes it to set_input)
+      if (s.instance().parameter_index(name) >= 0 || s.instance().input_index(name) >= 0)
         s.set_parameter(name, value);
       else
         s.set_start(name, value);
@@ -486,6 +489,21 @@ Status Repl::params(const Args& a) {
                         unit.empty() ? "" : "[" + unit + "]", desc,
                         compile_time ? " (compile)" : "");
   }
+  // the top-level inputs, set like parameters (their unit and description are their columns')
+  for (size_t i = 0; i < m.inputs.size(); ++i) {
+    const std::string& n = m.inputs[i].name;
+    if (!matches(n, pattern)) continue;
+    ++shown;
+    std::string unit, desc;
+    for (size_t c = 0; c < m.output_names.size(); ++c) {
+      if (m.output_names[c] != n) continue;
+      if (c < m.output_unit.size()) unit = m.output_unit[c];
+      if (c < m.output_description.size()) desc = m.output_description[c];
+    }
+    const double x = inst.start_vector()[static_cast<size_t>(m.input_slot[i])];
+    out_ << fmt::format("  {:<24} = {:<12} {:<10} {}{}\n", n, num(x),
+                        unit.empty() ? "" : "[" + unit + "]", desc, " (input)");
+  }
   if (shown == 0) return error(Status::Usage, fmt::format("no parameter matches '{}'", pattern));
   return Status::Ok;
 }
@@ -515,11 +533,12 @@ Status Repl::set(const Args& a) {
   CompileOptions copts = session_->compile_options();
   bool compile = false;
   for (const auto& [name, value] : values) {
-    const bool is_parameter = inst.parameter_index(name) >= 0;
+    const bool is_parameter = inst.parameter_index(name) >= 0 || inst.input_index(name) >= 0;
     if (!is_parameter && !inst.has_start(name)) {
       const rt::CompiledModel& m = *session_->model();
       std::vector<std::string> names;
       for (const auto& p : m.parameters) names.push_back(p.name);
+      for (const auto& p : m.inputs) names.push_back(p.name);
       for (const auto* group : {&m.q, &m.y, &m.z})
         for (const auto& u : *group) names.push_back(u.name);
       for (const auto& u : m.q) names.push_back("der(" + u.name + ")");
@@ -547,7 +566,7 @@ Status Repl::set(const Args& a) {
   }
   try {
     for (const auto& [name, value] : values) {
-      if (inst.parameter_index(name) >= 0)
+      if (inst.parameter_index(name) >= 0 || inst.input_index(name) >= 0)
         session_->set_parameter(name, value);
       else
         session_->set_start(name, value);
