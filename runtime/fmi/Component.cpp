@@ -85,7 +85,7 @@ bool Component::category_enabled(const char* category) const {
 void Component::log(Status status, const std::string& msg) {
   if (!logger_) return;
   const char* category = status >= Status::Error     ? "logStatusError"
-                         : status == Status::Warning ? "logStatusWarning"
+                         : status >= Status::Warning ? "logStatusWarning"
                                                      : "logEvents";
   // errors always reach the importer; the rest when debug logging asks for them
   if (status < Status::Error && (!logging_on_ || !category_enabled(category))) return;

@@ -111,7 +111,8 @@ class Component {
   Status deserialize(const uint8_t* bytes, size_t size, void** state);
 
   double time() const { return unit_.time(); }
-  // Logs `msg` with `status` (category by status: errors, warnings, else events).
+  // Logs `msg` with `status` (category by status: Error and Fatal logStatusError, Warning and
+  // Discard logStatusWarning, Ok logEvents).
   void log(Status status, const std::string& msg);
 
  private:
