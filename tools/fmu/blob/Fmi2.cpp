@@ -1,5 +1,5 @@
 // The FMI 2.0 C API of an exported FMU (co-simulation and model exchange), thin over
-// rt::fmi::Component. The C types are declared here from the FMI 2.0.x specification
+// rt::fmi::Component. The C types (Fmi2Types.h) are declared from the FMI 2.0.x specification
 // (fmi2TypesPlatform.h, fmi2FunctionTypes.h): the standard's headers are not copied.
 // docs/fmu.md, "The FMI functions".
 #include <cstddef>
@@ -9,50 +9,7 @@
 
 #include "tools/fmu/blob/Embedded.h"
 #include "tools/fmu/blob/Export.h"
-
-extern "C" {
-typedef void* fmi2Component;
-typedef void* fmi2ComponentEnvironment;
-typedef void* fmi2FMUstate;
-typedef unsigned int fmi2ValueReference;
-typedef double fmi2Real;
-typedef int fmi2Integer;
-typedef int fmi2Boolean;
-typedef char fmi2Char;
-typedef const fmi2Char* fmi2String;
-typedef char fmi2Byte;
-
-typedef enum { fmi2OK, fmi2Warning, fmi2Discard, fmi2Error, fmi2Fatal, fmi2Pending } fmi2Status;
-typedef enum { fmi2ModelExchange, fmi2CoSimulation } fmi2Type;
-typedef enum {
-  fmi2DoStepStatus,
-  fmi2PendingStatus,
-  fmi2LastSuccessfulTime,
-  fmi2Terminated
-} fmi2StatusKind;
-
-typedef void (*fmi2CallbackLogger)(fmi2ComponentEnvironment, fmi2String instanceName,
-                                   fmi2Status status, fmi2String category, fmi2String message, ...);
-typedef void* (*fmi2CallbackAllocateMemory)(size_t, size_t);
-typedef void (*fmi2CallbackFreeMemory)(void*);
-typedef void (*fmi2StepFinished)(fmi2ComponentEnvironment, fmi2Status);
-typedef struct {
-  fmi2CallbackLogger logger;
-  fmi2CallbackAllocateMemory allocateMemory;
-  fmi2CallbackFreeMemory freeMemory;
-  fmi2StepFinished stepFinished;
-  fmi2ComponentEnvironment componentEnvironment;
-} fmi2CallbackFunctions;
-
-typedef struct {
-  fmi2Boolean newDiscreteStatesNeeded;
-  fmi2Boolean terminateSimulation;
-  fmi2Boolean nominalsOfContinuousStatesChanged;
-  fmi2Boolean valuesOfContinuousStatesChanged;
-  fmi2Boolean nextEventTimeDefined;
-  fmi2Real nextEventTime;
-} fmi2EventInfo;
-}
+#include "tools/fmu/blob/Fmi2Types.h"
 
 namespace {
 
@@ -128,10 +85,6 @@ MBS_FMU_EXPORT fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type f
       };
     }
     const auto& loaded = mbs::fmu_blob::embedded();
-    if (loaded.fmu && loaded.fmu->config.fmi_version != 2) {
-      if (log) log(Status::Error, "logStatusError", "fmi2Instantiate: this is an FMI 3 FMU");
-      return nullptr;
-    }
     if (fmuType != fmi2ModelExchange && fmuType != fmi2CoSimulation) {
       if (log) log(Status::Error, "logStatusError", "fmi2Instantiate: unknown fmuType");
       return nullptr;

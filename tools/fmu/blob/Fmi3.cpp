@@ -1,5 +1,5 @@
 // The FMI 3.0 C API of an exported FMU (co-simulation and model exchange), thin over
-// rt::fmi::Component. The C types are declared here from the FMI 3.0 specification
+// rt::fmi::Component. The C types (Fmi3Types.h) are declared from the FMI 3.0 specification
 // (fmi3PlatformTypes.h, fmi3FunctionTypes.h): the standard's headers are not copied.
 // Scheduled execution, clocks, configuration mode and adjoint derivatives are not provided
 // (Error, logged). docs/fmu.md, "The FMI functions".
@@ -10,55 +10,7 @@
 
 #include "tools/fmu/blob/Embedded.h"
 #include "tools/fmu/blob/Export.h"
-
-extern "C" {
-typedef void* fmi3Instance;
-typedef void* fmi3InstanceEnvironment;
-typedef void* fmi3FMUState;
-typedef uint32_t fmi3ValueReference;
-typedef float fmi3Float32;
-typedef double fmi3Float64;
-typedef int8_t fmi3Int8;
-typedef uint8_t fmi3UInt8;
-typedef int16_t fmi3Int16;
-typedef uint16_t fmi3UInt16;
-typedef int32_t fmi3Int32;
-typedef uint32_t fmi3UInt32;
-typedef int64_t fmi3Int64;
-typedef uint64_t fmi3UInt64;
-typedef bool fmi3Boolean;
-typedef char fmi3Char;
-typedef const fmi3Char* fmi3String;
-typedef uint8_t fmi3Byte;
-typedef const fmi3Byte* fmi3Binary;
-typedef bool fmi3Clock;
-
-typedef enum { fmi3OK, fmi3Warning, fmi3Discard, fmi3Error, fmi3Fatal } fmi3Status;
-typedef enum {
-  fmi3Independent,
-  fmi3Constant,
-  fmi3Fixed,
-  fmi3Tunable,
-  fmi3Discrete,
-  fmi3Dependent
-} fmi3DependencyKind;
-typedef enum {
-  fmi3IntervalNotYetKnown,
-  fmi3IntervalUnchanged,
-  fmi3IntervalChanged
-} fmi3IntervalQualifier;
-
-typedef void (*fmi3LogMessageCallback)(fmi3InstanceEnvironment instanceEnvironment,
-                                       fmi3Status status, fmi3String category, fmi3String message);
-typedef void (*fmi3ClockUpdateCallback)(fmi3InstanceEnvironment instanceEnvironment);
-typedef void (*fmi3IntermediateUpdateCallback)(
-    fmi3InstanceEnvironment instanceEnvironment, fmi3Float64 intermediateUpdateTime,
-    fmi3Boolean intermediateVariableSetRequested, fmi3Boolean intermediateVariableGetAllowed,
-    fmi3Boolean intermediateStepFinished, fmi3Boolean canReturnEarly,
-    fmi3Boolean* earlyReturnRequested, fmi3Float64* earlyReturnTime);
-typedef void (*fmi3LockPreemptionCallback)();
-typedef void (*fmi3UnlockPreemptionCallback)();
-}
+#include "tools/fmu/blob/Fmi3Types.h"
 
 namespace {
 
@@ -90,9 +42,9 @@ fmi3Status call(fmi3Instance c, const char* fn, F&& f) {
   return fmi3Error;
 }
 
-fmi3Instance instantiate(const char* fn, Unit::Kind kind, fmi3String instanceName,
-                         fmi3String instantiationToken, fmi3Boolean loggingOn,
-                         fmi3InstanceEnvironment env, fmi3LogMessageCallback logMessage) {
+fmi3Instance instantiate(Unit::Kind kind, fmi3String instanceName, fmi3String instantiationToken,
+                         fmi3Boolean loggingOn, fmi3InstanceEnvironment env,
+                         fmi3LogMessageCallback logMessage) {
   try {
     const std::string name = instanceName ? instanceName : "";
     Component::Logger log;
@@ -103,10 +55,6 @@ fmi3Instance instantiate(const char* fn, Unit::Kind kind, fmi3String instanceNam
       };
     }
     const auto& loaded = mbs::fmu_blob::embedded();
-    if (loaded.fmu && loaded.fmu->config.fmi_version != 3) {
-      if (log) log(Status::Error, "logStatusError", std::string(fn) + ": this is an FMI 2 FMU");
-      return nullptr;
-    }
     auto comp =
         Component::instantiate(loaded.fmu, loaded.error, kind, instanceName,
                                instantiationToken ? instantiationToken : "", log, loggingOn);
@@ -146,8 +94,8 @@ MBS_FMU_EXPORT fmi3Instance fmi3InstantiateModelExchange(
     fmi3Boolean visible, fmi3Boolean loggingOn, fmi3InstanceEnvironment instanceEnvironment,
     fmi3LogMessageCallback logMessage) {
   (void)resourcePath, (void)visible;
-  return instantiate("fmi3InstantiateModelExchange", Unit::Kind::ModelExchange, instanceName,
-                     instantiationToken, loggingOn, instanceEnvironment, logMessage);
+  return instantiate(Unit::Kind::ModelExchange, instanceName, instantiationToken, loggingOn,
+                     instanceEnvironment, logMessage);
 }
 
 MBS_FMU_EXPORT fmi3Instance fmi3InstantiateCoSimulation(
@@ -160,8 +108,8 @@ MBS_FMU_EXPORT fmi3Instance fmi3InstantiateCoSimulation(
   (void)resourcePath, (void)visible, (void)eventModeUsed, (void)earlyReturnAllowed;
   (void)requiredIntermediateVariables, (void)nRequiredIntermediateVariables;
   (void)intermediateUpdate;
-  return instantiate("fmi3InstantiateCoSimulation", Unit::Kind::CoSimulation, instanceName,
-                     instantiationToken, loggingOn, instanceEnvironment, logMessage);
+  return instantiate(Unit::Kind::CoSimulation, instanceName, instantiationToken, loggingOn,
+                     instanceEnvironment, logMessage);
 }
 
 MBS_FMU_EXPORT fmi3Instance fmi3InstantiateScheduledExecution(
