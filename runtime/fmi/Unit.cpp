@@ -219,7 +219,15 @@ Status Unit::set_float64(std::span<const uint32_t> vrs, std::span<const double> 
         if (initialized_ && v->variability == Variability::Fixed)
           return error(
               fmt::format("the fixed parameter '{}' cannot be set after initialization", v->name));
-        instance_.set_parameter(v->name, x);
+        // checked at once (bounds, derived parameters), and undone if refused
+        Instance before = instance_;
+        try {
+          instance_.set_parameter(v->name, x);
+          instance_.start_vector();
+        } catch (...) {
+          instance_ = std::move(before);
+          throw;
+        }
         if (!initialized_) {
           start_dirty_ = true;
         } else {
@@ -240,7 +248,14 @@ Status Unit::set_float64(std::span<const uint32_t> vrs, std::span<const double> 
           return error(fmt::format(
               "the start value of '{}' cannot be set after initialization{}", v->name,
               kind_ == Kind::ModelExchange ? " (set the continuous states instead)" : ""));
-        instance_.set_start(v->name, x);
+        Instance before = instance_;
+        try {
+          instance_.set_start(v->name, x);
+          instance_.start_vector();
+        } catch (...) {
+          instance_ = std::move(before);
+          throw;
+        }
         start_dirty_ = true;
       } else {
         return error(fmt::format(

@@ -168,6 +168,9 @@ TEST(FmiUnit, Errors) {
   EXPECT_EQ(set(*u, 0, 1.0), Status::Error);  // time
   EXPECT_EQ(set(*u, f.vr("k"), std::nan("")), Status::Error);
   EXPECT_NE(u->message().find("'k'"), std::string::npos) << u->message();
+  EXPECT_EQ(get(*u, f.vr("k")), 4.0);  // a refused value is not kept
+  EXPECT_EQ(set(*u, f.vr("x"), std::nan("")), Status::Error);
+  EXPECT_EQ(get(*u, f.vr("x")), 1.0);
   EXPECT_EQ(u->do_step(0.0, 0.1), Status::Error);  // before initialization
   EXPECT_EQ(u->setup_experiment(std::nullopt, 1.0, 0.5), Status::Error);
   EXPECT_EQ(u->setup_experiment(-1.0, 0.0, std::nullopt), Status::Error);
