@@ -49,6 +49,7 @@ void Unit::reset() {
   initialized_ = false;
   integrator_.reset();
   rhs_.reset();
+  cs_rhs_.reset();
   start_dirty_ = true;
   parameters_changed_ = true;
   changed();
@@ -352,10 +353,12 @@ Status Unit::directional_derivative(std::span<const uint32_t> unknowns,
                                     std::span<double> sensitivity) {
   if (knowns.size() != seed.size() || unknowns.size() != sensitivity.size())
     return error("directional derivative: one seed per known and one value per unknown needed");
-  if (kind_ != Kind::ModelExchange || !initialized_)
+  if (!initialized_)
+    return error("directional derivatives are available after initialization only");
+  if (kind_ == Kind::CoSimulation && !model_exchange_obstacle(*model_).empty())
     return error(
-        "directional derivatives are available for model exchange after initialization only "
-        "(d derivatives / d states)");
+        "directional derivatives are not available: the model keeps constraints (they are "
+        "those of the ODE's derivatives with respect to its states)");
   const VariableTable& t = *vars_;
   seed_.assign(n_states(), 0.0);
   for (size_t k = 0; k < knowns.size(); ++k) {
@@ -378,9 +381,29 @@ Status Unit::directional_derivative(std::span<const uint32_t> unknowns,
           "directional derivative of '{}': not available (only the state derivatives)", v->name));
     rows[k] = static_cast<size_t>(it - t.derivatives.begin());
   }
-  if (!ensure_derivatives()) return Status::Error;
+  ExplicitRk* rhs = rhs_.get();
+  if (kind_ == Kind::ModelExchange) {
+    if (!ensure_derivatives()) return Status::Error;
+  } else {
+    // co-simulation: the right-hand side at the integrator's point
+    try {
+      if (!cs_rhs_) {
+        SolverOptions o = options_;
+        o.solver = SolverKind::Euler;
+        o.t_end = std::max(o.t_end, model_->v0[static_cast<size_t>(model_->slot_time)] + o.h);
+        cs_rhs_ = std::make_unique<ExplicitRk>(model_, o);
+      }
+    } catch (const std::exception& e) {
+      return error(e.what());
+    }
+    rhs = cs_rhs_.get();
+    derivatives_.resize(n_states());
+    std::string why = rhs->evaluate_derivative(integrator_->symbols(), derivatives_, true);
+    derivatives_valid_ = false;  // derivatives_ is model exchange's cache
+    if (!why.empty()) return error(std::move(why));
+  }
   direction_.assign(n_states(), 0.0);
-  std::string why = rhs_->derivative_direction(seed_, direction_);
+  std::string why = rhs->derivative_direction(seed_, direction_);
   if (!why.empty()) return error(std::move(why));
   for (size_t k = 0; k < rows.size(); ++k) sensitivity[k] = direction_[rows[k]];
   return Status::Ok;
@@ -426,9 +449,12 @@ Status Unit::set_state(const State& s) {
     o.t_end = std::max({s.has_stop ? s.stop : defaults_.t_end, s.start + o.h,
                         m.v0[static_cast<size_t>(m.slot_time)] + o.h});
     if (s.initialized && kind_ == Kind::CoSimulation) {
-      integrator = integrator_ ? std::move(integrator_) : make_integrator(model_, o);
-      if (!integrator->restore(s.integrator))
+      const bool own = integrator_ != nullptr;
+      integrator = own ? std::move(integrator_) : make_integrator(model_, o);
+      if (!integrator->restore(s.integrator)) {
+        if (own) integrator_ = std::move(integrator);  // unchanged by the failed restore
         return error("the FMU state's integrator state does not fit");
+      }
     } else if (s.initialized) {
       o.solver = SolverKind::Euler;
       rhs = rhs_ ? std::move(rhs_) : std::make_unique<ExplicitRk>(model_, o);

@@ -75,8 +75,9 @@ class Unit {
   Status get_continuous_states(std::span<double> x);
   Status get_derivatives(std::span<double> dx);
   Status get_nominals(std::span<double> x);  // 1.0 each
-  // Model exchange after initialization: d derivatives / d states along `seed` (one value per
-  // known), from the symbolic Jacobians. Any other pair of unknowns and knowns: Error.
+  // After initialization: d derivatives / d states along `seed` (one value per known), from the
+  // symbolic Jacobians (co-simulation too, at the integrator's point, for a model without
+  // constraints). Any other pair of unknowns and knowns: Error.
   Status directional_derivative(std::span<const uint32_t> unknowns,
                                 std::span<const uint32_t> knowns, std::span<const double> seed,
                                 std::span<double> sensitivity);
@@ -126,6 +127,7 @@ class Unit {
   bool parameters_changed_ = true;          // model exchange: refactor the leading matrix
   std::unique_ptr<Integrator> integrator_;  // co-simulation
   std::unique_ptr<ExplicitRk> rhs_;         // model exchange: the right-hand side
+  std::unique_ptr<ExplicitRk> cs_rhs_;      // co-simulation: for directional derivatives
   std::vector<double> outputs_, derivatives_, seed_, direction_;
   bool outputs_valid_ = false, derivatives_valid_ = false;
   std::string message_;

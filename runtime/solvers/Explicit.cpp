@@ -543,6 +543,7 @@ bool ExplicitRk::restore_method(std::span<const double> in, size_t& pos) {
 SolveStatus ExplicitRk::advance_adaptive(int64_t target) {
   if (failure_) return SolveStatus::Failed;
   if (n_done_ >= n_steps_) return SolveStatus::Finished;
+  if (!apply_restart()) return SolveStatus::Failed;
   target = std::min(target, n_steps_);
   const double t_target = grid_time(target);
   const double f_sfty = options_.step_safety, f_inc = options_.step_max_increase;

@@ -81,10 +81,6 @@ SolveStatus Integrator::advance_to(double t_stop) {
         fmt::format("advance_to: t_stop = {} is before the current time {}", t_stop, t_));
   // Within rounding of the current time: nothing to do (a step that short would be a sliver).
   if (t_stop - t_ <= 1e-12 * std::max(1.0, std::fabs(t_))) return SolveStatus::Ok;
-  if (restart_pending_) {
-    restart_pending_ = false;
-    if (!restart()) return SolveStatus::Failed;
-  }
   set_grid(t_, t_stop);
   for (;;) {
     const SolveStatus st = step();
@@ -118,6 +114,12 @@ void Integrator::set_parameters(std::span<const double> v) {
 
 bool Integrator::restart() {
   return true;
+}
+
+bool Integrator::apply_restart() {
+  if (!restart_pending_) return true;
+  restart_pending_ = false;
+  return restart();
 }
 
 namespace {

@@ -91,7 +91,8 @@ class Integrator {
   // derivatives at the current point are recomputed with it (the consistent accelerations of
   // the implicit family, when options.initial_accelerations; the first stage of an explicit
   // method), so a step integrates with the input held (zero-order hold), not interpolated
-  // between its old and new values. Throws SolverSetupError for a bad index.
+  // between its old and new values (step(), run() and advance_to() alike). Exact
+  // sensitivities are not restarted. Throws SolverSetupError for a bad index.
   void set_input(size_t i, double value);
   // Copies the parameter slots (model.parameter_slot) of the symbol vector `v` (rt::Instance's
   // start_vector() after tunable parameters were set): they take effect at the next step, with
@@ -195,6 +196,8 @@ class Integrator {
   virtual void save_method(std::vector<double>& out);
   virtual bool restore_method(std::span<const double> in, size_t& pos);
   bool restart_pending_ = false;  // an input or parameter changed since the last step
+  // restart() if one is pending (every step does this first); false with failure_ set.
+  bool apply_restart();
 
   // One grid step with step halving; D provides `bool attempt(double h)` (false: attempt_failure_
   // says why; the state is unchanged) and `void accept(double h)`.
@@ -263,6 +266,7 @@ template <class D>
 SolveStatus Integrator::advance_grid_step(D& self) {
   if (failure_) return SolveStatus::Failed;
   if (n_done_ >= n_steps_) return SolveStatus::Finished;
+  if (!apply_restart()) return SolveStatus::Failed;
   const double t_target = grid_time(n_done_ + 1);
   while (t_ < t_target) {
     const double remaining = t_target - t_;

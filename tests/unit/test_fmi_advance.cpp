@@ -155,6 +155,25 @@ TEST(FmiAdvance, InputsAreHeldOverTheSteps) {
   }
 }
 
+TEST(FmiAdvance, InputsRestartStepToo) {
+  const auto base = testutil::compile_source("fmi_advance_ramp4", testutil::kRampSource);
+  ASSERT_TRUE(base);
+  const auto m = testutil::with_inputs(*base, {"u"});
+  const int y = testutil::output_column(*m, "y");
+  for (const SolverKind kind : {SolverKind::Trapezoidal, SolverKind::Dopri5}) {
+    SCOPED_TRACE(std::string(rt::solver_name(kind)));
+    auto s = rt::make_integrator(m, options(kind, 0.1, 1.0));
+    double y_exact = 0.0;
+    for (int k = 1; k <= 10; ++k) {
+      s->set_input(0, -k);
+      const SolveStatus st = s->step();
+      ASSERT_EQ(st, k < 10 ? SolveStatus::Ok : SolveStatus::Finished);
+      y_exact -= 0.1 * k;
+      EXPECT_NEAR(s->evaluate_outputs()[static_cast<size_t>(y)], y_exact, 1e-12);
+    }
+  }
+}
+
 TEST(FmiAdvance, ParametersChangedBetweenSteps) {
   const auto base = testutil::compile_source("fmi_advance_ramp2", testutil::kRampSource);
   ASSERT_TRUE(base);

@@ -181,6 +181,27 @@ TEST(FmiUnit, Errors) {
             Status::Error);
 }
 
+TEST(FmiUnit, CoSimulationDirectionalDerivative) {
+  const Fixture& f = oscillator();
+  auto u = f.unit(Unit::Kind::CoSimulation);
+  ASSERT_EQ(u->exit_initialization(), Status::Ok);
+  ASSERT_EQ(u->do_step(0.0, 0.3), Status::Ok);
+  const uint32_t unknowns[] = {f.vr("der(x,2)"), f.vr("der(z)"), f.vr("der(x)")};
+  const uint32_t knowns[] = {f.vr("x"), f.vr("z")};
+  const double seed[] = {1.0, 2.0};
+  double sens[3];
+  ASSERT_EQ(u->directional_derivative(unknowns, knowns, seed, sens), Status::Ok) << u->message();
+  EXPECT_NEAR(sens[0], -4.0, 1e-12);
+  EXPECT_NEAR(sens[1], -2.0, 1e-12);
+  EXPECT_EQ(sens[2], 0.0);
+  // the step continues as without
+  const double x = get(*u, f.vr("x"));
+  auto w = f.unit(Unit::Kind::CoSimulation);
+  ASSERT_EQ(w->exit_initialization(), Status::Ok);
+  ASSERT_EQ(w->do_step(0.0, 0.3), Status::Ok);
+  EXPECT_EQ(get(*w, f.vr("x")), x);
+}
+
 TEST(FmiUnit, SolverFailureIsTheCliMessage) {
   const Fixture f = make(
       testutil::compile_source("fmi_unit_blowup",
@@ -266,6 +287,11 @@ TEST(FmiUnit, ModelExchangeRefusedWithConstraints) {
   EXPECT_NE(u->message().find("co-simulation"), std::string::npos) << u->message();
   auto cs = f.unit(Unit::Kind::CoSimulation);
   ASSERT_EQ(cs->exit_initialization(), Status::Ok) << cs->message();
+  const uint32_t dx[] = {f.vr("der(x)")}, xs[] = {f.vr("x")};
+  const double one[] = {1.0};
+  double out[1];
+  EXPECT_EQ(cs->directional_derivative(dx, xs, one, out), Status::Error);
+  EXPECT_NE(cs->message().find("constraints"), std::string::npos) << cs->message();
   ASSERT_EQ(cs->do_step(0.0, 0.5), Status::Ok) << cs->message();
   const double x = get(*cs, f.vr("x")), y = get(*cs, f.vr("y"));
   EXPECT_NEAR(x * x + y * y, 1.0, 1e-8);
@@ -310,6 +336,12 @@ TEST(FmiUnit, StateSnapshotAndBytes) {
       EXPECT_TRUE(fresh->initialized());
       const auto c = continue_to_end(*fresh);
       EXPECT_EQ(std::memcmp(a.data(), c.data(), a.size() * sizeof(double)), 0);
+      // a state whose integrator part does not fit is refused; the unit goes on from where it was
+      Unit::State wrong = s;
+      wrong.integrator.pop_back();
+      EXPECT_EQ(u->set_state(wrong), Status::Error);
+      EXPECT_NEAR(u->time(), 0.65, 1e-12);
+      EXPECT_EQ(u->do_step(u->time(), 0.1), Status::Ok) << u->message();
       // damaged bytes: every truncation, a flipped magic, another model's name
       Unit::State s3;
       for (size_t n = 0; n < bytes.size(); ++n)
