@@ -509,9 +509,41 @@ void ExplicitRk::restore_accepted_state() {
   }
 }
 
+bool ExplicitRk::restart() {
+  factored_ = false;  // a constant leading matrix may depend on a changed parameter
+  if (!derivative(t_, xi0_.data(), d0_.data())) {
+    restore_accepted_state();
+    fail(attempt_failure_, FailurePhase::Step, h_try_, 0);
+    return false;
+  }
+  const auto ns = static_cast<size_t>(n_state_);
+  for (size_t k = 0; k < directions_.size(); ++k)
+    stage_sensitivity(k, s_xi0_.data() + k * ns, s_d0_.data() + k * ns);
+  return true;
+}
+
+void ExplicitRk::save_method(std::vector<double>& out) {
+  save_vector(out, xi0_);
+  save_vector(out, d0_);
+  out.insert(out.end(), {h_prop_, err_});
+}
+
+bool ExplicitRk::restore_method(std::span<const double> in, size_t& pos) {
+  size_t p = pos;
+  if (!check_vector(in, p, xi0_.size()) || !check_vector(in, p, d0_.size()) || in.size() - p < 2)
+    return false;
+  load_vector(in, pos, xi0_);
+  load_vector(in, pos, d0_);
+  h_prop_ = in[pos];
+  err_ = in[pos + 1];
+  pos += 2;
+  return true;
+}
+
 SolveStatus ExplicitRk::advance_adaptive(int64_t target) {
   if (failure_) return SolveStatus::Failed;
   if (n_done_ >= n_steps_) return SolveStatus::Finished;
+  if (!apply_restart()) return SolveStatus::Failed;
   target = std::min(target, n_steps_);
   const double t_target = grid_time(target);
   const double f_sfty = options_.step_safety, f_inc = options_.step_max_increase;
@@ -666,19 +698,24 @@ void ExplicitRk::prepare_sensitivities() {
 }
 
 void ExplicitRk::stage_sensitivity(size_t dir, const double* s_state, double* s_deriv) {
+  linearized_derivative(s_state, directions_[dir].dp.data(), dir == 0, s_deriv);
+}
+
+void ExplicitRk::linearized_derivative(const double* s_state, const double* dp, bool evaluate,
+                                       double* s_deriv) {
   // F(q, qd, acc, y, yd, p) = 0 with A acc = -F0: A S_acc = -(F_q S_q + F_qd S_qd + F_y S_y +
   // F_p dp), the Jacobians at the stage (v, with acc in its slots)
   const auto& m = model_;
   const double* v = ws_.v.data();
   const int32_t nq = m.n_q, ny = m.n_y;
-  if (dir == 0) {  // the kernels once per stage, for every direction
-    m.sens_F_p.values(v, fp_values_.data());
+  if (evaluate) {  // the kernels once per stage, for every direction
+    if (dp) m.sens_F_p.values(v, fp_values_.data());
     m.jac_q.values(v, jq_values_.data());
     m.jac_qd.values(v, jqd_values_.data());
     m.jac_y.values(v, jy_values_.data());
   }
   std::fill(rhs_.begin(), rhs_.end(), 0.0);
-  spmv_add(m.sens_F_p, fp_values_.data(), directions_[dir].dp.data(), rhs_.data());
+  if (dp) spmv_add(m.sens_F_p, fp_values_.data(), dp, rhs_.data());
   spmv_add(m.jac_q, jq_values_.data(), s_state, rhs_.data());
   spmv_add(m.jac_qd, jqd_values_.data(), s_state + nq, rhs_.data());
   spmv_add(m.jac_y, jy_values_.data(), s_state + 2 * nq, rhs_.data());
@@ -695,6 +732,45 @@ void ExplicitRk::stage_sensitivity(size_t dir, const double* s_state, double* s_
     s_deriv[nq + i] = x[i];
   }
   for (int32_t j = 0; j < ny; ++j) s_deriv[2 * nq + j] = x[nq + j];
+}
+
+std::string ExplicitRk::evaluate_derivative(std::span<const double> v, std::span<double> d,
+                                            bool refactor) {
+  const auto& m = model_;
+  if (v.size() != ws_.v.size() || d.size() != static_cast<size_t>(n_state_))
+    return "evaluate_derivative: wrong sizes";
+  std::copy(v.begin(), v.end(), ws_.v.begin());
+  double* w = ws_.v.data();
+  w[m.slot_c_q] = w[m.slot_c_qd] = w[m.slot_c_y] = 0.0;
+  for (int32_t k = 0; k < m.n_z; ++k) w[m.z_slot[k]] = 0.0;
+  for (int32_t i = 0; i < m.n_q; ++i) {
+    stage_[i] = w[m.q_slot[i]];
+    stage_[m.n_q + i] = w[m.qd_slot[i]];
+  }
+  for (int32_t j = 0; j < m.n_y; ++j) stage_[2 * m.n_q + j] = w[m.y_slot[j]];
+  if (refactor) factored_ = false;
+  if (derivative(w[m.slot_time], stage_.data(), d.data())) return {};
+  const AttemptFailure& a = attempt_failure_;
+  std::string why(failure_summary(a.kind));
+  if (a.equation >= 0)
+    why += fmt::format(" in equation {}: {}", a.equation, equation_text(m, a.equation));
+  if (a.unknown >= 0) why += fmt::format(" (unknown {})", unknown_name(m, a.unknown));
+  return fmt::format("the derivatives of the states at t = {} cannot be computed: {}",
+                     w[m.slot_time], why);
+}
+
+std::string ExplicitRk::derivative_direction(std::span<const double> ds, std::span<double> dd) {
+  const auto& m = model_;
+  if (ds.size() != static_cast<size_t>(n_state_) || dd.size() != ds.size())
+    return "derivative_direction: wrong sizes";
+  if (!m.jac_q.values.fn || !m.jac_qd.values.fn || !m.jac_y.values.fn)
+    return fmt::format("model '{}' has no Jacobian kernels (jac_q, jac_qd, jac_y)", m.name);
+  jq_values_.resize(static_cast<size_t>(m.jac_q.nnz()));
+  jqd_values_.resize(static_cast<size_t>(m.jac_qd.nnz()));
+  jy_values_.resize(static_cast<size_t>(m.jac_y.nnz()));
+  rhs_.resize(static_cast<size_t>(m.n_eq()));
+  linearized_derivative(ds.data(), nullptr, true, dd.data());
+  return {};
 }
 
 void ExplicitRk::sensitivity_state(size_t k, double* w) const {

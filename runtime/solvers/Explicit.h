@@ -59,6 +59,17 @@ class ExplicitRk final : public Integrator {
   // output_every-th grid point and t_end), so --h-max > --step lets steps span grid points.
   SolveStatus run(const Observer& observer) override;
 
+  // ---- model exchange (rt::fmi::Unit): the right-hand side of the ODE at any point, without
+  // stepping. v: a whole symbol vector (time, [q | qd | y] in their slots, parameters, inputs);
+  // d := [qd | qdd | yd] there. The workspace's v becomes v with that qdd and yd (symbols()).
+  // `refactor`: factor the leading matrix again even if it is constant (a parameter changed).
+  // Returns "" or why not (a kernel failed, a singular leading matrix).
+  std::string evaluate_derivative(std::span<const double> v, std::span<double> d, bool refactor);
+  // After a successful evaluate_derivative: dd = the change of [qd | qdd | yd] for a change ds
+  // of [q | qd | y], from the symbolic Jacobians jac_q, jac_qd, jac_y and the factored leading
+  // matrix (A dacc = -(F_q dq + F_qd dqd + F_y dy)). "" or why not (no Jacobian kernels).
+  std::string derivative_direction(std::span<const double> ds, std::span<double> dd);
+
   const ButcherTableau& tableau() const { return tab_; }
   bool adaptive() const { return tab_.embedded_order > 0; }
   // The error estimate of the last step attempt of an adaptive method (RMS of the scaled error).
@@ -80,12 +91,20 @@ class ExplicitRk final : public Integrator {
   // state's S_g, at the point derivative() just left in v (its factorization in solver_).
   // Direction `dir` (0 first: the Jacobians are evaluated then, for all directions).
   void stage_sensitivity(size_t dir, const double* s_state, double* s_deriv);
+  // What stage_sensitivity and derivative_direction share: dp (n_p, or null: no parameter
+  // term), `evaluate`: the Jacobians at the point in v first.
+  void linearized_derivative(const double* s_state, const double* dp, bool evaluate,
+                             double* s_deriv);
   void prepare_sensitivities() override;
   void sensitivity_state(size_t k, double* w) const override;
   // direction-major, n_state each: S of xi0, d0, xi1, d1, the stage state; S of the stages
   std::vector<double> s_xi0_, s_d0_, s_xi1_, s_d1_, s_stage_, s_k_;
   std::vector<double> fp_values_, jq_values_, jqd_values_, jy_values_, rhs_;
   void restore_accepted_state();
+  bool restart() override;
+  void save_method(std::vector<double>& out) override;
+  bool restore_method(std::span<const double> in, size_t& pos)
+      override;  // d0_ (the first stage) again, the leading matrix refactored
   // The error test failed at the smallest step `floor` (h_min or the floor relative to t).
   void fail_error_test(double h, double h_next, double floor);
   // The error test's failure as an attempt failure (the component with the largest error).

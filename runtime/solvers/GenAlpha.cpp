@@ -212,6 +212,46 @@ SolveStatus NewmarkFamily::initialize() {
   return SolveStatus::Ok;
 }
 
+bool NewmarkFamily::restart() {
+  const auto& m = model_;
+  restore_accepted_state();
+  if (options_.initial_accelerations) {
+    double* v = ws_.v.data();
+    v[m.slot_c_q] = v[m.slot_c_qd] = v[m.slot_c_y] = 0.0;
+    ws_.x = x0_;
+    if (!solve_initial_values()) {
+      restore_accepted_state();
+      return false;
+    }
+    x0_ = ws_.x;
+  }
+  for (int32_t i = 0; i < m.n_q; ++i) a0_[i] = x0_[i];
+  n_history_ = 0;
+  refresh_next_ = true;  // the Newton matrix may depend on what changed
+  return true;
+}
+
+void NewmarkFamily::save_method(std::vector<double>& out) {
+  for (const auto* x : {&q0_, &qd0_, &a0_, &y0_, &x0_, &x_prev_, &x_prev2_}) save_vector(out, *x);
+  out.insert(out.end(), {h_prev_, h_prev2_, static_cast<double>(n_history_)});
+  refresh_next_ = true;  // see Integrator::save
+}
+
+bool NewmarkFamily::restore_method(std::span<const double> in, size_t& pos) {
+  auto vectors = {&q0_, &qd0_, &a0_, &y0_, &x0_, &x_prev_, &x_prev2_};
+  size_t p = pos;
+  for (const auto* x : vectors)
+    if (!check_vector(in, p, x->size())) return false;
+  if (in.size() - p < 3) return false;
+  for (auto* x : vectors) load_vector(in, pos, *x);
+  h_prev_ = in[pos];
+  h_prev2_ = in[pos + 1];
+  n_history_ = static_cast<int32_t>(in[pos + 2]);
+  pos += 3;
+  refresh_next_ = true;
+  return true;
+}
+
 // Newton on init_residual(qdd, yd, z) = 0 at fixed (q, qd, y, t): linear in qdd and yd, possibly
 // nonlinear in z. The matrix is recomputed every iteration (this runs once).
 bool NewmarkFamily::solve_initial_values() {

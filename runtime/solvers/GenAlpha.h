@@ -70,6 +70,10 @@ class NewmarkFamily final : public Integrator {
                       double update);
   bool solve_initial_values();
   void restore_accepted_state();  // v := the last accepted point (after a failed attempt)
+  bool restart() override;
+  void save_method(std::vector<double>& out) override;
+  bool restore_method(std::span<const double> in, size_t& pos)
+      override;  // consistent accelerations again; a_0 = qdd_0, no predictor history
   void prepare_sensitivities() override;
   void sensitivity_state(size_t k, double* w) const override;
   // exact sensitivities (docs/studies.md, "Exact sensitivities")

@@ -50,17 +50,148 @@ Integrator::Integrator(std::shared_ptr<const CompiledModel> model, const SolverO
       model_(*model_owner_),
       options_(options),
       ws_(model_) {
-  t0_ = model_.v0[model_.slot_time];
+  set_grid(model_.v0[model_.slot_time], options.t_end);
   t_ = t0_;
-  t_end_ = options.t_end;
-  const double r = (t_end_ - t0_) / options.h;
+  h_try_ = options.h;
+  h_min_ = options.effective_h_min();
+}
+
+void Integrator::set_grid(double t0, double t_end) {
+  if (!(t_end > t0) || !std::isfinite(t0) || !std::isfinite(t_end))
+    throw SolverSetupError(
+        fmt::format("the end time {} must be finite and larger than the start time {} (model '{}')",
+                    t_end, t0, model_.name));
+  t0_ = t0;
+  t_end_ = t_end;
+  const double r = (t_end_ - t0_) / options_.h;
   const double nearest = std::round(r);
   // A grid that fits up to rounding gets exactly that many steps; otherwise the last is shorter.
   n_steps_ = static_cast<int64_t>(std::fabs(r - nearest) <= 1e-9 * std::max(1.0, r) ? nearest
                                                                                     : std::ceil(r));
   n_steps_ = std::max<int64_t>(n_steps_, 1);
-  h_try_ = options.h;
-  h_min_ = options.effective_h_min();
+  n_done_ = 0;
+  last_output_ = -1;
+}
+
+SolveStatus Integrator::advance_to(double t_stop) {
+  if (failure_) return SolveStatus::Failed;
+  if (!initialized_ && initialize() == SolveStatus::Failed) return SolveStatus::Failed;
+  if (!(t_stop >= t_) || !std::isfinite(t_stop))
+    throw SolverSetupError(
+        fmt::format("advance_to: t_stop = {} is before the current time {}", t_stop, t_));
+  // Within rounding of the current time: nothing to do (a step that short would be a sliver).
+  if (t_stop - t_ <= 1e-12 * std::max(1.0, std::fabs(t_))) return SolveStatus::Ok;
+  set_grid(t_, t_stop);
+  for (;;) {
+    const SolveStatus st = step();
+    if (st == SolveStatus::Finished) return SolveStatus::Ok;
+    if (st != SolveStatus::Ok) return st;
+  }
+}
+
+void Integrator::set_input(size_t i, double value) {
+  if (i >= model_.input_slot.size())
+    throw SolverSetupError(fmt::format("set_input: input {} of {}", i, model_.input_slot.size()));
+  double& slot = ws_.v[static_cast<size_t>(model_.input_slot[i])];
+  // std::memcmp-like identity: a value set again unchanged (also NaN) does not restart
+  if (slot == value || (std::isnan(slot) && std::isnan(value))) return;
+  slot = value;
+  restart_pending_ = initialized_;
+}
+
+void Integrator::set_parameters(std::span<const double> v) {
+  if (v.size() != ws_.v.size())
+    throw SolverSetupError(
+        fmt::format("set_parameters: {} values for a symbol vector of {}", v.size(), ws_.v.size()));
+  bool changed = false;
+  for (const int32_t s : model_.parameter_slot) {
+    const auto k = static_cast<size_t>(s);
+    changed |= ws_.v[k] != v[k];
+    ws_.v[k] = v[k];
+  }
+  if (changed) restart_pending_ = initialized_;
+}
+
+bool Integrator::restart() {
+  return true;
+}
+
+bool Integrator::apply_restart() {
+  if (!restart_pending_) return true;
+  restart_pending_ = false;
+  return restart();
+}
+
+namespace {
+
+// The fields of the base class a snapshot holds, as doubles.
+constexpr size_t kBaseFields = 13;
+
+}  // namespace
+
+bool Integrator::save(std::vector<double>& out) {
+  if (failure_) return false;
+  out.clear();
+  out.push_back(static_cast<double>(ws_.v.size()));
+  out.insert(out.end(),
+             {t0_, t_end_, t_, h_try_, static_cast<double>(n_steps_), static_cast<double>(n_done_),
+              static_cast<double>(last_output_), static_cast<double>(success_streak_),
+              initialized_ ? 1.0 : 0.0, h_last_, state_scale_,
+              static_cast<double>(interval_rejections_), restart_pending_ ? 1.0 : 0.0});
+  out.insert(out.end(), ws_.v.begin(), ws_.v.end());
+  save_method(out);
+  return true;
+}
+
+bool Integrator::restore(std::span<const double> in) {
+  const size_t nv = ws_.v.size();
+  if (in.size() < 1 + kBaseFields + nv || in[0] != static_cast<double>(nv)) return false;
+  // the method's part first: it checks its sizes before anything changes
+  size_t pos = 1 + kBaseFields + nv;
+  if (!restore_method(in, pos) || pos != in.size()) return false;
+  const double* b = in.data() + 1;
+  t0_ = b[0];
+  t_end_ = b[1];
+  t_ = b[2];
+  h_try_ = b[3];
+  n_steps_ = static_cast<int64_t>(b[4]);
+  n_done_ = static_cast<int64_t>(b[5]);
+  last_output_ = static_cast<int64_t>(b[6]);
+  success_streak_ = static_cast<int32_t>(b[7]);
+  initialized_ = b[8] != 0.0;
+  h_last_ = b[9];
+  state_scale_ = b[10];
+  interval_rejections_ = static_cast<int64_t>(b[11]);
+  restart_pending_ = b[12] != 0.0;
+  std::copy_n(b + kBaseFields, nv, ws_.v.begin());
+  failure_.reset();
+  skip_final_emit_ = false;
+  return true;
+}
+
+void Integrator::save_method(std::vector<double>&) {}
+
+bool Integrator::restore_method(std::span<const double>, size_t&) {
+  return true;
+}
+
+// Appends a vector with its size; reads one back if the size matches.
+void save_vector(std::vector<double>& out, const std::vector<double>& x) {
+  out.push_back(static_cast<double>(x.size()));
+  out.insert(out.end(), x.begin(), x.end());
+}
+
+bool check_vector(std::span<const double> in, size_t& pos, size_t n) {
+  if (pos >= in.size() || in[pos] != static_cast<double>(n) || in.size() - pos - 1 < n)
+    return false;
+  pos += 1 + n;
+  return true;
+}
+
+void load_vector(std::span<const double> in, size_t& pos, std::vector<double>& x) {
+  ++pos;
+  std::copy_n(in.begin() + static_cast<std::ptrdiff_t>(pos), x.size(), x.begin());
+  pos += x.size();
 }
 
 void Integrator::set_start(std::span<const double> v) {
@@ -69,8 +200,11 @@ void Integrator::set_start(std::span<const double> v) {
   if (v.size() != ws_.v.size())
     throw SolverSetupError(
         fmt::format("set_start: {} values for a symbol vector of {}", v.size(), ws_.v.size()));
-  if (v[static_cast<size_t>(model_.slot_time)] != t0_)
-    throw SolverSetupError("set_start: the start vector has another start time than the model");
+  const double t0 = v[static_cast<size_t>(model_.slot_time)];
+  if (t0 != t0_) {
+    set_grid(t0, t_end_);
+    t_ = t0;
+  }
   std::copy(v.begin(), v.end(), ws_.v.begin());
 }
 

@@ -72,9 +72,41 @@ class Integrator {
   // d outputs / d direction at the current point: directions x outputs, row-major.
   void output_sensitivities(std::span<double> out);
   // Starts from the symbol vector `v` (parameters and start values set at run time,
-  // rt::Instance) instead of the model's v0. Before initialize(); v has n_v entries and the
-  // model's start time. Throws SolverSetupError otherwise.
+  // rt::Instance) instead of the model's v0. Before initialize(); v has n_v entries. Its time
+  // (v[slot_time]) is the start time: another than the model's re-bases the grid (t0 + n h up to
+  // options.t_end, which must lie after it). Throws SolverSetupError otherwise.
   void set_start(std::span<const double> v);
+  // ---- co-simulation (an FMU's doStep; docs/fmu.md, "Co-simulation")
+  // From the current point to t_stop exactly, in steps of options.h on a grid re-based at the
+  // current time (t_stop - t need not be a multiple of h: the last step is shorter). Initializes
+  // first if needed. Ok when t_stop is reached (also at or beyond options.t_end: the grid of
+  // step() and run() is replaced by [t, t_stop]; t_end() tells the current end), Failed with
+  // failure() set, Interrupted on SIGINT (adaptive methods). t_stop before the current time
+  // throws SolverSetupError. Pieces that are multiples of h reproduce one run to the same end
+  // bitwise for a fixed-step method and a model that does not read time (the grid points are
+  // computed from another origin otherwise, which changes them by rounding).
+  SolveStatus advance_to(double t_stop);
+  // Sets top-level input i (model.inputs) to `value`, held constant over the following steps
+  // until set again. A changed value restarts the method at the next step like an event: the
+  // derivatives at the current point are recomputed with it (the consistent accelerations of
+  // the implicit family, when options.initial_accelerations; the first stage of an explicit
+  // method), so a step integrates with the input held (zero-order hold), not interpolated
+  // between its old and new values (step(), run() and advance_to() alike). Exact
+  // sensitivities are not restarted. Throws SolverSetupError for a bad index.
+  void set_input(size_t i, double value);
+  // Copies the parameter slots (model.parameter_slot) of the symbol vector `v` (rt::Instance's
+  // start_vector() after tunable parameters were set): they take effect at the next step, with
+  // the same restart as a changed input. Throws SolverSetupError for a wrong size.
+  void set_parameters(std::span<const double> v);
+  // ---- snapshots (an FMU's get/set FMU state): everything the continuation depends on, as
+  // numbers (counters exactly: below 2^53). Saving forces a new Newton matrix at the next step
+  // (the factorization is not part of the snapshot), and so does restoring, so that both
+  // continuations from a snapshot are bitwise the same; a run with snapshots may therefore
+  // differ from one without by the convergence tolerance. Statistics and exact sensitivities
+  // are not part of it. restore() returns false (and changes nothing) for a snapshot of
+  // another size; a failed integrator cannot be saved (false).
+  bool save(std::vector<double>& out);
+  bool restore(std::span<const double> in);
   // One step of the output grid, t_n -> t_{n+1}. Finished if already at t_end.
   virtual SolveStatus step() = 0;
   // From the current point to t_end: the observer gets the current point (if not output yet),
@@ -89,6 +121,7 @@ class Integrator {
   double time() const { return t_; }
   int64_t grid_index() const { return n_done_; }   // grid steps done
   int64_t grid_steps() const { return n_steps_; }  // grid steps to t_end
+  double t_end() const { return t_end_; }          // the end of the current grid
   bool initialized() const { return initialized_; }
   // The symbol vector at the current accepted point (q, qd, qdd, y, yd, z, t, parameters).
   std::span<const double> symbols() const { return ws_.v; }
@@ -152,6 +185,19 @@ class Integrator {
   void start_progress();
   // Called by initialize() once the start state is consistent: initialized_, state_scale_.
   void mark_initialized();
+  // The grid t0 + n h up to t_end (n_steps_; n_done_ = 0). Throws SolverSetupError unless
+  // t_end > t0.
+  void set_grid(double t0, double t_end);
+  // After a changed input or parameter, at an accepted point: recompute what the method keeps
+  // of the derivatives there (false with failure_ set). Default: nothing.
+  virtual bool restart();
+  // The method's part of save()/restore(): appends its state; reads it back from `in` at
+  // `pos` (advancing it), false on a size mismatch.
+  virtual void save_method(std::vector<double>& out);
+  virtual bool restore_method(std::span<const double> in, size_t& pos);
+  bool restart_pending_ = false;  // an input or parameter changed since the last step
+  // restart() if one is pending (every step does this first); false with failure_ set.
+  bool apply_restart();
 
   // One grid step with step halving; D provides `bool attempt(double h)` (false: attempt_failure_
   // says why; the state is unchanged) and `void accept(double h)`.
@@ -195,6 +241,12 @@ class Integrator {
   std::vector<double> sens_output_values_, sens_w_;
 };
 
+// Snapshot helpers of the methods' save_method/restore_method: a vector with its size;
+// check_vector advances pos over one of size n (false if it is not that), load_vector reads it.
+void save_vector(std::vector<double>& out, const std::vector<double>& x);
+bool check_vector(std::span<const double> in, size_t& pos, size_t n);
+void load_vector(std::span<const double> in, size_t& pos, std::vector<double>& x);
+
 // A run that fails with its state grown by this factor over its start scale has diverged (the
 // message says so, with the failure of the last attempt as a note).
 inline constexpr double kDivergedGrowth = 1e8;
@@ -214,6 +266,7 @@ template <class D>
 SolveStatus Integrator::advance_grid_step(D& self) {
   if (failure_) return SolveStatus::Failed;
   if (n_done_ >= n_steps_) return SolveStatus::Finished;
+  if (!apply_restart()) return SolveStatus::Failed;
   const double t_target = grid_time(n_done_ + 1);
   while (t_ < t_target) {
     const double remaining = t_target - t_;

@@ -276,6 +276,42 @@ TEST_F(FmuLink, LoadsIntoACppProcessTwice) {
   EXPECT_EQ(dlclose(lib2), 0);
 }
 
+// The FMI functions of the blob link and run in a library without the exporter's embedding
+// object: their weak references to the embedded model stay null, and instantiation reports it
+// through the importer's logger (tests/unit/test_fmu_capi.cpp runs them with a model).
+TEST_F(FmuLink, FmiFunctionsWithoutAnEmbeddedModel) {
+  TempDir dir;
+  std::vector<std::string> exports = all_exports();
+  for (const char* f : {"fmi2GetVersion", "fmi2Instantiate", "fmi2DoStep", "fmi3GetVersion",
+                        "fmi3InstantiateCoSimulation"})
+    exports.push_back(f);
+  const fs::path lib = link_and_move(jit->object_files(), exports, dir);
+  void* handle = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(handle, nullptr) << dlerror();
+  using Version = const char* (*)();
+  auto v2 = reinterpret_cast<Version>(dlsym(handle, "fmi2GetVersion"));
+  auto v3 = reinterpret_cast<Version>(dlsym(handle, "fmi3GetVersion"));
+  ASSERT_TRUE(v2 && v3);
+  EXPECT_STREQ(v2(), "2.0");
+  EXPECT_STREQ(v3(), "3.0");
+  static std::string logged;
+  using Log3 = void (*)(void*, int, const char*, const char*);
+  using Instantiate3 = void* (*)(const char*, const char*, const char*, bool, bool, bool, bool,
+                                 const uint32_t*, size_t, void*, Log3, void*);
+  auto instantiate = reinterpret_cast<Instantiate3>(dlsym(handle, "fmi3InstantiateCoSimulation"));
+  ASSERT_TRUE(instantiate);
+  const Log3 log = [](void*, int, const char*, const char* message) { logged = message; };
+  EXPECT_EQ(
+      instantiate("i", "token", "", false, false, false, false, nullptr, 0, nullptr, log, nullptr),
+      nullptr);
+  EXPECT_NE(logged.find("no model embedded"), std::string::npos) << logged;
+  using DoStep2 = int (*)(void*, double, double, int);
+  auto do_step = reinterpret_cast<DoStep2>(dlsym(handle, "fmi2DoStep"));
+  ASSERT_TRUE(do_step);
+  EXPECT_EQ(do_step(nullptr, 0.0, 0.1, 0), 3);  // fmi2Error for a null instance
+  EXPECT_EQ(dlclose(handle), 0);
+}
+
 // Loading and unloading the library returns what it allocated, libstdc++'s emergency exception
 // pool included (blob/Crt.cpp); with a leak of that pool, 40 cycles would keep 2.8 MB.
 TEST_F(FmuLink, UnloadsWithoutLeaking) {

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "compiler/codegen/ObjectCache.h"
+#include "runtime/fmi/Config.h"
 #include "runtime/fmi/Variables.h"
 #include "runtime/model/ModelImage.h"
 #include "tools/fmu/Archive.h"
@@ -106,24 +107,24 @@ std::string export_fmu(const rt::CompiledModel& m, const std::vector<std::string
     return "FMU outputs: " + e;
   r.model_identifier = model_identifier(m.name);
   const std::string image = rt::write_model_image(m);
-  std::string options_text;
+  rt::fmi::FmuConfig config_items;
+  config_items.fmi_version = o.version == FmiVersion::V3 ? 3 : 2;
+  config_items.model_identifier = r.model_identifier;
+  config_items.co_simulation = o.co_simulation;
+  config_items.model_exchange = o.model_exchange;
+  config_items.outputs = outputs;
   for (const rt::OptionSpec& spec : rt::option_table())
-    options_text += fmt::format("option {} {}\n", spec.key, rt::get_option(o.solver, spec));
+    config_items.options.emplace_back(std::string(spec.key), rt::get_option(o.solver, spec));
+  config_items.stop_time = o.solver.t_end;
   {
-    const std::string_view material[] = {"mbs-fmu-token-1", image, options_text, m.name};
+    // the token identifies the model and the export's settings
+    const std::string settings = rt::fmi::write_fmu_config(config_items);
+    const std::string_view material[] = {"mbs-fmu-token-1", image, settings, m.name};
     r.token = token_of(codegen::hex(codegen::cache_key(material)));
   }
+  config_items.instantiation_token = r.token;
+  const std::string config = rt::fmi::write_fmu_config(config_items);
   const bool v3 = o.version == FmiVersion::V3;
-  std::string config = "mbs-fmu-config 1\n";
-  config += fmt::format("fmi_version {}\n", v3 ? 3 : 2);
-  config += fmt::format("model_identifier {}\n", r.model_identifier);
-  config += fmt::format("instantiation_token {}\n", r.token);
-  config += fmt::format("types {}\n", o.co_simulation && o.model_exchange ? "both"
-                                      : o.co_simulation                   ? "cs"
-                                                                          : "me");
-  for (const std::string& name : outputs) config += "output " + name + "\n";
-  config += options_text;
-  config += fmt::format("stop_time {:.17g}\n", o.solver.t_end);
 
   // ---- the model description
   DescriptionOptions d;
@@ -136,7 +137,8 @@ std::string export_fmu(const rt::CompiledModel& m, const std::vector<std::string
   d.generation_date = o.generation_date.empty() ? now_utc() : o.generation_date;
   d.can_get_set_state = true;
   d.can_serialize_state = true;
-  d.directional_derivatives = false;
+  // d der / d states from the symbolic Jacobians (rt::fmi::Unit), for models without constraints
+  d.directional_derivatives = rt::fmi::model_exchange_obstacle(m).empty();
   d.start_time = m.v0[static_cast<size_t>(m.slot_time)];
   d.stop_time = o.solver.t_end;
   d.tolerance = o.solver.rtol;

@@ -1,0 +1,603 @@
+// One FMU instance without FMI's C types (Unit.h).
+#include "runtime/fmi/Unit.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <exception>
+
+namespace mbs::rt::fmi {
+
+const char* status_name(Status s) {
+  switch (s) {
+    case Status::Ok:
+      return "ok";
+    case Status::Warning:
+      return "warning";
+    case Status::Discard:
+      return "discard";
+    case Status::Error:
+      return "error";
+    case Status::Fatal:
+      return "fatal";
+  }
+  return "?";
+}
+
+Unit::Unit(std::shared_ptr<const CompiledModel> model,
+           std::shared_ptr<const VariableTable> variables, const SolverOptions& options, Kind kind)
+    : model_(std::move(model)),
+      vars_(std::move(variables)),
+      defaults_(options),
+      options_(options),
+      kind_(kind),
+      instance_(model_) {
+  if (kind_ == Kind::ModelExchange) obstacle_ = model_exchange_obstacle(*model_);
+  reset();
+}
+
+void Unit::reset() {
+  instance_.reset();
+  options_ = defaults_;
+  const CompiledModel& m = *model_;
+  inputs_.clear();
+  for (const int32_t s : m.input_slot) inputs_.push_back(m.v0[static_cast<size_t>(s)]);
+  start_ = m.v0[static_cast<size_t>(m.slot_time)];
+  stop_.reset();
+  initialized_ = false;
+  integrator_.reset();
+  rhs_.reset();
+  cs_rhs_.reset();
+  start_dirty_ = true;
+  parameters_changed_ = true;
+  changed();
+  message_.clear();
+}
+
+Status Unit::error(std::string message) {
+  message_ = std::move(message);
+  return Status::Error;
+}
+
+const Variable* Unit::variable(uint32_t vr) {
+  if (vr >= vars_->vars.size()) {
+    message_ = fmt::format("{} is not a value reference of model '{}' (there are {})", vr,
+                           model_->name, vars_->vars.size());
+    return nullptr;
+  }
+  return &vars_->vars[vr];
+}
+
+int32_t Unit::input_index(const Variable& v) const {
+  for (size_t i = 0; i < model_->input_slot.size(); ++i)
+    if (model_->input_slot[i] == v.slot) return static_cast<int32_t>(i);
+  return -1;
+}
+
+bool Unit::rebuild_start() {
+  if (!start_dirty_) return true;
+  try {
+    v_ = instance_.start_vector();
+  } catch (const std::exception& e) {
+    message_ = e.what();
+    return false;
+  }
+  const CompiledModel& m = *model_;
+  v_[static_cast<size_t>(m.slot_time)] = start_;
+  for (size_t i = 0; i < inputs_.size(); ++i) v_[static_cast<size_t>(m.input_slot[i])] = inputs_[i];
+  start_dirty_ = false;
+  changed();
+  return true;
+}
+
+double Unit::time() const {
+  if (integrator_) return integrator_->time();
+  if (initialized_) return v_[static_cast<size_t>(model_->slot_time)];
+  return start_;
+}
+
+Status Unit::setup_experiment(std::optional<double> tolerance, double start,
+                              std::optional<double> stop) {
+  if (initialized_) return error("the experiment cannot be set up after initialization");
+  if (!std::isfinite(start)) return error(fmt::format("the start time {} is not finite", start));
+  if (stop && !(*stop > start))
+    return error(fmt::format("the stop time {} is not after the start time {}", *stop, start));
+  if (tolerance) {
+    if (!(*tolerance > 0.0) || !std::isfinite(*tolerance))
+      return error(fmt::format("the tolerance {} is not a positive number", *tolerance));
+    options_.rtol = *tolerance;
+  }
+  start_ = start;
+  stop_ = stop;
+  start_dirty_ = true;
+  return Status::Ok;
+}
+
+Status Unit::exit_initialization() {
+  if (initialized_) return error("the unit is initialized already");
+  if (!obstacle_.empty()) return error("model exchange is not available: " + obstacle_);
+  if (!rebuild_start()) return Status::Error;
+  const CompiledModel& m = *model_;
+  // the grid's end only matters for the checks of make_integrator: steps go where do_step says
+  double t_end = stop_ ? *stop_ : defaults_.t_end;
+  t_end =
+      std::max({t_end, start_ + options_.h, m.v0[static_cast<size_t>(m.slot_time)] + options_.h});
+  try {
+    SolverOptions o = options_;
+    o.t_end = t_end;
+    if (kind_ == Kind::CoSimulation) {
+      integrator_ = make_integrator(model_, o);
+      integrator_->set_start(v_);
+      if (integrator_->initialize() == SolveStatus::Failed) {
+        std::string msg = integrator_->failure() ? integrator_->failure()->message : "failed";
+        integrator_.reset();
+        return error(std::move(msg));
+      }
+    } else {
+      o.solver = SolverKind::Euler;
+      rhs_ = std::make_unique<ExplicitRk>(model_, o);
+    }
+  } catch (const std::exception& e) {
+    integrator_.reset();
+    rhs_.reset();
+    return error(e.what());
+  }
+  initialized_ = true;
+  parameters_changed_ = true;
+  changed();
+  return Status::Ok;
+}
+
+bool Unit::ensure_derivatives() {
+  if (derivatives_valid_) return true;
+  if (!rhs_) {
+    message_ = "the derivatives are available after initialization (model exchange)";
+    return false;
+  }
+  derivatives_.resize(n_states());
+  std::string why = rhs_->evaluate_derivative(v_, derivatives_, parameters_changed_);
+  if (!why.empty()) {
+    message_ = std::move(why);
+    return false;
+  }
+  parameters_changed_ = false;
+  derivatives_valid_ = true;
+  return true;
+}
+
+std::span<const double> Unit::symbols() {
+  if (integrator_) return integrator_->symbols();
+  if (rhs_ && derivatives_valid_) return rhs_->symbols();
+  return v_;
+}
+
+bool Unit::ensure_outputs() {
+  if (outputs_valid_) return true;
+  const CompiledModel& m = *model_;
+  if (!m.outputs.fn) {
+    message_ = "the model has no outputs kernel";
+    return false;
+  }
+  outputs_.resize(static_cast<size_t>(m.outputs.n_out));
+  const int32_t st = m.outputs(symbols().data(), outputs_.data());
+  if (st < 0) {
+    message_ = fmt::format("the outputs kernel failed at t = {} (status {})", time(), st);
+    return false;
+  }
+  outputs_valid_ = true;  // non-finite values are returned as such
+  return true;
+}
+
+Status Unit::get_float64(std::span<const uint32_t> vrs, std::span<double> values) {
+  if (vrs.size() != values.size()) return error("get: as many values as value references needed");
+  if (!initialized_ && !rebuild_start()) return Status::Error;
+  if (rhs_ && !ensure_derivatives()) return Status::Error;
+  for (size_t k = 0; k < vrs.size(); ++k) {
+    const Variable* v = variable(vrs[k]);
+    if (!v) return Status::Error;
+    if (v->column >= 0) {
+      if (!ensure_outputs()) return Status::Error;
+      values[k] = outputs_[static_cast<size_t>(v->column)];
+    } else if (v->slot >= 0) {
+      values[k] = symbols()[static_cast<size_t>(v->slot)];
+    } else {
+      return error(fmt::format("variable '{}' has no value", v->name));
+    }
+  }
+  return Status::Ok;
+}
+
+Status Unit::set_float64(std::span<const uint32_t> vrs, std::span<const double> values) {
+  if (vrs.size() != values.size()) return error("set: as many values as value references needed");
+  for (size_t k = 0; k < vrs.size(); ++k) {
+    const Variable* v = variable(vrs[k]);
+    if (!v) return Status::Error;
+    const double x = values[k];
+    try {
+      if (v->causality == Causality::Parameter) {
+        if (initialized_ && v->variability == Variability::Fixed)
+          return error(
+              fmt::format("the fixed parameter '{}' cannot be set after initialization", v->name));
+        // checked at once (bounds, derived parameters), and undone if refused
+        Instance before = instance_;
+        try {
+          instance_.set_parameter(v->name, x);
+          instance_.start_vector();
+        } catch (...) {
+          instance_ = std::move(before);
+          throw;
+        }
+        if (!initialized_) {
+          start_dirty_ = true;
+        } else {
+          const std::vector<double>& sv = instance_.start_vector();  // derived ones follow
+          if (integrator_) integrator_->set_parameters(sv);
+          for (const int32_t s : model_->parameter_slot)
+            v_[static_cast<size_t>(s)] = sv[static_cast<size_t>(s)];
+          parameters_changed_ = true;
+        }
+      } else if (v->causality == Causality::Input) {
+        const int32_t i = input_index(*v);
+        if (i < 0) return error(fmt::format("input '{}' has no slot", v->name));
+        inputs_[static_cast<size_t>(i)] = x;
+        if (integrator_) integrator_->set_input(static_cast<size_t>(i), x);
+        if (!v_.empty()) v_[static_cast<size_t>(v->slot)] = x;
+      } else if (v->initial == Initial::Exact && v->causality != Causality::Independent) {
+        if (initialized_)
+          return error(fmt::format(
+              "the start value of '{}' cannot be set after initialization{}", v->name,
+              kind_ == Kind::ModelExchange ? " (set the continuous states instead)" : ""));
+        Instance before = instance_;
+        try {
+          instance_.set_start(v->name, x);
+          instance_.start_vector();
+        } catch (...) {
+          instance_ = std::move(before);
+          throw;
+        }
+        start_dirty_ = true;
+      } else {
+        return error(fmt::format(
+            "variable '{}' is {} and cannot be set", v->name,
+            v->causality == Causality::Independent ? "the independent time" : "calculated"));
+      }
+    } catch (const std::exception& e) {
+      return error(fmt::format("cannot set '{}' = {}: {}", v->name, x, e.what()));
+    }
+    changed();
+  }
+  return Status::Ok;
+}
+
+Status Unit::do_step(double t_current, double h) {
+  if (kind_ != Kind::CoSimulation) return error("do_step: not a co-simulation unit");
+  if (!initialized_ || !integrator_) return error("do_step before initialization");
+  const double t = integrator_->time();
+  if (!(std::fabs(t_current - t) <= 1e-9 * std::max(1.0, std::fabs(t))))
+    return error(fmt::format("do_step from t = {} but the unit is at t = {}", t_current, t));
+  if (!(h >= 0.0) || !std::isfinite(h))
+    return error(fmt::format("do_step with the step size {}", h));
+  const double target = std::max(t, t_current + h);
+  if (stop_ && target > *stop_ + 1e-9 * std::max(1.0, std::fabs(*stop_)))
+    return error(fmt::format("do_step to t = {} goes beyond the stop time {}", target, *stop_));
+  SolveStatus st = SolveStatus::Failed;
+  try {
+    st = integrator_->advance_to(target);
+  } catch (const std::exception& e) {
+    return error(e.what());
+  }
+  changed();
+  if (st == SolveStatus::Ok) return Status::Ok;
+  if (const FailureRecord* f = integrator_->failure()) return error(f->message);
+  return error(fmt::format("do_step: {}", status_name(st)));
+}
+
+Status Unit::set_time(double t) {
+  if (kind_ != Kind::ModelExchange) return error("set_time: not a model-exchange unit");
+  if (!std::isfinite(t)) return error(fmt::format("set_time: {} is not finite", t));
+  if (!initialized_) {
+    start_ = t;
+    start_dirty_ = true;
+  } else {
+    v_[static_cast<size_t>(model_->slot_time)] = t;
+  }
+  changed();
+  return Status::Ok;
+}
+
+Status Unit::set_continuous_states(std::span<const double> x) {
+  if (kind_ != Kind::ModelExchange || !initialized_)
+    return error("set_continuous_states: a model-exchange unit after initialization only");
+  if (x.size() != n_states())
+    return error(
+        fmt::format("set_continuous_states: {} values for {} states", x.size(), n_states()));
+  for (size_t k = 0; k < x.size(); ++k)
+    v_[static_cast<size_t>(vars_->vars[static_cast<size_t>(vars_->states[k])].slot)] = x[k];
+  changed();
+  return Status::Ok;
+}
+
+Status Unit::get_continuous_states(std::span<double> x) {
+  if (x.size() != n_states())
+    return error(
+        fmt::format("get_continuous_states: {} values for {} states", x.size(), n_states()));
+  if (!initialized_ && !rebuild_start()) return Status::Error;
+  const std::span<const double> v =
+      integrator_ ? integrator_->symbols() : std::span<const double>(v_);
+  for (size_t k = 0; k < x.size(); ++k)
+    x[k] = v[static_cast<size_t>(vars_->vars[static_cast<size_t>(vars_->states[k])].slot)];
+  return Status::Ok;
+}
+
+Status Unit::get_derivatives(std::span<double> dx) {
+  if (kind_ != Kind::ModelExchange || !initialized_)
+    return error("get_derivatives: a model-exchange unit after initialization only");
+  if (dx.size() != n_states())
+    return error(fmt::format("get_derivatives: {} values for {} states", dx.size(), n_states()));
+  if (!ensure_derivatives()) return Status::Error;
+  std::copy(derivatives_.begin(), derivatives_.end(), dx.begin());
+  return Status::Ok;
+}
+
+Status Unit::get_nominals(std::span<double> x) {
+  if (x.size() != n_states())
+    return error(fmt::format("get_nominals: {} values for {} states", x.size(), n_states()));
+  std::fill(x.begin(), x.end(), 1.0);
+  return Status::Ok;
+}
+
+Status Unit::directional_derivative(std::span<const uint32_t> unknowns,
+                                    std::span<const uint32_t> knowns, std::span<const double> seed,
+                                    std::span<double> sensitivity) {
+  if (knowns.size() != seed.size() || unknowns.size() != sensitivity.size())
+    return error("directional derivative: one seed per known and one value per unknown needed");
+  if (!initialized_)
+    return error("directional derivatives are available after initialization only");
+  if (kind_ == Kind::CoSimulation && !model_exchange_obstacle(*model_).empty())
+    return error(
+        "directional derivatives are not available: the model keeps constraints (they are "
+        "those of the ODE's derivatives with respect to its states)");
+  const VariableTable& t = *vars_;
+  seed_.assign(n_states(), 0.0);
+  for (size_t k = 0; k < knowns.size(); ++k) {
+    const Variable* v = variable(knowns[k]);
+    if (!v) return Status::Error;
+    const auto it = std::find(t.states.begin(), t.states.end(), static_cast<int32_t>(knowns[k]));
+    if (it == t.states.end())
+      return error(fmt::format(
+          "directional derivative with respect to '{}': not available (only the states)", v->name));
+    seed_[static_cast<size_t>(it - t.states.begin())] += seed[k];
+  }
+  std::vector<size_t> rows(unknowns.size());
+  for (size_t k = 0; k < unknowns.size(); ++k) {
+    const Variable* v = variable(unknowns[k]);
+    if (!v) return Status::Error;
+    const auto it =
+        std::find(t.derivatives.begin(), t.derivatives.end(), static_cast<int32_t>(unknowns[k]));
+    if (it == t.derivatives.end())
+      return error(fmt::format(
+          "directional derivative of '{}': not available (only the state derivatives)", v->name));
+    rows[k] = static_cast<size_t>(it - t.derivatives.begin());
+  }
+  ExplicitRk* rhs = rhs_.get();
+  if (kind_ == Kind::ModelExchange) {
+    if (!ensure_derivatives()) return Status::Error;
+  } else {
+    // co-simulation: the right-hand side at the integrator's point
+    try {
+      if (!cs_rhs_) {
+        SolverOptions o = options_;
+        o.solver = SolverKind::Euler;
+        o.t_end = std::max(o.t_end, model_->v0[static_cast<size_t>(model_->slot_time)] + o.h);
+        cs_rhs_ = std::make_unique<ExplicitRk>(model_, o);
+      }
+    } catch (const std::exception& e) {
+      return error(e.what());
+    }
+    rhs = cs_rhs_.get();
+    derivatives_.resize(n_states());
+    std::string why = rhs->evaluate_derivative(integrator_->symbols(), derivatives_, true);
+    derivatives_valid_ = false;  // derivatives_ is model exchange's cache
+    if (!why.empty()) return error(std::move(why));
+  }
+  direction_.assign(n_states(), 0.0);
+  std::string why = rhs->derivative_direction(seed_, direction_);
+  if (!why.empty()) return error(std::move(why));
+  for (size_t k = 0; k < rows.size(); ++k) sensitivity[k] = direction_[rows[k]];
+  return Status::Ok;
+}
+
+// ---- FMU state
+
+Status Unit::get_state(State& s) {
+  s = State{};
+  if (!initialized_ && !rebuild_start()) return Status::Error;
+  if (integrator_ && !integrator_->save(s.integrator))
+    return error("the state of a failed co-simulation step cannot be saved");
+  s.v = v_;
+  for (const auto& [name, value] : instance_.parameters_set())
+    s.parameters.emplace_back(name, value);
+  for (const auto& [name, value] : instance_.starts_set()) s.starts.emplace_back(name, value);
+  s.inputs = inputs_;
+  s.start = start_;
+  s.has_stop = stop_.has_value();
+  s.stop = stop_.value_or(0.0);
+  s.initialized = initialized_;
+  s.parameters_changed = parameters_changed_;
+  return Status::Ok;
+}
+
+Status Unit::set_state(const State& s) {
+  const CompiledModel& m = *model_;
+  if (s.v.size() != static_cast<size_t>(m.n_v) || s.inputs.size() != m.inputs.size())
+    return error("the FMU state is not one of this model");
+  if (s.initialized && kind_ == Kind::CoSimulation && s.integrator.empty())
+    return error("the FMU state has no integrator state");
+  Instance inst(model_);
+  try {
+    for (const auto& [name, value] : s.parameters) inst.set_parameter(name, value);
+    for (const auto& [name, value] : s.starts) inst.set_start(name, value);
+  } catch (const std::exception& e) {
+    return error(fmt::format("the FMU state does not fit the model: {}", e.what()));
+  }
+  std::unique_ptr<Integrator> integrator;
+  std::unique_ptr<ExplicitRk> rhs;
+  try {
+    SolverOptions o = options_;
+    o.t_end = std::max({s.has_stop ? s.stop : defaults_.t_end, s.start + o.h,
+                        m.v0[static_cast<size_t>(m.slot_time)] + o.h});
+    if (s.initialized && kind_ == Kind::CoSimulation) {
+      const bool own = integrator_ != nullptr;
+      integrator = own ? std::move(integrator_) : make_integrator(model_, o);
+      if (!integrator->restore(s.integrator)) {
+        if (own) integrator_ = std::move(integrator);  // unchanged by the failed restore
+        return error("the FMU state's integrator state does not fit");
+      }
+    } else if (s.initialized) {
+      o.solver = SolverKind::Euler;
+      rhs = rhs_ ? std::move(rhs_) : std::make_unique<ExplicitRk>(model_, o);
+    }
+  } catch (const std::exception& e) {
+    return error(e.what());
+  }
+  integrator_ = std::move(integrator);
+  rhs_ = std::move(rhs);
+  instance_ = std::move(inst);
+  v_ = s.v;
+  inputs_ = s.inputs;
+  start_ = s.start;
+  stop_ = s.has_stop ? std::optional<double>(s.stop) : std::nullopt;
+  initialized_ = s.initialized;
+  start_dirty_ = !initialized_;
+  parameters_changed_ = true;
+  changed();
+  return Status::Ok;
+}
+
+namespace {
+
+constexpr char kMagic[8] = {'m', 'b', 's', 'f', 'm', 'u', 's', 't'};
+constexpr uint32_t kVersion = 1;
+
+struct Writer {
+  std::vector<uint8_t> out;
+  void u64(uint64_t x) {
+    for (int b = 0; b < 8; ++b) out.push_back(static_cast<uint8_t>(x >> (8 * b)));
+  }
+  void f64(double x) {
+    uint64_t u = 0;
+    std::memcpy(&u, &x, sizeof u);
+    u64(u);
+  }
+  void str(const std::string& s) {
+    u64(s.size());
+    out.insert(out.end(), s.begin(), s.end());
+  }
+  void vec(const std::vector<double>& v) {
+    u64(v.size());
+    for (const double x : v) f64(x);
+  }
+  void pairs(const std::vector<std::pair<std::string, double>>& p) {
+    u64(p.size());
+    for (const auto& [name, value] : p) str(name), f64(value);
+  }
+};
+
+struct Reader {
+  std::span<const uint8_t> in;
+  size_t pos = 0;
+  bool ok = true;
+  uint64_t u64() {
+    if (!ok || in.size() - pos < 8) return ok = false, 0;
+    uint64_t x = 0;
+    for (int b = 0; b < 8; ++b)
+      x |= static_cast<uint64_t>(in[pos + static_cast<size_t>(b)]) << (8 * b);
+    pos += 8;
+    return x;
+  }
+  double f64() {
+    const uint64_t u = u64();
+    double x = 0.0;
+    std::memcpy(&x, &u, sizeof x);
+    return x;
+  }
+  // a count of items of at least `size` bytes each that fit in what is left
+  size_t count(size_t size) {
+    const uint64_t n = u64();
+    if (!ok || n > (in.size() - pos) / size) return ok = false, 0;
+    return static_cast<size_t>(n);
+  }
+  std::string str() {
+    const size_t n = count(1);
+    if (!ok) return {};
+    std::string s(reinterpret_cast<const char*>(in.data() + pos), n);
+    pos += n;
+    return s;
+  }
+  std::vector<double> vec() {
+    const size_t n = count(8);
+    std::vector<double> v(n);
+    for (double& x : v) x = f64();
+    return v;
+  }
+  std::vector<std::pair<std::string, double>> pairs() {
+    const size_t n = count(16);
+    std::vector<std::pair<std::string, double>> p;
+    for (size_t k = 0; k < n && ok; ++k) {
+      std::string name = str();
+      const double value = f64();
+      p.emplace_back(std::move(name), value);
+    }
+    return p;
+  }
+};
+
+}  // namespace
+
+std::vector<uint8_t> Unit::serialize(const State& s) const {
+  Writer w;
+  w.out.insert(w.out.end(), kMagic, kMagic + sizeof kMagic);
+  w.u64(kVersion);
+  w.str(model_->name);
+  w.vec(s.integrator);
+  w.vec(s.v);
+  w.pairs(s.parameters);
+  w.pairs(s.starts);
+  w.vec(s.inputs);
+  w.f64(s.start);
+  w.f64(s.stop);
+  w.u64((s.has_stop ? 1u : 0u) | (s.initialized ? 2u : 0u) | (s.parameters_changed ? 4u : 0u));
+  return std::move(w.out);
+}
+
+Status Unit::deserialize(std::span<const uint8_t> bytes, State& s) {
+  if (bytes.size() < sizeof kMagic || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
+    return error("not a serialized FMU state of mbs (wrong magic)");
+  Reader r{bytes, sizeof kMagic};
+  const uint64_t version = r.u64();
+  if (r.ok && version != kVersion)
+    return error(fmt::format("serialized FMU state of version {}, expected {}", version, kVersion));
+  const std::string name = r.str();
+  if (r.ok && name != model_->name)
+    return error(fmt::format("serialized FMU state of model '{}', not '{}'", name, model_->name));
+  State t;
+  t.integrator = r.vec();
+  t.v = r.vec();
+  t.parameters = r.pairs();
+  t.starts = r.pairs();
+  t.inputs = r.vec();
+  t.start = r.f64();
+  t.stop = r.f64();
+  const uint64_t flags = r.u64();
+  if (!r.ok || r.pos != bytes.size() || flags > 7)
+    return error("the serialized FMU state is damaged (truncated or malformed)");
+  t.has_stop = (flags & 1u) != 0;
+  t.initialized = (flags & 2u) != 0;
+  t.parameters_changed = (flags & 4u) != 0;
+  s = std::move(t);
+  return Status::Ok;
+}
+
+}  // namespace mbs::rt::fmi

