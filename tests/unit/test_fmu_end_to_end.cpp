@@ -269,5 +269,96 @@ TEST(FmuEndToEnd, ModelExchangeOfAClosedLoopIsRefusedWithTheReason) {
   EXPECT_FALSE(fs::exists(fmu));
 }
 
+// A solver failure inside doStep: an error status, and the logger gets the message the CLI
+// prints for the same run (time, step, equation, source line).
+TEST(FmuEndToEnd, SolverFailureIsReportedWithTheCliMessage) {
+  TempDir dir;
+  const std::string model = (dir.path / "blowup.mbs").string();
+  std::ofstream(model) << "model Blowup\n  Real x(start = 0);\n  output Real y;\nequation\n"
+                          "  der(x) = sqrt(0.5 - time);\n  y = x;\nend Blowup;\n";
+  Unpacked u;
+  export_and_unpack("'" + model + "'", "--solver genalpha --t-end 1 --step 0.01", 2, u);
+  ProgramRun run;
+  import_run(u, 2, "cs", 1.0, 0.1, {"y"}, {"--expect-fail"}, &run);
+  EXPECT_NE(run.out.find("step failed at t = 0.5"), std::string::npos) << run.out;
+  clitest::Result cli = mbsc("'" + model + "' --simulate --solver genalpha --t-end 1 --step 0.01 "
+                             "--output '" + (dir.path / "cli.csv").string() + "'");
+  EXPECT_EQ(cli.code, 3) << cli.err;
+  // the CLI's message, line by line, is in the importer's log
+  size_t checked = 0;
+  for (const std::string& line : testutil::lines(cli.err)) {
+    if (line.find("der(x) = sqrt(0.5 - time)") == std::string::npos &&
+        line.find("t = ") == std::string::npos)
+      continue;
+    std::string text = line;
+    if (text.rfind("mbsc: ", 0) == 0) text = text.substr(6);
+    EXPECT_NE(run.out.find(text), std::string::npos) << "missing in the FMU's log: " << text
+                                                     << "\n--- log:\n" << run.out;
+    ++checked;
+  }
+  EXPECT_GT(checked, 0u) << cli.err;
+}
+
+// An input held over each communication step: y' = u with u = a + b t set at each point gives
+// y exactly as the sum of the held values (every method is exact for a constant derivative).
+TEST(FmuEndToEnd, InputsAreHeldOverACommunicationStep) {
+  TempDir dir;
+  const std::string model = (dir.path / "ramp.mbs").string();
+  std::ofstream(model) << "model Ramp\n  input Real u(start = 0);\n  Real y(start = 0);\n"
+                          "  output Real z;\nequation\n  der(y) = u;\n  z = 2*y;\nend Ramp;\n";
+  for (int version : {2, 3}) {
+    Unpacked u;
+    export_and_unpack("'" + model + "'", "--t-end 1 --step 0.01", version, u);
+    Table t = import_run(u, version, "cs", 1.0, 0.1, {"y", "z", "u"}, {"--input",
+                         std::to_string(u.vr.at("u")) + "=1,2"});
+    ASSERT_EQ(t.rows.size(), 11u);
+    double y = 0.0;
+    for (size_t k = 0; k < t.rows.size(); ++k) {
+      EXPECT_NEAR(t.rows[k][1], y, 1e-12) << "version " << version << " t = " << t.rows[k][0];
+      EXPECT_NEAR(t.rows[k][2], 2 * y, 1e-12);
+      y += 0.1 * (1.0 + 2.0 * 0.1 * static_cast<double>(k));  // u held at its value at t_k
+    }
+  }
+}
+
+// The slider-crank driven by its input torque: with the torque held at its start value the FMU
+// gives `mbsc --simulate`; the slider force is an output.
+TEST(FmuEndToEnd, SliderCrankWithInputTorqueMatchesSimulate) {
+  const char* model = "examples/fmu/slider_crank.mbs";
+  Unpacked u;
+  export_and_unpack(model, "--t-end 0.5 --step 1e-3", 3, u);
+  Table fmu = import_run(u, 3, "cs", 0.5, 1e-3, {"slider_force", "crank_angle", "crank_speed"},
+                         {"--input", std::to_string(u.vr.at("tau")) + "=0.5,0"});
+  Table ref = simulate(model, "--t-end 0.5 --step 1e-3", "slider_crank");
+  expect_same(fmu, ref, 1e-8);
+  // the input changes the motion: no torque, the load slows the crank
+  Table free = import_run(u, 3, "cs", 0.5, 1e-3, {"crank_speed"},
+                          {"--input", std::to_string(u.vr.at("tau")) + "=0,0"});
+  EXPECT_LT(free.rows.back()[1], fmu.rows.back()[3] - 1.0);
+}
+
+// The four-bar (a closed loop) in co-simulation, FMI 3.0, and the hanging chain in both types.
+TEST(FmuEndToEnd, ClosedLoopAndChainMatchSimulate) {
+  {
+    Unpacked u;
+    export_and_unpack("examples/fmu/four_bar.mbs", "--t-end 0.5 --step 1e-3", 3, u);
+    Table fmu = import_run(u, 3, "cs", 0.5, 1e-3, {"crank_angle", "rocker_angle"}, {});
+    expect_same(fmu, simulate("examples/fmu/four_bar.mbs", "--t-end 0.5 --step 1e-3", "fourbar"),
+                1e-8);
+  }
+  Unpacked u;
+  export_and_unpack("examples/fmu/hanging_chain.mbs", "--fmu-type both --t-end 0.5 --step 1e-3",
+                    2, u);
+  EXPECT_EQ(u.n_states, 8u);
+  Table cs = import_run(u, 2, "cs", 0.5, 1e-3, {"phi_first", "phi_last"}, {});
+  expect_same(cs, simulate("examples/fmu/hanging_chain.mbs", "--t-end 0.5 --step 1e-3", "chain"),
+              1e-8);
+  Table me = import_run(u, 2, "me", 0.5, 1e-3, {"phi_first", "phi_last"}, {});
+  expect_same(me,
+              simulate("examples/fmu/hanging_chain.mbs", "--t-end 0.5 --step 1e-3 --solver rk4",
+                       "chain_rk4"),
+              1e-8);
+}
+
 }  // namespace
 }  // namespace mbs::fmu
