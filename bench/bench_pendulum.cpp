@@ -10,6 +10,8 @@
 #include <string>
 
 #include "compiler/driver/Compile.h"
+#include "runtime/fmi/Unit.h"
+#include "runtime/fmi/Variables.h"
 #include "runtime/solvers/Integrator.h"
 
 namespace {
@@ -57,6 +59,45 @@ void BM_GenAlphaCompiledPendulum(benchmark::State& state) {
   state.counters["factor/step"] = double(s.factorizations) / double(std::max<int64_t>(1, s.steps));
 }
 BENCHMARK(BM_GenAlphaCompiledPendulum);
+
+// The same steps as an FMU's co-simulation takes them (rt::fmi::Unit, under fmi2DoStep /
+// fmi3DoStep): one communication step per solver step, the outputs read after each (issue 13:
+// doStep throughput within 20 % of the solver's own stepping).
+void BM_DoStepCompiledPendulum(benchmark::State& state) {
+  auto model = compile_pendulum();
+  if (!model) {
+    state.SkipWithError("compile failed");
+    return;
+  }
+  auto table = std::make_shared<mbs::rt::fmi::VariableTable>();
+  if (!mbs::rt::fmi::fmu_variables(*model, {"x", "y"}, *table).empty()) {
+    state.SkipWithError("variables failed");
+    return;
+  }
+  mbs::rt::SolverOptions o;
+  o.h = 1e-3;
+  mbs::rt::fmi::Unit unit(model, table, o, mbs::rt::fmi::Unit::Kind::CoSimulation);
+  if (unit.exit_initialization() != mbs::rt::fmi::Status::Ok) {
+    state.SkipWithError("initialize failed");
+    return;
+  }
+  const uint32_t vrs[] = {static_cast<uint32_t>(table->vars[table->outputs[0]].vr),
+                          static_cast<uint32_t>(table->vars[table->outputs[1]].vr)};
+  double values[2];
+  double t = unit.time();
+  for (auto _ : state) {
+    if (unit.do_step(t, 1e-3) != mbs::rt::fmi::Status::Ok ||
+        unit.get_float64(vrs, values) != mbs::rt::fmi::Status::Ok) {
+      state.SkipWithError("doStep failed");
+      break;
+    }
+    t = unit.time();
+    benchmark::DoNotOptimize(values);
+  }
+  state.counters["steps/s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_DoStepCompiledPendulum);
 
 }  // namespace
 

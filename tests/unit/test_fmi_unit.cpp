@@ -155,6 +155,28 @@ TEST(FmiUnit, ParametersAndStartValues) {
   EXPECT_FALSE(u->initialized());
 }
 
+TEST(FmiUnit, DerivedParametersFollowAfterInitialization) {
+  const Fixture f =
+      make(testutil::compile_source("fmi_unit_derived",
+                                    "model D\n  parameter Real a = 1;\n  parameter Real b = 2*a;\n"
+                                    "  Real y(start = 0);\nequation\n  der(y) = b;\nend D;\n"),
+           {"y"});
+  for (const auto kind : {Unit::Kind::CoSimulation, Unit::Kind::ModelExchange}) {
+    auto u = f.unit(kind);
+    ASSERT_EQ(u->exit_initialization(), Status::Ok) << u->message();
+    ASSERT_EQ(set(*u, f.vr("a"), 3.0), Status::Ok) << u->message();
+    EXPECT_EQ(get(*u, f.vr("b")), 6.0);
+    if (kind == Unit::Kind::CoSimulation) {
+      ASSERT_EQ(u->do_step(0.0, 0.5), Status::Ok);
+      EXPECT_NEAR(get(*u, f.vr("y")), 3.0, 1e-12);
+    } else {
+      double dy = 0.0;
+      ASSERT_EQ(u->get_derivatives(std::span<double>(&dy, 1)), Status::Ok);
+      EXPECT_EQ(dy, 6.0);
+    }
+  }
+}
+
 TEST(FmiUnit, Errors) {
   const Fixture& f = oscillator();
   auto u = f.unit(Unit::Kind::CoSimulation);
@@ -353,6 +375,13 @@ TEST(FmiUnit, StateSnapshotAndBytes) {
       bad[16 + 8] ^= 1;  // the first letter of the model's name
       EXPECT_EQ(fresh->deserialize(bad, s3), Status::Error);
       EXPECT_NE(fresh->message().find("model"), std::string::npos) << fresh->message();
+      // any one byte changed: refused, or a state that set_state takes or refuses, never a crash
+      for (size_t n = 0; n < bytes.size(); ++n) {
+        auto flipped = bytes;
+        flipped[n] ^= 0xa5;
+        Unit::State s4;
+        if (fresh->deserialize(flipped, s4) == Status::Ok) (void)fresh->set_state(s4);
+      }
     }
   }
 }
