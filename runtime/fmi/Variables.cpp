@@ -1,6 +1,7 @@
 // The FMU's variable table (Variables.h).
 #include "runtime/fmi/Variables.h"
 
+#include <algorithm>
 #include <limits>
 #include <set>
 #include <unordered_map>
@@ -139,6 +140,106 @@ std::string fmu_variables(const CompiledModel& m, const std::vector<std::string>
   for (size_t i = 0; i < t.vars.size(); ++i)
     if (t.vars[i].causality == Causality::Output) t.outputs.push_back(static_cast<int32_t>(i));
   return {};
+}
+
+namespace {
+
+// A maximum matching of rows to columns (augmenting paths); match[row] = column or -1.
+std::vector<int32_t> match_rows(const std::vector<std::vector<int32_t>>& cols_of_row, int32_t n) {
+  std::vector<int32_t> row_of(static_cast<size_t>(n), -1), match(cols_of_row.size(), -1);
+  std::vector<int32_t> seen(static_cast<size_t>(n), -1);
+  for (size_t r0 = 0; r0 < cols_of_row.size(); ++r0) {
+    // iterative depth-first search for an augmenting path from row r0
+    std::vector<std::pair<int32_t, size_t>> stack = {{static_cast<int32_t>(r0), 0}};
+    std::vector<int32_t> path_cols;
+    bool found = false;
+    while (!stack.empty() && !found) {
+      auto& [r, next] = stack.back();
+      const auto& cols = cols_of_row[static_cast<size_t>(r)];
+      if (next >= cols.size()) {
+        stack.pop_back();
+        if (!path_cols.empty()) path_cols.pop_back();
+        continue;
+      }
+      const int32_t c = cols[next++];
+      if (seen[static_cast<size_t>(c)] == static_cast<int32_t>(r0)) continue;
+      seen[static_cast<size_t>(c)] = static_cast<int32_t>(r0);
+      path_cols.push_back(c);
+      if (row_of[static_cast<size_t>(c)] < 0) {
+        found = true;
+      } else {
+        stack.push_back({row_of[static_cast<size_t>(c)], 0});
+      }
+    }
+    if (!found) continue;
+    // the stack holds the rows of the path, path_cols their new columns
+    for (size_t k = 0; k < stack.size(); ++k) {
+      const int32_t r = stack[k].first, c = path_cols[k];
+      match[static_cast<size_t>(r)] = c;
+      row_of[static_cast<size_t>(c)] = r;
+    }
+  }
+  return match;
+}
+
+}  // namespace
+
+std::vector<std::vector<int32_t>> derivative_dependencies(const CompiledModel& m,
+                                                          const VariableTable& t,
+                                                          size_t max_states) {
+  const auto nq = static_cast<size_t>(m.n_q), ny = static_cast<size_t>(m.n_y);
+  const size_t nx = nq + ny, n_states = 2 * nq + ny;
+  if (m.n_z != 0 || n_states == 0 || n_states > max_states || t.states.size() != n_states ||
+      t.derivatives.size() != n_states)
+    return {};
+  const auto n_eq = static_cast<size_t>(m.n_eq());
+  // rows of A (unknowns [qdd | yd]) and of B (states [q | qd | y]) by equation
+  std::vector<std::vector<int32_t>> a_cols(n_eq), rows_of_unknown(nx), rows_of_state(n_states);
+  const SparseKernel& A = m.mass_matrix;
+  for (int32_t k = 0; k < A.nnz(); ++k) {
+    a_cols[static_cast<size_t>(A.row[k])].push_back(A.col[k]);
+    rows_of_unknown[static_cast<size_t>(A.col[k])].push_back(A.row[k]);
+  }
+  auto add_block = [&](const SparseKernel& J, size_t offset) {
+    for (int32_t k = 0; k < J.nnz(); ++k)
+      rows_of_state[offset + static_cast<size_t>(J.col[k])].push_back(J.row[k]);
+  };
+  add_block(m.jac_q, 0);
+  add_block(m.jac_qd, nq);
+  add_block(m.jac_y, 2 * nq);
+  const std::vector<int32_t> match = match_rows(a_cols, static_cast<int32_t>(nx));
+  if (std::any_of(match.begin(), match.end(), [](int32_t c) { return c < 0; })) return {};
+  // affected[x] for each state: the unknowns reached from the rows the state enters
+  std::vector<std::vector<int32_t>> deps(n_states);
+  std::vector<int32_t> row_seen(n_eq, -1), unknown_seen(nx, -1), queue;
+  for (size_t s = 0; s < n_states; ++s) {
+    queue.clear();
+    const auto mark = static_cast<int32_t>(s);
+    for (int32_t r : rows_of_state[s])
+      if (row_seen[static_cast<size_t>(r)] != mark) {
+        row_seen[static_cast<size_t>(r)] = mark;
+        queue.push_back(r);
+      }
+    for (size_t head = 0; head < queue.size(); ++head) {
+      const int32_t x = match[static_cast<size_t>(queue[head])];
+      if (unknown_seen[static_cast<size_t>(x)] == mark) continue;
+      unknown_seen[static_cast<size_t>(x)] = mark;
+      deps[nq + static_cast<size_t>(x)].push_back(t.states[s]);
+      for (int32_t r : rows_of_unknown[static_cast<size_t>(x)])
+        if (row_seen[static_cast<size_t>(r)] != mark) {
+          row_seen[static_cast<size_t>(r)] = mark;
+          queue.push_back(r);
+        }
+    }
+  }
+  // der(q) is the state der(q); the solved derivatives also depend on every input
+  for (size_t i = 0; i < nq; ++i) deps[i] = {t.states[nq + i]};
+  for (size_t k = nq; k < n_states; ++k) {
+    deps[k].insert(deps[k].end(), t.inputs.begin(), t.inputs.end());
+    std::sort(deps[k].begin(), deps[k].end());
+    deps[k].erase(std::unique(deps[k].begin(), deps[k].end()), deps[k].end());
+  }
+  return deps;
 }
 
 std::vector<std::string> declared_outputs(const CompiledModel& m) {

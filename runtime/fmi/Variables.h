@@ -54,6 +54,19 @@ std::vector<std::string> declared_outputs(const CompiledModel& m);
 std::string fmu_variables(const CompiledModel& m, const std::vector<std::string>& outputs,
                           VariableTable& table);
 
+// The structural dependencies of the state derivatives of a model without algebraic unknowns
+// (model exchange), per entry of t.derivatives in its order: the indices in t.vars of the states
+// and inputs it may depend on, ascending. der(q) is the state der(q) itself; der(q,2) and der(y)
+// come from one solve with the leading matrix A, A [qdd | yd] = -(F_q dq + F_qd dqd + F_y dy),
+// so they depend on the states that reach them through the structure of A (a matching of its
+// rows to [qdd | yd] and the rows each unknown enters: the structure of A^-1 B), and on every
+// input (the Jacobians have no input columns). Empty when m has algebraic unknowns or more than
+// `max_states` states (then the description lists none: every derivative depends on every
+// known).
+std::vector<std::vector<int32_t>> derivative_dependencies(const CompiledModel& m,
+                                                          const VariableTable& t,
+                                                          size_t max_states = 5000);
+
 // "" when model exchange can be offered for `m` (its DAE is an ODE after the compiler's
 // eliminations: no algebraic unknowns, so the derivatives follow from the states by one linear
 // solve with the mass matrix), else why not, for the export-time message.

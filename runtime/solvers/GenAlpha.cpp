@@ -231,24 +231,51 @@ bool NewmarkFamily::restart() {
   return true;
 }
 
+// The modified Newton's matrix is part of the state: its values (scaled, as factored) and how
+// they were made are saved, and a restore factors the same values again -- KLU is deterministic,
+// so a continuation from a restored state is bitwise the one from the saved point, and saving
+// changes nothing in the run that saved.
 void NewmarkFamily::save_method(std::vector<double>& out) {
   for (const auto* x : {&q0_, &qd0_, &a0_, &y0_, &x0_, &x_prev_, &x_prev2_}) save_vector(out, *x);
   out.insert(out.end(), {h_prev_, h_prev2_, static_cast<double>(n_history_)});
-  refresh_next_ = true;  // see Integrator::save
+  out.insert(out.end(), {matrix_valid_ ? 1.0 : 0.0, refresh_next_ ? 1.0 : 0.0, matrix_cq_, theta_,
+                         row_scale_h_});
+  save_vector(out, row_scale_);
+  const auto nnz = static_cast<size_t>(matrix_->nnz());
+  out.push_back(static_cast<double>(nnz));
+  out.insert(out.end(), matrix_values_, matrix_values_ + nnz);
 }
 
 bool NewmarkFamily::restore_method(std::span<const double> in, size_t& pos) {
   auto vectors = {&q0_, &qd0_, &a0_, &y0_, &x0_, &x_prev_, &x_prev2_};
+  const auto nnz = static_cast<size_t>(matrix_->nnz());
   size_t p = pos;
   for (const auto* x : vectors)
     if (!check_vector(in, p, x->size())) return false;
-  if (in.size() - p < 3) return false;
+  if (in.size() - p < 3 + 5) return false;
+  p += 3 + 5;
+  if (!check_vector(in, p, row_scale_.size())) return false;
+  if (p >= in.size() || in[p] != static_cast<double>(nnz) || in.size() - p - 1 < nnz) return false;
   for (auto* x : vectors) load_vector(in, pos, *x);
   h_prev_ = in[pos];
   h_prev2_ = in[pos + 1];
   n_history_ = static_cast<int32_t>(in[pos + 2]);
   pos += 3;
-  refresh_next_ = true;
+  matrix_valid_ = in[pos] != 0.0;
+  refresh_next_ = in[pos + 1] != 0.0;
+  matrix_cq_ = in[pos + 2];
+  theta_ = in[pos + 3];
+  row_scale_h_ = in[pos + 4];
+  pos += 5;
+  load_vector(in, pos, row_scale_);
+  ++pos;  // the count of the matrix values, checked above
+  std::copy_n(in.begin() + static_cast<std::ptrdiff_t>(pos), nnz, matrix_values_);
+  pos += nnz;
+  matrix_fresh_ = false;
+  if (matrix_valid_ && newton_.factor(matrix_values_) != 0) {
+    matrix_valid_ = false;  // cannot happen for values that were factored before; be safe
+    refresh_next_ = true;
+  }
   return true;
 }
 

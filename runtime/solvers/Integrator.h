@@ -99,12 +99,11 @@ class Integrator {
   // the same restart as a changed input. Throws SolverSetupError for a wrong size.
   void set_parameters(std::span<const double> v);
   // ---- snapshots (an FMU's get/set FMU state): everything the continuation depends on, as
-  // numbers (counters exactly: below 2^53). Saving forces a new Newton matrix at the next step
-  // (the factorization is not part of the snapshot), and so does restoring, so that both
-  // continuations from a snapshot are bitwise the same; a run with snapshots may therefore
-  // differ from one without by the convergence tolerance. Statistics and exact sensitivities
-  // are not part of it. restore() returns false (and changes nothing) for a snapshot of
-  // another size; a failed integrator cannot be saved (false).
+  // numbers (counters exactly: below 2^53). The implicit methods' Newton matrix is part of it
+  // (its values; a restore factors them again), so saving changes nothing in the run that saves
+  // and a continuation from a restored snapshot is bitwise the one from the saved point.
+  // Statistics and exact sensitivities are not part of it. restore() returns false (and changes
+  // nothing) for a snapshot of another size; a failed integrator cannot be saved (false).
   bool save(std::vector<double>& out);
   bool restore(std::span<const double> in);
   // One step of the output grid, t_n -> t_{n+1}. Finished if already at t_end.

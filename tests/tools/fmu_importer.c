@@ -91,11 +91,17 @@ static void* sym(const char* name) {
 #define FN(type, name) ((type)sym(name))
 
 static int log_count;
+/* FMI 2's message is a printf format with its arguments */
 static void logger2(fmi2ComponentEnvironment env, fmi2String instance, fmi2Status status,
                     fmi2String category, fmi2String message, ...) {
   (void)env;
+  char text[4096];
+  va_list ap;
+  va_start(ap, message);
+  vsnprintf(text, sizeof text, message, ap);
+  va_end(ap);
   ++log_count;
-  fprintf(stderr, "[%s] status %d %s: %s\n", instance, (int)status, category, message);
+  fprintf(stderr, "[%s] status %d %s: %s\n", instance, (int)status, category, text);
 }
 static void logger3(fmi3InstanceEnvironment env, fmi3Status status, fmi3String category,
                     fmi3String message) {

@@ -22,7 +22,6 @@
 
 namespace mbs::testutil {
 
-
 namespace fs = std::filesystem;
 
 // A fresh temporary directory, removed at the end of the test.
@@ -91,7 +90,6 @@ inline std::vector<std::string> lines(const std::string& text) {
   for (std::string line; std::getline(in, line);) result.push_back(line);
   return result;
 }
-
 
 // x'' = -k x, x(0) = 1, x'(0) = 0 (k = 4: x = cos 2t), and a first-order z' = -z, z(0) = 1.
 inline const char* const kOscillatorSource =

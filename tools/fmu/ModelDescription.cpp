@@ -208,26 +208,42 @@ std::string model_description(const rt::CompiledModel& m, const rt::fmi::Variabl
   initial_unknowns.erase(std::unique(initial_unknowns.begin(), initial_unknowns.end()),
                          initial_unknowns.end());
   const bool derivatives = o.model_exchange && !table.derivatives.empty();
+  // the derivatives' dependencies on states and inputs from the Jacobians' structure (none
+  // listed: every known)
+  const std::vector<std::vector<int32_t>> deps = derivatives
+                                                     ? rt::fmi::derivative_dependencies(m, table)
+                                                     : std::vector<std::vector<int32_t>>{};
+  auto dependencies = [&](size_t k, bool by_vr) {
+    if (k >= deps.size()) return std::string();
+    std::string d;
+    for (int32_t i : deps[k])
+      d += (d.empty() ? "" : " ") + std::to_string(by_vr ? table.vars[static_cast<size_t>(i)].vr
+                                                         : static_cast<uint32_t>(i + 1));
+    return fmt::format(" dependencies=\"{}\"", d);
+  };
   x += "  <ModelStructure>\n";
   if (v3) {
-    auto list = [&](const char* what, const std::vector<int32_t>& of) {
-      for (int32_t i : of)
-        x += fmt::format("    <{} valueReference=\"{}\"/>\n", what,
-                         table.vars[static_cast<size_t>(i)].vr);
+    auto list = [&](const char* what, const std::vector<int32_t>& of, bool with_deps) {
+      for (size_t k = 0; k < of.size(); ++k)
+        x += fmt::format("    <{} valueReference=\"{}\"{}/>\n", what,
+                         table.vars[static_cast<size_t>(of[k])].vr,
+                         with_deps ? dependencies(k, true) : std::string());
     };
-    list("Output", table.outputs);
-    if (derivatives) list("ContinuousStateDerivative", table.derivatives);
-    list("InitialUnknown", initial_unknowns);
+    list("Output", table.outputs, false);
+    if (derivatives) list("ContinuousStateDerivative", table.derivatives, true);
+    list("InitialUnknown", initial_unknowns, false);
   } else {
-    auto list = [&](const char* what, const std::vector<int32_t>& of) {
+    auto list = [&](const char* what, const std::vector<int32_t>& of, bool with_deps) {
       if (of.empty()) return;
       x += fmt::format("    <{}>\n", what);
-      for (int32_t i : of) x += fmt::format("      <Unknown index=\"{}\"/>\n", i + 1);
+      for (size_t k = 0; k < of.size(); ++k)
+        x += fmt::format("      <Unknown index=\"{}\"{}/>\n", of[k] + 1,
+                         with_deps ? dependencies(k, false) : std::string());
       x += fmt::format("    </{}>\n", what);
     };
-    list("Outputs", table.outputs);
-    if (derivatives) list("Derivatives", table.derivatives);
-    list("InitialUnknowns", initial_unknowns);
+    list("Outputs", table.outputs, false);
+    if (derivatives) list("Derivatives", table.derivatives, true);
+    list("InitialUnknowns", initial_unknowns, false);
   }
   x += "  </ModelStructure>\n</fmiModelDescription>\n";
   return x;
