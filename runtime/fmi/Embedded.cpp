@@ -20,7 +20,7 @@ std::string load_embedded(std::string_view image, std::string_view config,
   if (e.config.stop_time) e.options.t_end = *e.config.stop_time;
   if (auto why = validate(e.options)) return "the FMU's solver options: " + *why;
   auto table = std::make_shared<VariableTable>();
-  if (std::string why = fmu_variables(*model, e.config.outputs, *table); !why.empty())
+  if (std::string why = fmu_variables(*model, e.config.outputs, *table, &e.options); !why.empty())
     return "the FMU's outputs: " + why;
   if (e.config.model_exchange) {
     if (std::string why = model_exchange_obstacle(*model); !why.empty())

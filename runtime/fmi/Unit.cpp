@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 
@@ -197,7 +198,10 @@ Status Unit::get_float64(std::span<const uint32_t> vrs, std::span<double> values
   for (size_t k = 0; k < vrs.size(); ++k) {
     const Variable* v = variable(vrs[k]);
     if (!v) return Status::Error;
-    if (v->column >= 0) {
+    if (v->option >= 0) {
+      const OptionSpec& spec = option_table()[static_cast<size_t>(v->option)];
+      values[k] = std::strtod(get_option(options_, spec).c_str(), nullptr);
+    } else if (v->column >= 0) {
       if (!ensure_outputs()) return Status::Error;
       values[k] = outputs_[static_cast<size_t>(v->column)];
     } else if (v->slot >= 0) {
@@ -216,7 +220,20 @@ Status Unit::set_float64(std::span<const uint32_t> vrs, std::span<const double> 
     if (!v) return Status::Error;
     const double x = values[k];
     try {
-      if (v->causality == Causality::Parameter) {
+      if (v->option >= 0) {
+        // a solver option: before initialization; checked with the others when the solver is
+        // made (exit_initialization)
+        if (initialized_)
+          return error(
+              fmt::format("the solver parameter '{}' cannot be set after initialization", v->name));
+        const OptionSpec& spec = option_table()[static_cast<size_t>(v->option)];
+        if (spec.type == OptionType::Integer && x != std::floor(x))
+          return error(fmt::format("cannot set '{}' = {}: it takes whole numbers", v->name, x));
+        const std::string text =
+            spec.type == OptionType::Integer ? fmt::format("{:.0f}", x) : fmt::format("{:.17g}", x);
+        if (std::optional<std::string> why = set_option(options_, spec.key, text))
+          return error(fmt::format("cannot set '{}' = {}: {}", v->name, x, *why));
+      } else if (v->causality == Causality::Parameter) {
         if (initialized_ && v->variability == Variability::Fixed)
           return error(
               fmt::format("the fixed parameter '{}' cannot be set after initialization", v->name));

@@ -2,14 +2,24 @@
 #include "runtime/fmi/Variables.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 #include <set>
 #include <unordered_map>
 
 namespace mbs::rt::fmi {
 
+bool is_fmu_solver_parameter(const OptionSpec& spec) {
+  if (spec.type != OptionType::Real && spec.type != OptionType::Integer) return false;
+  // not the run's length or output (the importer's experiment and communication points decide
+  // them), nor the static solver's or the logging's
+  for (std::string_view k : {"t_end", "output_every", "load_steps", "verbosity"})
+    if (spec.key == k) return false;
+  return true;
+}
+
 std::string fmu_variables(const CompiledModel& m, const std::vector<std::string>& outputs,
-                          VariableTable& t) {
+                          VariableTable& t, const SolverOptions* solver) {
   t = {};
   auto add = [&](Variable v) {
     v.vr = static_cast<uint32_t>(t.vars.size());
@@ -136,6 +146,27 @@ std::string fmu_variables(const CompiledModel& m, const std::vector<std::string>
     const int32_t index = add(std::move(v));
     by_name[m.parameters[p].name] = index;
     t.parameters.push_back(index);
+  }
+  if (solver != nullptr) {
+    const std::span<const OptionSpec> options = option_table();
+    for (size_t k = 0; k < options.size(); ++k) {
+      const OptionSpec& spec = options[k];
+      if (!is_fmu_solver_parameter(spec)) continue;
+      Variable v;
+      v.name = "solver." + std::string(spec.key);
+      v.causality = Causality::Parameter;
+      v.variability = Variability::Fixed;
+      v.initial = Initial::Exact;
+      v.has_start = true;
+      v.option = static_cast<int32_t>(k);
+      v.start = std::strtod(get_option(*solver, spec).c_str(), nullptr);
+      v.unit = std::string(spec.unit);
+      v.description = "solver option " + std::string(spec.flag) + ": " + std::string(spec.help);
+      if (by_name.count(v.name))
+        return "the FMU's solver parameter '" + v.name + "' has the name of a model variable";
+      const int32_t index = add(std::move(v));
+      t.parameters.push_back(index);
+    }
   }
   for (size_t i = 0; i < t.vars.size(); ++i)
     if (t.vars[i].causality == Causality::Output) t.outputs.push_back(static_cast<int32_t>(i));

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "runtime/model/CompiledModel.h"
+#include "runtime/solvers/Options.h"
 
 namespace mbs::rt::fmi {
 
@@ -31,9 +32,11 @@ struct Variable {
   double start = 0.0;
   std::string unit, description;
   int32_t derivative_of = -1;  // index (in the table) of the variable this is the derivative of
-  // where its value is: a slot of the symbol vector v, or an output column (exactly one >= 0)
+  // where its value is: a slot of the symbol vector v, an output column, or a solver option (an
+  // index of rt::option_table(); a parameter of the FMU's solver) -- exactly one >= 0
   int32_t slot = -1;
   int32_t column = -1;
+  int32_t option = -1;
 };
 
 struct VariableTable {
@@ -42,7 +45,7 @@ struct VariableTable {
   std::vector<int32_t> derivatives;  // indices into vars, one per state, in state order
   std::vector<int32_t> outputs;      // indices of the Output variables
   std::vector<int32_t> inputs;       // indices of the Input variables (CompiledModel order)
-  std::vector<int32_t> parameters;   // indices of the Parameter variables
+  std::vector<int32_t> parameters;   // indices of the Parameter variables (solver options too)
 };
 
 // The variables `m` declares `output` in the model itself (CompiledModel::output_interface), the
@@ -50,9 +53,15 @@ struct VariableTable {
 std::vector<std::string> declared_outputs(const CompiledModel& m);
 
 // The table of `m`. `outputs`: the names of the variables that are FMU outputs (an unknown name
-// is an error); empty: none. Returns "" or the error.
+// is an error); empty: none. `solver`: the co-simulation solver's options, which become fixed
+// parameters "solver.<key>" after the model's (the numeric ones a run may change: step, tolerances,
+// Newton and step-control settings; docs/fmu.md), with these values as start values; null: none.
+// Returns "" or the error.
 std::string fmu_variables(const CompiledModel& m, const std::vector<std::string>& outputs,
-                          VariableTable& table);
+                          VariableTable& table, const SolverOptions* solver = nullptr);
+
+// Is option `spec` of the solver a parameter of an FMU (fmu_variables)?
+bool is_fmu_solver_parameter(const OptionSpec& spec);
 
 // The structural dependencies of the state derivatives of a model without algebraic unknowns
 // (model exchange), per entry of t.derivatives in its order: the indices in t.vars of the states

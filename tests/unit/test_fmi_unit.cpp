@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -384,6 +385,60 @@ TEST(FmiUnit, StateSnapshotAndBytes) {
       }
     }
   }
+}
+
+// The co-simulation solver's numeric options are fixed FMU parameters "solver.<key>": their start
+// values are the export's, a value set before initialization is the solver's (a unit with
+// solver.h = 0.005 steps like one exported with --step 0.005), and wrong values or a set after
+// initialization are errors naming the parameter.
+TEST(FmiUnit, SolverOptionsAreFmuParameters) {
+  auto model = testutil::compile_source("fmi_unit_osc_opts", testutil::kOscillatorSource);
+  rt::SolverOptions exported;
+  exported.h = 0.01;
+  exported.t_end = 1.0;
+  auto table = std::make_shared<rt::fmi::VariableTable>();
+  ASSERT_EQ(rt::fmi::fmu_variables(*model, {"x"}, *table, &exported), "");
+  std::map<std::string, const rt::fmi::Variable*> by_name;
+  for (const rt::fmi::Variable& v : table->vars) by_name[v.name] = &v;
+  ASSERT_TRUE(by_name.count("solver.h") && by_name.count("solver.rtol") &&
+              by_name.count("solver.newton_max_iter"));
+  EXPECT_FALSE(by_name.count("solver.t_end"));  // the importer's experiment decides it
+  EXPECT_EQ(by_name["solver.h"]->start, 0.01);
+  EXPECT_EQ(by_name["solver.h"]->variability, rt::fmi::Variability::Fixed);
+  EXPECT_EQ(by_name["solver.h"]->causality, rt::fmi::Causality::Parameter);
+  const uint32_t h_vr = by_name["solver.h"]->vr, x_vr = by_name["x"]->vr;
+  const uint32_t iter_vr = by_name["solver.newton_max_iter"]->vr;
+
+  auto run = [&](Unit& u, double h_comm) {
+    EXPECT_EQ(u.setup_experiment(std::nullopt, 0.0, 1.0), Status::Ok);
+    EXPECT_EQ(u.exit_initialization(), Status::Ok) << u.message();
+    for (int k = 0; k < 10; ++k) EXPECT_EQ(u.do_step(k * h_comm, h_comm), Status::Ok);
+    return get(u, x_vr);
+  };
+  Unit set_h(model, table, exported, Unit::Kind::CoSimulation);
+  EXPECT_EQ(set(set_h, h_vr, 0.005), Status::Ok) << set_h.message();
+  EXPECT_EQ(get(set_h, h_vr), 0.005);
+  const double with_set = run(set_h, 0.02);
+  rt::SolverOptions fine = exported;
+  fine.h = 0.005;
+  Unit exported_fine(model, table, fine, Unit::Kind::CoSimulation);
+  EXPECT_EQ(with_set, run(exported_fine, 0.02));
+  Unit coarse(model, table, exported, Unit::Kind::CoSimulation);
+  EXPECT_NE(with_set, run(coarse, 0.02));  // the option made a difference
+  EXPECT_NEAR(with_set, std::cos(2 * 0.2), 1e-3);
+  // after initialization: refused, naming the parameter
+  EXPECT_EQ(set(set_h, h_vr, 0.001), Status::Error);
+  EXPECT_NE(set_h.message().find("solver.h"), std::string::npos) << set_h.message();
+  // wrong values
+  Unit fresh(model, table, exported, Unit::Kind::CoSimulation);
+  EXPECT_EQ(set(fresh, iter_vr, 2.5), Status::Error);
+  EXPECT_NE(fresh.message().find("whole numbers"), std::string::npos) << fresh.message();
+  EXPECT_EQ(set(fresh, h_vr, -1.0), Status::Error);
+  EXPECT_NE(fresh.message().find("solver.h"), std::string::npos) << fresh.message();
+  // reset brings the export's values back
+  EXPECT_EQ(set(fresh, h_vr, 0.002), Status::Ok);
+  fresh.reset();
+  EXPECT_EQ(get(fresh, h_vr), 0.01);
 }
 
 }  // namespace

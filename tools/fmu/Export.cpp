@@ -103,7 +103,7 @@ std::string export_fmu(const rt::CompiledModel& m, const std::vector<std::string
   const std::vector<std::string> outputs =
       o.outputs_given ? o.outputs : rt::fmi::declared_outputs(m);
   rt::fmi::VariableTable table;
-  if (std::string e = rt::fmi::fmu_variables(m, outputs, table); !e.empty())
+  if (std::string e = rt::fmi::fmu_variables(m, outputs, table, &o.solver); !e.empty())
     return "FMU outputs: " + e;
   r.model_identifier = model_identifier(m.name);
   const std::string image = rt::write_model_image(m);
