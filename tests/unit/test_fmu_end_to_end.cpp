@@ -238,11 +238,6 @@ TEST_P(FmuVersion, InstancesStateAndMisuse) {
   EXPECT_NE(run.out.find("state check ok"), std::string::npos) << run.out;
 }
 
-INSTANTIATE_TEST_SUITE_P(Fmi, FmuVersion, testing::Values(2, 3),
-                         [](const testing::TestParamInfo<int>& i) {
-                           return "Fmi" + std::to_string(i.param);
-                         });
-
 TEST(FmuEndToEnd, LibraryNeedsOnlyGlibcAndArchiveHoldsTheSources) {
   Unpacked u;
   export_and_unpack(kPendulum, "--fmu-sources sources", 2, u);
@@ -341,28 +336,53 @@ TEST(FmuEndToEnd, SliderCrankWithInputTorqueMatchesSimulate) {
   EXPECT_LT(free.rows.back()[1], fmu.rows.back()[3] - 1.0);
 }
 
-// The four-bar (a closed loop) in co-simulation, FMI 3.0, and the hanging chain in both types.
-TEST(FmuEndToEnd, ClosedLoopAndChainMatchSimulate) {
+// The four-bar (a closed loop) in co-simulation and the hanging chain in both types, for FMI
+// 2.0 and 3.0.
+TEST_P(FmuVersion, ClosedLoopAndChainMatchSimulate) {
+  const int version = GetParam();
   {
     Unpacked u;
-    export_and_unpack("examples/fmu/four_bar.mbs", "--t-end 0.5 --step 1e-3", 3, u);
-    Table fmu = import_run(u, 3, "cs", 0.5, 1e-3, {"crank_angle", "rocker_angle"}, {});
+    export_and_unpack("examples/fmu/four_bar.mbs", "--t-end 0.5 --step 1e-3", version, u);
+    Table fmu = import_run(u, version, "cs", 0.5, 1e-3, {"crank_angle", "rocker_angle"}, {});
     expect_same(fmu, simulate("examples/fmu/four_bar.mbs", "--t-end 0.5 --step 1e-3", "fourbar"),
                 1e-8);
   }
   Unpacked u;
-  export_and_unpack("examples/fmu/hanging_chain.mbs", "--fmu-type both --t-end 0.5 --step 1e-3", 2,
-                    u);
+  export_and_unpack("examples/fmu/hanging_chain.mbs", "--fmu-type both --t-end 0.5 --step 1e-3",
+                    version, u);
   EXPECT_EQ(u.n_states, 8u);
-  Table cs = import_run(u, 2, "cs", 0.5, 1e-3, {"phi_first", "phi_last"}, {});
+  Table cs = import_run(u, version, "cs", 0.5, 1e-3, {"phi_first", "phi_last"}, {});
   expect_same(cs, simulate("examples/fmu/hanging_chain.mbs", "--t-end 0.5 --step 1e-3", "chain"),
               1e-8);
-  Table me = import_run(u, 2, "me", 0.5, 1e-3, {"phi_first", "phi_last"}, {});
+  Table me = import_run(u, version, "me", 0.5, 1e-3, {"phi_first", "phi_last"}, {});
   expect_same(me,
               simulate("examples/fmu/hanging_chain.mbs", "--t-end 0.5 --step 1e-3 --solver rk4",
                        "chain_rk4"),
               1e-8);
 }
+
+// The solver's step is an FMU parameter: set by the importer before initialization, the FMU
+// steps like `mbsc --simulate` with that step.
+TEST_P(FmuVersion, SolverStepIsAParameter) {
+  const int version = GetParam();
+  Unpacked u;
+  export_and_unpack(kPendulum, "--fmu-output j.phi --t-end 1 --step 1e-3", version, u);
+  ASSERT_TRUE(u.vr.count("solver.h"));
+  Table fmu = import_run(u, version, "cs", 0.2, 1e-3, {"j.phi", "j.w"},
+                         {"--set", std::to_string(u.vr.at("solver.h")) + "=5e-4"});
+  Table ref = simulate(kPendulum, "--t-end 0.2 --step 5e-4 --output-every 2", "pendulum_half");
+  expect_same(fmu, ref, 1e-9);
+  Table coarse = import_run(u, version, "cs", 0.2, 1e-3, {"j.phi", "j.w"}, {});
+  double differs = 0;
+  for (size_t i = 0; i < coarse.rows.size() && i < fmu.rows.size(); ++i)
+    differs = std::max(differs, std::fabs(coarse.rows[i][1] - fmu.rows[i][1]));
+  EXPECT_GT(differs, 1e-9);  // the parameter made a difference
+}
+
+INSTANTIATE_TEST_SUITE_P(Fmi, FmuVersion, testing::Values(2, 3),
+                         [](const testing::TestParamInfo<int>& i) {
+                           return "Fmi" + std::to_string(i.param);
+                         });
 
 }  // namespace
 }  // namespace mbs::fmu
