@@ -55,9 +55,7 @@ const Fixture& oscillator() {
 
 const Fixture& ramp() {
   static const Fixture f =
-      make(testutil::with_inputs(*testutil::compile_source("fmi_unit_ramp", testutil::kRampSource),
-                                 {"u"}),
-           {"w"});
+      make(testutil::compile_source("fmi_unit_ramp", testutil::kRampSource), {"w"});
   return f;
 }
 
