@@ -273,6 +273,52 @@ std::vector<std::vector<int32_t>> derivative_dependencies(const CompiledModel& m
   return deps;
 }
 
+std::vector<std::vector<int32_t>> output_dependencies(
+    const CompiledModel& m, const VariableTable& t,
+    const std::vector<std::vector<int32_t>>& derivatives, bool model_exchange) {
+  std::vector<std::vector<int32_t>> deps(t.outputs.size());
+  if (!model_exchange) {  // co-simulation: the outputs at a communication point and the inputs
+    if (!m.has_sensitivities()) return {};
+    for (auto& d : deps) d = t.inputs;
+    return deps;
+  }
+  const auto nq = static_cast<size_t>(m.n_q), ny = static_cast<size_t>(m.n_y);
+  if (!m.has_sensitivities() || derivatives.size() != 2 * nq + ny || m.n_z != 0) return {};
+  // column of sens_outputs -> what it is: [q | qd | qdd | y | yd | z | p]
+  std::vector<std::vector<int32_t>> of_output(m.output_names.size());
+  const SparseKernel& S = m.sens_outputs;
+  for (int32_t k = 0; k < S.nnz(); ++k) {
+    auto& into = of_output[static_cast<size_t>(S.row[k])];
+    const auto c = static_cast<size_t>(S.col[k]);
+    if (c < 2 * nq) {  // q, qd: states
+      into.push_back(t.states[c]);
+    } else if (c < 3 * nq) {  // qdd = der(qd): that derivative's dependencies
+      const auto& d = derivatives[nq + (c - 2 * nq)];
+      into.insert(into.end(), d.begin(), d.end());
+    } else if (c < 3 * nq + ny) {  // y
+      into.push_back(t.states[2 * nq + (c - 3 * nq)]);
+    } else if (c < 3 * nq + 2 * ny) {  // yd
+      const auto& d = derivatives[2 * nq + (c - 3 * nq - ny)];
+      into.insert(into.end(), d.begin(), d.end());
+    }  // z: none in model exchange; parameters are no knowns of continuous time
+  }
+  for (size_t k = 0; k < t.outputs.size(); ++k) {
+    const Variable& out = t.vars[static_cast<size_t>(t.outputs[k])];
+    std::vector<int32_t>& d = deps[k];
+    if (out.column >= 0) {
+      d = of_output[static_cast<size_t>(out.column)];
+    } else if (out.slot >= 0) {  // an output that is a state (read from its slot): itself
+      d = {t.outputs[k]};
+      for (size_t s = 0; s < t.derivatives.size(); ++s)  // or a state derivative
+        if (t.derivatives[s] == t.outputs[k] && s >= nq) d = derivatives[s];
+    }
+    d.insert(d.end(), t.inputs.begin(), t.inputs.end());
+    std::sort(d.begin(), d.end());
+    d.erase(std::unique(d.begin(), d.end()), d.end());
+  }
+  return deps;
+}
+
 std::vector<std::string> declared_outputs(const CompiledModel& m) {
   std::vector<std::string> names;
   for (size_t c = 0; c < m.output_interface.size() && c < m.output_names.size(); ++c)

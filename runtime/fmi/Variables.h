@@ -76,6 +76,16 @@ std::vector<std::vector<int32_t>> derivative_dependencies(const CompiledModel& m
                                                           const VariableTable& t,
                                                           size_t max_states = 5000);
 
+// The dependencies of the FMU's outputs (t.outputs, in order) on the states and inputs, from the
+// structure of d outputs / d[q | qd | qdd | y | yd | z] (CompiledModel::sens_outputs, a model
+// compiled with sensitivities): a state directly, the derivatives der(q,2) and der(y) through
+// `derivatives` (derivative_dependencies), and every input (conservatively). Co-simulation
+// (`model_exchange` false): the inputs only, since the states are internal. Empty when m has no
+// sensitivity kernels or (model exchange) `derivatives` is empty: none listed.
+std::vector<std::vector<int32_t>> output_dependencies(
+    const CompiledModel& m, const VariableTable& t,
+    const std::vector<std::vector<int32_t>>& derivatives, bool model_exchange);
+
 // "" when model exchange can be offered for `m` (its DAE is an ODE after the compiler's
 // eliminations: no algebraic unknowns, so the derivatives follow from the states by one linear
 // solve with the mass matrix), else why not, for the export-time message.

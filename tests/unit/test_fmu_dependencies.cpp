@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/driver/Compile.h"
 #include "runtime/fmi/Unit.h"
 #include "runtime/fmi/Variables.h"
 #include "tests/unit/mech_test_util.h"
@@ -93,6 +94,61 @@ TEST(FmuDependencies, CoupledMassesThroughTheMassMatrix) {
         16);
 }
 
+// Outputs: d output / d state by central differences (model exchange: set the states, get the
+// outputs) is listed by output_dependencies (compiled with sensitivities), and a decoupled output
+// does not list the other part's states.
+TEST(FmuDependencies, OutputsListTheStatesTheyChangeWith) {
+  CompileOptions o;
+  o.sensitivities = true;
+  auto m = testutil::compile_source(
+      "deps_out",
+      "model Outs\n  Real x1(start = 1), x2(start = 2);\n  output Real a, b, c;\nequation\n"
+      "  der(der(x1)) = -4*x1;\n  der(der(x2)) = -9*sin(x2) - der(x2);\n  a = x1*x1;\n"
+      "  b = der(der(x2));\n  c = 2*der(x1) + x2;\nend Outs;\n",
+      o);
+  ASSERT_TRUE(m);
+  auto t = std::make_shared<rt::fmi::VariableTable>();
+  ASSERT_EQ(rt::fmi::fmu_variables(*m, {"a", "b", "c"}, *t), "");
+  const auto deriv = rt::fmi::derivative_dependencies(*m, *t);
+  const auto deps = rt::fmi::output_dependencies(*m, *t, deriv, true);
+  ASSERT_EQ(deps.size(), 3u);
+  Unit u(m, t, rt::SolverOptions{}, Unit::Kind::ModelExchange);
+  ASSERT_EQ(u.setup_experiment(std::nullopt, 0.0, std::nullopt), rt::fmi::Status::Ok);
+  ASSERT_EQ(u.exit_initialization(), rt::fmi::Status::Ok) << u.message();
+  const size_t n = u.n_states();
+  std::vector<double> x(n), xp(n);
+  ASSERT_EQ(u.get_continuous_states(x), rt::fmi::Status::Ok);
+  std::vector<uint32_t> vrs;
+  for (int32_t i : t->outputs) vrs.push_back(t->vars[static_cast<size_t>(i)].vr);
+  std::vector<double> yp(vrs.size()), ym(vrs.size());
+  size_t listed_total = 0;
+  for (const auto& d : deps) listed_total += d.size();
+  for (size_t j = 0; j < n; ++j) {
+    const double eps = 1e-6;
+    xp = x;
+    xp[j] += eps;
+    ASSERT_EQ(u.set_continuous_states(xp), rt::fmi::Status::Ok);
+    ASSERT_EQ(u.get_float64(vrs, yp), rt::fmi::Status::Ok);
+    xp[j] -= 2 * eps;
+    ASSERT_EQ(u.set_continuous_states(xp), rt::fmi::Status::Ok);
+    ASSERT_EQ(u.get_float64(vrs, ym), rt::fmi::Status::Ok);
+    for (size_t k = 0; k < vrs.size(); ++k) {
+      if (std::fabs(yp[k] - ym[k]) / (2 * eps) <= 1e-7) continue;
+      EXPECT_NE(std::find(deps[k].begin(), deps[k].end(), t->states[j]), deps[k].end())
+          << "output " << k << " changes with " << t->vars[t->states[j]].name;
+    }
+  }
+  // a = x1^2 lists x1 only; b = der(x2,2) lists x2 and der(x2); c lists der(x1) and x2
+  EXPECT_EQ(deps[0].size(), 1u);
+  EXPECT_EQ(deps[1].size(), 2u);
+  EXPECT_EQ(deps[2].size(), 2u);
+  EXPECT_EQ(listed_total, 5u);
+  // co-simulation: only inputs (none here) -- every output lists nothing
+  const auto cs = rt::fmi::output_dependencies(*m, *t, deriv, false);
+  ASSERT_EQ(cs.size(), 3u);
+  for (const auto& d : cs) EXPECT_TRUE(d.empty());
+}
+
 TEST(FmuDependencies, ThePendulumChainIsWritten) {
   auto m = testutil::compile_source("deps_chain",
                                     "model C\n  import Mechanics.*;\n  World world;\n"
@@ -107,12 +163,23 @@ TEST(FmuDependencies, ThePendulumChainIsWritten) {
   o.model_exchange = true;
   o.model_identifier = "C";
   o.token = "{t}";
-  for (FmiVersion v : {FmiVersion::V2, FmiVersion::V3}) {
-    o.version = v;
+  for (FmiVersion version : {FmiVersion::V2, FmiVersion::V3}) {
+    o.version = version;
+    const bool v3 = version == FmiVersion::V3;
     std::string error;
     const std::string xml = model_description(*m, t, o, &error);
     ASSERT_FALSE(xml.empty()) << error;
     EXPECT_NE(xml.find("dependencies=\""), std::string::npos) << xml;
+    // no variable with an exact start value is an initial unknown (der(q) is the state der(q))
+    for (const rt::fmi::Variable& v : t.vars) {
+      if (v.initial != rt::fmi::Initial::Exact) continue;
+      const std::string unknown =
+          v3 ? "<InitialUnknown valueReference=\"" + std::to_string(v.vr) + "\""
+             : "<Unknown index=\"" + std::to_string(v.vr + 1) + "\"";
+      const size_t section = xml.find(v3 ? "<InitialUnknown " : "<InitialUnknowns>");
+      if (section == std::string::npos) continue;
+      EXPECT_EQ(xml.find(unknown, section), std::string::npos) << v.name << "\n" << xml;
+    }
   }
 }
 

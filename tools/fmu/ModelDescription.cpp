@@ -200,20 +200,48 @@ std::string model_description(const rt::CompiledModel& m, const rt::fmi::Variabl
   for (int32_t i : table.outputs)
     if (table.vars[static_cast<size_t>(i)].initial != Initial::Exact) initial_unknowns.push_back(i);
   if (o.model_exchange) {
+    // the derivatives that are calculated (der(q) is the state der(q), whose start is exact)
     for (int32_t i : table.derivatives)
-      if (table.vars[static_cast<size_t>(i)].causality != Causality::Output)
+      if (table.vars[static_cast<size_t>(i)].causality != Causality::Output &&
+          table.vars[static_cast<size_t>(i)].initial != Initial::Exact)
         initial_unknowns.push_back(i);
   }
   std::sort(initial_unknowns.begin(), initial_unknowns.end());
   initial_unknowns.erase(std::unique(initial_unknowns.begin(), initial_unknowns.end()),
                          initial_unknowns.end());
   const bool derivatives = o.model_exchange && !table.derivatives.empty();
-  // the derivatives' dependencies on states and inputs from the Jacobians' structure (none
-  // listed: every known)
-  const std::vector<std::vector<int32_t>> deps = derivatives
-                                                     ? rt::fmi::derivative_dependencies(m, table)
-                                                     : std::vector<std::vector<int32_t>>{};
-  auto dependencies = [&](size_t k, bool by_vr) {
+  // Dependencies from the structure of the Jacobians (docs/fmu.md, "The model description"); a
+  // list that cannot be computed is left out, which the standards read as "every known".
+  using DepLists = std::vector<std::vector<int32_t>>;
+  const DepLists derivative_deps = rt::fmi::derivative_dependencies(m, table);
+  const DepLists output_deps_me =
+      rt::fmi::output_dependencies(m, table, derivative_deps, /*model_exchange=*/true);
+  const DepLists output_deps = o.model_exchange
+                                   ? output_deps_me
+                                   : rt::fmi::output_dependencies(m, table, derivative_deps, false);
+  // at initialization the states' start values and the model's parameters are known as well
+  DepLists initial_deps(initial_unknowns.size());
+  bool initial_complete = true;
+  for (size_t k = 0; k < initial_unknowns.size() && initial_complete; ++k) {
+    const int32_t i = initial_unknowns[k];
+    const std::vector<int32_t>* from = nullptr;
+    for (size_t d = 0; d < table.derivatives.size(); ++d)
+      if (table.derivatives[d] == i && d < derivative_deps.size()) from = &derivative_deps[d];
+    for (size_t d = 0; d < table.outputs.size() && from == nullptr; ++d)
+      if (table.outputs[d] == i && d < output_deps_me.size()) from = &output_deps_me[d];
+    if (from == nullptr) {
+      initial_complete = false;
+      break;
+    }
+    initial_deps[k] = *from;
+    for (int32_t p : table.parameters)
+      if (table.vars[static_cast<size_t>(p)].option < 0) initial_deps[k].push_back(p);
+    std::sort(initial_deps[k].begin(), initial_deps[k].end());
+    initial_deps[k].erase(std::unique(initial_deps[k].begin(), initial_deps[k].end()),
+                          initial_deps[k].end());
+  }
+  if (!initial_complete) initial_deps.clear();
+  auto dependencies = [&](const DepLists& deps, size_t k, bool by_vr) {
     if (k >= deps.size()) return std::string();
     std::string d;
     for (int32_t i : deps[k])
@@ -223,27 +251,26 @@ std::string model_description(const rt::CompiledModel& m, const rt::fmi::Variabl
   };
   x += "  <ModelStructure>\n";
   if (v3) {
-    auto list = [&](const char* what, const std::vector<int32_t>& of, bool with_deps) {
+    auto list = [&](const char* what, const std::vector<int32_t>& of, const DepLists& deps) {
       for (size_t k = 0; k < of.size(); ++k)
         x += fmt::format("    <{} valueReference=\"{}\"{}/>\n", what,
-                         table.vars[static_cast<size_t>(of[k])].vr,
-                         with_deps ? dependencies(k, true) : std::string());
+                         table.vars[static_cast<size_t>(of[k])].vr, dependencies(deps, k, true));
     };
-    list("Output", table.outputs, false);
-    if (derivatives) list("ContinuousStateDerivative", table.derivatives, true);
-    list("InitialUnknown", initial_unknowns, false);
+    list("Output", table.outputs, output_deps);
+    if (derivatives) list("ContinuousStateDerivative", table.derivatives, derivative_deps);
+    list("InitialUnknown", initial_unknowns, initial_deps);
   } else {
-    auto list = [&](const char* what, const std::vector<int32_t>& of, bool with_deps) {
+    auto list = [&](const char* what, const std::vector<int32_t>& of, const DepLists& deps) {
       if (of.empty()) return;
       x += fmt::format("    <{}>\n", what);
       for (size_t k = 0; k < of.size(); ++k)
         x += fmt::format("      <Unknown index=\"{}\"{}/>\n", of[k] + 1,
-                         with_deps ? dependencies(k, false) : std::string());
+                         dependencies(deps, k, false));
       x += fmt::format("    </{}>\n", what);
     };
-    list("Outputs", table.outputs, false);
-    if (derivatives) list("Derivatives", table.derivatives, true);
-    list("InitialUnknowns", initial_unknowns, false);
+    list("Outputs", table.outputs, output_deps);
+    if (derivatives) list("Derivatives", table.derivatives, derivative_deps);
+    list("InitialUnknowns", initial_unknowns, initial_deps);
   }
   x += "  </ModelStructure>\n</fmiModelDescription>\n";
   return x;

@@ -24,8 +24,9 @@ struct FmuFlags {
 
 void add_fmu_flags(CLI::App& app, FmuFlags& flags);
 
-// Writes the FMU of the session's compiled model (compiled with keep_object_files and
-// compile_cpu()); prints a summary line (and the timing with verbose). Returns the exit code.
+// Writes the FMU of the session's compiled model (compiled with keep_object_files, compile_cpu()
+// and sensitivities: their structure gives the model description's dependencies); prints a summary
+// line (and the timing with verbose). Returns the exit code.
 int run_fmu_export(Session& session, const FmuFlags& flags, bool verbose);
 
 }  // namespace mbs::cli

@@ -311,6 +311,7 @@ int main(int argc, char** argv) {
     }
     copts.cpu = fmu.compile_cpu();
     copts.keep_object_files = true;
+    copts.sensitivities = true;  // d outputs / d states: the dependencies of the FMU's outputs
   }
   mbs::Session session(copts, diag_out);
   if (!session.compile(emit_out)) return session.usage_error() ? kExitUsage : kExitModelError;
