@@ -1,7 +1,10 @@
 // The model an FMU carries, loaded once per process (Embedded.h).
 #include "tools/fmu/blob/Embedded.h"
 
+#include <atomic>
+#include <cstdint>
 #include <exception>
+#include <mutex>
 #include <set>
 #include <string_view>
 #include <unordered_map>
@@ -57,6 +60,14 @@ std::set<Instance*>& registry() {
   return s;
 }
 
+// Changes whenever an instance is registered or unregistered (under the mutex): a handle found
+// once stays valid until then, so a thread that calls with the same handle again (every doStep
+// and GetReal of a co-simulation loop) skips the lock and the lookup.
+std::atomic<uint64_t>& registry_generation() {
+  static std::atomic<uint64_t> g{0};
+  return g;
+}
+
 }  // namespace
 
 const Loaded& embedded() {
@@ -67,18 +78,27 @@ const Loaded& embedded() {
 void register_instance(Instance* i) {
   const std::lock_guard<std::mutex> lock(registry_mutex());
   registry().insert(i);
+  registry_generation().fetch_add(1, std::memory_order_release);
 }
 
 void unregister_instance(Instance* i) {
   const std::lock_guard<std::mutex> lock(registry_mutex());
   registry().erase(i);
+  registry_generation().fetch_add(1, std::memory_order_release);
 }
 
 Instance* find_instance(void* handle) {
   if (!handle) return nullptr;
+  thread_local void* last_handle = nullptr;
+  thread_local uint64_t last_generation = ~uint64_t{0};
+  const uint64_t generation = registry_generation().load(std::memory_order_acquire);
+  if (handle == last_handle && generation == last_generation) return static_cast<Instance*>(handle);
   const std::lock_guard<std::mutex> lock(registry_mutex());
   const auto it = registry().find(static_cast<Instance*>(handle));
-  return it == registry().end() ? nullptr : *it;
+  if (it == registry().end()) return nullptr;
+  last_handle = handle;
+  last_generation = registry_generation().load(std::memory_order_relaxed);
+  return *it;
 }
 
 }  // namespace mbs::fmu_blob
