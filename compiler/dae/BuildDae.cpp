@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <ostream>
 #include <set>
@@ -479,8 +480,40 @@ std::optional<SymbolicDae> Builder::run() {
   for (const auto& u : dae.q) highest.push_back(u.d2);
   for (const auto& u : dae.y) highest.push_back(u.d1);
   std::unordered_set<uint32_t> highest_set(highest.begin(), highest.end());
+  // Structural degree in the highest derivatives, one pass over the DAG shared by all
+  // equations: 0 free of them, 1 affine in them, 2 possibly not. An equation of degree <= 1 is
+  // linear in them for certain; only the others are differentiated (once per derivative in
+  // them), which is what made this check cubic in the size of a condensed multibody model.
+  std::vector<int8_t> degree_memo(cx.node_count(), -1);
+  std::function<int(Expr)> degree = [&](Expr e) -> int {
+    if (e->id < degree_memo.size() && degree_memo[e->id] >= 0) return degree_memo[e->id];
+    int d = 0;
+    switch (e->op) {
+      case sym::Op::Const:
+        break;
+      case sym::Op::Symbol:
+        d = highest_set.count(e->symbol) ? 1 : 0;
+        break;
+      case sym::Op::Add:
+        for (Expr c : e->children()) d = std::max(d, degree(c));
+        break;
+      case sym::Op::Mul:
+        for (Expr c : e->children()) d = std::min(2, d + degree(c));
+        break;
+      case sym::Op::Select:
+        d = degree(e->arg(0)) == 0 ? std::max(degree(e->arg(1)), degree(e->arg(2))) : 2;
+        break;
+      default:  // any other function of something that depends on them
+        for (Expr c : e->children())
+          if (degree(c) > 0) d = 2;
+        break;
+    }
+    if (e->id < degree_memo.size()) degree_memo[e->id] = static_cast<int8_t>(d);
+    return d;
+  };
   for (size_t i : live) {
     const Eq& eq = eqs[i];
+    if (degree(eq.r) <= 1) continue;
     for (uint32_t s : sym::free_symbols(eq.r)) {
       if (!highest_set.count(s)) continue;
       Expr d = sym::diff(cx, eq.r, s);
