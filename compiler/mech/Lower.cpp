@@ -1252,7 +1252,10 @@ void Lowering::body_balance() {
                           param(e, q + "_rest"), cx_.symbol(c.q), cx_.symbol(c.dq), cx_);
     };
     int A = e.nodes[0], B = e.nodes[1];
-    auto [R_ab, r_ab] = relative_by_steps(A, B);
+    // (no structured binding: the lambdas below capture R_ab, which clang 14 does not allow)
+    const std::pair<M3, V3> relative = relative_by_steps(A, B);
+    const M3& R_ab = relative.first;
+    const V3& r_ab = relative.second;
     V3 F = al_.zero3(), T = al_.zero3();  // efforts and given loads, frame_a axes, about b
     V3 given_F = al_.zero3(), given_T = al_.zero3();  // applied as a pair by loads() already
     const JointKind* jk = e.joint;

@@ -555,9 +555,9 @@ Status Repl::set(const Args& a) {
     compile = true;
   }
   const auto previous = set_values_;
-  for (const auto& [name, value] : values) {
-    std::erase_if(set_values_, [&](const auto& p) { return p.first == name; });
-    set_values_.emplace_back(name, value);
+  for (const auto& entry : values) {  // (a lambda may not capture a structured binding in clang 14)
+    std::erase_if(set_values_, [&](const auto& p) { return p.first == entry.first; });
+    set_values_.emplace_back(entry.first, entry.second);
   }
   if (compile) {
     Status s = compile_session(std::move(copts), "compiled");
