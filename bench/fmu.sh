@@ -70,8 +70,8 @@ throughput() {
     printf "throughput %s, %d steps: FMU %.0f steps/s (%.1f ms), mbsc --simulate %.0f steps/s (%.1f ms), FMU/mbsc %.2f\n",
       what, s, s / (f / 1e6), f / 1e3, s / (m / 1e6), m / 1e3, m / f }'
 }
-throughput examples/fmu/pendulum.mbs 20 1e-3
-throughput examples/fmu/hanging_chain.mbs 10 1e-3
-throughput examples/fmu/four_bar.mbs 10 1e-3
-[ -f examples/fmu/slider_crank.mbs ] && throughput examples/fmu/slider_crank.mbs 10 1e-3
+throughput examples/fmu/pendulum.mbs 200 1e-3
+throughput examples/fmu/hanging_chain.mbs 50 1e-3
+throughput examples/fmu/four_bar.mbs 50 1e-3
+[ -f examples/fmu/slider_crank.mbs ] && throughput examples/fmu/slider_crank.mbs 50 1e-3
 exit 0

@@ -586,6 +586,31 @@ std::string JitModule::code_symbol(const std::string& name) const {
   return it == impl_->code_symbol.end() ? std::string() : it->second;
 }
 
+std::string emit_object(llvm::Module& module, const std::string& cpu, std::string* error) {
+  std::string ignored;
+  std::string& err = error != nullptr ? *error : ignored;
+  HostTarget& target = target_for(cpu);
+  if (target.builder == nullptr) {
+    err = target.error;
+    return {};
+  }
+  llvm::orc::JITTargetMachineBuilder jtmb = *target.builder;
+  jtmb.setCodeGenOptLevel(codegen_level(0));
+  auto machine = jtmb.createTargetMachine();
+  if (!machine) {
+    err = message(machine.takeError());
+    return {};
+  }
+  module.setDataLayout((*machine)->createDataLayout());
+  module.setTargetTriple((*machine)->getTargetTriple().str());
+  auto object = llvm::orc::SimpleCompiler(**machine)(module);
+  if (!object) {
+    err = message(object.takeError());
+    return {};
+  }
+  return std::string((*object)->getBufferStart(), (*object)->getBufferSize());
+}
+
 std::string host_code_identity() {
   HostTarget& host = host_target();
   if (host.builder == nullptr) return std::string("no target: ") + host.error;

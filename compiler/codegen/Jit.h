@@ -16,6 +16,10 @@
 
 #include "compiler/symbolic/Expr.h"
 
+namespace llvm {
+class Module;
+}
+
 namespace mbs::codegen {
 
 using KernelFn = int32_t (*)(const double* v, double* out);
@@ -110,6 +114,13 @@ class JitModule {
 // What the code compiled here depends on besides its IR: the LLVM version, the host CPU and its
 // features (for cache keys).
 std::string host_code_identity();
+
+// Compiles a module built outside the kernels' lowering (an FMU's embedding object:
+// tools/fmu/Embed.h) to a relocatable object for the same target as the kernels: `cpu` as
+// JitOptions::cpu ("" = the host's; an unknown name is an error), position-independent, without
+// optimisation. Sets the module's data layout and triple. Returns the object's bytes, or "" with
+// *error set.
+std::string emit_object(llvm::Module& module, const std::string& cpu, std::string* error);
 
 // Lowers kernels to textual LLVM IR without compiling (for --emit=ir and tests).
 std::string lower_to_llvm_ir(const sym::Context& cx, std::span<const KernelSpec> kernels);

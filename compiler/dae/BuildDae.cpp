@@ -215,22 +215,20 @@ struct Builder {
                   (std::fabs(c->value) == 1.0 ? 2 : 0) + (start.count(v) ? 0 : 1);
       if (score <= best_score) continue;
       Expr value = cx.sub(cx.symbol(v), cx.div(eq.r, c));
-      // the derivatives of v would be those of an input (zero to the symbolic engine, which
-      // holds inputs constant): the equation stays, and is refused as a constraint below
-      if (ders.has_der(v) && input_in(value) >= 0) continue;
-      bool self = false, derivative = false;
+      // A differentiated variable is replaced only by an expression whose time derivative the
+      // symbolic engine takes without raising the order and without losing anything: no
+      // derivative of an unknown (v = der(w) + w would make der(v) = der(der(w)) + der(w), and a
+      // chain der(x[i]) = x[i-1] - x[i] one equation of order n with expressions that grow
+      // combinatorially; v = c der(x), the derivative alias above, is the one such replacement
+      // that is wanted) and no input (held over a step, its derivative is 0 to the engine: the
+      // equation stays, and is refused as a constraint below).
+      bool self = false, not_differentiable = false;
       for (uint32_t s : sym::free_symbols(value)) {
         const auto [base, k] = base_of(s);
         self |= base == v;
-        derivative |= k > 0 && is_unknown(base);
+        not_differentiable |= (k > 0 && is_unknown(base)) || input_var.count(s) != 0;
       }
-      if (self) continue;
-      // A differentiated variable is not replaced by an expression of derivatives: der(v) would
-      // become a derivative of higher order (v = der(w) + w makes der(v) = der(der(w)) + der(w)),
-      // and a chain of first-order equations der(x[i]) = x[i-1] - x[i] would turn into one
-      // equation of order n with expressions that grow combinatorially. (v = c der(x), the
-      // derivative alias above, is the one such replacement that is wanted.)
-      if (derivative && ders.has_der(v)) continue;
+      if (self || (not_differentiable && ders.has_der(v))) continue;
       best_score = score;
       best = v;
     }

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <exception>
 
@@ -200,7 +199,7 @@ Status Unit::get_float64(std::span<const uint32_t> vrs, std::span<double> values
     if (!v) return Status::Error;
     if (v->option >= 0) {
       const OptionSpec& spec = option_table()[static_cast<size_t>(v->option)];
-      values[k] = std::strtod(get_option(options_, spec).c_str(), nullptr);
+      values[k] = option_number(options_, spec);
     } else if (v->column >= 0) {
       if (!ensure_outputs()) return Status::Error;
       values[k] = outputs_[static_cast<size_t>(v->column)];

@@ -2,7 +2,6 @@
 #include "runtime/fmi/Variables.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <limits>
 #include <set>
 #include <unordered_map>
@@ -159,7 +158,7 @@ std::string fmu_variables(const CompiledModel& m, const std::vector<std::string>
       v.initial = Initial::Exact;
       v.has_start = true;
       v.option = static_cast<int32_t>(k);
-      v.start = std::strtod(get_option(*solver, spec).c_str(), nullptr);
+      v.start = option_number(*solver, spec);
       v.unit = std::string(spec.unit);
       v.description = "solver option " + std::string(spec.flag) + ": " + std::string(spec.help);
       if (by_name.count(v.name))

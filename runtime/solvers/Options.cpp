@@ -421,6 +421,12 @@ std::string get_option(const SolverOptions& options, const OptionSpec& s) {
   return {};
 }
 
+double option_number(const SolverOptions& options, const OptionSpec& s) {
+  if (s.type == OptionType::Real) return options.*std::get<double SolverOptions::*>(s.field);
+  if (s.type == OptionType::Integer) return options.*std::get<int32_t SolverOptions::*>(s.field);
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
 std::string default_text(const OptionSpec& spec) {
   return get_option(SolverOptions{}, spec);
 }

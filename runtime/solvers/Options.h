@@ -112,6 +112,9 @@ std::optional<std::string> set_option(SolverOptions& options, std::string_view n
 // The option's current value as text that set_option() reads back to the same value.
 std::string get_option(const SolverOptions& options, const OptionSpec& spec);
 
+// A Real or Integer option's value as a number (NaN for the other types).
+double option_number(const SolverOptions& options, const OptionSpec& spec);
+
 // The default value as text (from a default-constructed SolverOptions).
 std::string default_text(const OptionSpec& spec);
 

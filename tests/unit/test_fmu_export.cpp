@@ -195,6 +195,11 @@ TEST(FmuExport, KernelsForANamedCpuAndAnUnknownOne) {
   CompileResult bad = compile(o, emit, diag);
   EXPECT_FALSE(bad.ok);
   EXPECT_NE(diag.str().find("no-such-cpu"), std::string::npos) << diag.str();
+  // the embedding object goes through the same target (codegen::emit_object)
+  std::string error;
+  EXPECT_EQ(embedding_object("image", "config", {}, "no-such-cpu", &error), "");
+  EXPECT_NE(error.find("no-such-cpu"), std::string::npos) << error;
+  EXPECT_NE(embedding_object("image", "config", {}, "x86-64-v3", &error), "") << error;
 }
 
 TEST(FmuExport, RefusesModelExchangeOfAConstrainedModelAndUnknownOutputs) {

@@ -1,18 +1,16 @@
 // The embedding object of an exported FMU (Embed.h), made with LLVM: a module of constants,
-// compiled for the same target as the kernels.
+// compiled for the same target as the kernels (codegen::emit_object).
 #include "tools/fmu/Embed.h"
 
-#include <llvm/ExecutionEngine/Orc/CompileUtils.h>
-#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/DerivedTypes.h>
 #include <llvm/IR/GlobalVariable.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
-#include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
-#include <llvm/Target/TargetMachine.h>
+
+#include "compiler/codegen/Jit.h"
 
 namespace mbs::fmu {
 
@@ -30,28 +28,8 @@ std::string embedding_object(const std::string& model_image, const std::string& 
                              std::string* error) {
   std::string ignored;
   std::string& err = error != nullptr ? *error : ignored;
-  llvm::InitializeNativeTarget();
-  llvm::InitializeNativeTargetAsmPrinter();
-  auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
-  if (!jtmb) {
-    err = "no native target: " + llvm::toString(jtmb.takeError());
-    return {};
-  }
-  if (!cpu.empty()) {
-    jtmb->setCPU(cpu);
-    jtmb->getFeatures() = llvm::SubtargetFeatures();
-  }
-  jtmb->setRelocationModel(llvm::Reloc::PIC_);
-  auto tm = jtmb->createTargetMachine();
-  if (!tm) {
-    err = "no target machine: " + llvm::toString(tm.takeError());
-    return {};
-  }
-
   llvm::LLVMContext ctx;
   llvm::Module m("mbs_fmu_embedding", ctx);
-  m.setDataLayout((*tm)->createDataLayout());
-  m.setTargetTriple((*tm)->getTargetTriple().str());
   auto* i64 = llvm::Type::getInt64Ty(ctx);
   auto* ptr = llvm::PointerType::get(ctx, 0);
 
@@ -83,12 +61,8 @@ std::string embedding_object(const std::string& model_image, const std::string& 
     err = "internal error: the embedding module does not verify: " + problems;
     return {};
   }
-  auto object = llvm::orc::SimpleCompiler(**tm)(m);
-  if (!object) {
-    err = llvm::toString(object.takeError());
-    return {};
-  }
-  return std::string((*object)->getBufferStart(), (*object)->getBufferSize());
+  // the kernels' target (codegen::JitOptions::cpu, checked there)
+  return codegen::emit_object(m, cpu, &err);
 }
 
 }  // namespace mbs::fmu

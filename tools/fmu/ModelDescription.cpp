@@ -221,21 +221,24 @@ std::string model_description(const rt::CompiledModel& m, const rt::fmi::Variabl
                                    : rt::fmi::output_dependencies(m, table, derivative_deps, false);
   // at initialization the states' start values and the model's parameters are known as well
   DepLists initial_deps(initial_unknowns.size());
+  std::vector<const std::vector<int32_t>*> deps_of(table.vars.size(), nullptr);  // by variable
+  for (size_t d = 0; d < table.derivatives.size() && d < derivative_deps.size(); ++d)
+    deps_of[static_cast<size_t>(table.derivatives[d])] = &derivative_deps[d];
+  for (size_t d = 0; d < table.outputs.size() && d < output_deps_me.size(); ++d)
+    if (deps_of[static_cast<size_t>(table.outputs[d])] == nullptr)
+      deps_of[static_cast<size_t>(table.outputs[d])] = &output_deps_me[d];
+  std::vector<int32_t> model_parameters;  // not the solver's
+  for (int32_t p : table.parameters)
+    if (table.vars[static_cast<size_t>(p)].option < 0) model_parameters.push_back(p);
   bool initial_complete = true;
   for (size_t k = 0; k < initial_unknowns.size() && initial_complete; ++k) {
-    const int32_t i = initial_unknowns[k];
-    const std::vector<int32_t>* from = nullptr;
-    for (size_t d = 0; d < table.derivatives.size(); ++d)
-      if (table.derivatives[d] == i && d < derivative_deps.size()) from = &derivative_deps[d];
-    for (size_t d = 0; d < table.outputs.size() && from == nullptr; ++d)
-      if (table.outputs[d] == i && d < output_deps_me.size()) from = &output_deps_me[d];
+    const std::vector<int32_t>* from = deps_of[static_cast<size_t>(initial_unknowns[k])];
     if (from == nullptr) {
       initial_complete = false;
       break;
     }
     initial_deps[k] = *from;
-    for (int32_t p : table.parameters)
-      if (table.vars[static_cast<size_t>(p)].option < 0) initial_deps[k].push_back(p);
+    initial_deps[k].insert(initial_deps[k].end(), model_parameters.begin(), model_parameters.end());
     std::sort(initial_deps[k].begin(), initial_deps[k].end());
     initial_deps[k].erase(std::unique(initial_deps[k].begin(), initial_deps[k].end()),
                           initial_deps[k].end());
