@@ -8,18 +8,19 @@
 //  - Only these class kinds: model, connector, record, block, package, type, function (with optional
 //    `partial` / `encapsulated`, both ignored). No `class`, `operator`, `expandable`, enumerations,
 //    `der` short classes, `extends` class specifiers, `redeclare`/`replaceable`/`inner`/`outer`,
-//    conditional components, `initial equation`, `when`, `external`, `break`. Algorithm sections
+//    conditional components, `initial equation`, `external`, `break`. Algorithm sections
 //    are parsed in every class but only functions may have one (checked by the flattener).
 //    Their keywords (UNSUPPORTED_KEYWORD) are still reserved, so a model written for Modelica
-//    fails with "the Modelica keyword 'when' is not supported" instead of a confusing message.
-//    `initial()` and friends are therefore unavailable; `der` is an ordinary function name.
+//    fails with "the Modelica keyword 'initial' is not supported" instead of a confusing message.
+//    `initial()` is therefore unavailable; `der`, `pre` and `reinit` are ordinary function names.
 //  - Short classes take no array dimensions (`type V = Real[3];` is rejected) and no prefixes.
 //  - Type prefixes (`parameter`, `input`, `flow`, ...) may come in any order; duplicates and
 //    conflicts are reported by the parser instead of by the grammar.
 //  - Elements may only follow an equation section after `public` or `protected` (as in Modelica);
 //    the class annotation `annotation(...);` is accepted at the end of a class only.
-//  - Equations: `a = b`, `connect(a, b)`, `for ... loop ... end for`, `if ... end if`. No function
-//    call equations (`assert(...)`), no `when`. Every for index needs `in range`.
+//  - Equations: `a = b`, `connect(a, b)`, `for ... loop ... end for`, `if ... end if`,
+//    `when ... elsewhen ... end when` and call equations `f(...)` (the flattener accepts only
+//    `reinit(x, e)`, and only inside `when`). Every for index needs `in range`.
 //  - Operator expressions are one flat rule (operatorExpression); precedence and Modelica's
 //    restrictions are applied by Parser.cpp, exactly as in Modelica: `-a^2` is `-(a^2)`, `-a*b` is
 //    `-(a*b)`; `2*-a`, `--a`, `not not a`, `a < b < c` and `a^b^c` are errors (the latter two are
@@ -138,6 +139,8 @@ equation
     | connectClause
     | forEquation
     | ifEquation
+    | whenEquation
+    | componentReference functionCallArgs
     ) comment ';'
   ;
 
@@ -162,6 +165,12 @@ ifEquation
     ( ELSEIF expression THEN equation* )*
     ( ELSE equation* )?
     END IF
+  ;
+
+whenEquation
+  : WHEN expression THEN equation*
+    ( ELSEWHEN expression THEN equation* )*
+    END WHEN
   ;
 
 // ---------------------------------------------------------------- algorithms
@@ -314,6 +323,7 @@ DISCRETE     : 'discrete';
 EACH         : 'each';
 ELSE         : 'else';
 ELSEIF       : 'elseif';
+ELSEWHEN     : 'elsewhen';
 ENCAPSULATED : 'encapsulated';
 END          : 'end';
 EQUATION     : 'equation';
@@ -343,15 +353,16 @@ STREAM       : 'stream';
 THEN         : 'then';
 TRUE         : 'true';
 TYPE         : 'type';
+WHEN         : 'when';
 WHILE        : 'while';
 WITHIN       : 'within';
 
 // Modelica keywords mbs does not support: reserved so that they cannot be used as names.
 // Parser.cpp names them in its messages ("'when' is not supported by mbs").
 UNSUPPORTED_KEYWORD
-  : 'break' | 'class' | 'constrainedby' | 'elsewhen' | 'enumeration'
+  : 'break' | 'class' | 'constrainedby' | 'enumeration'
   | 'expandable' | 'external' | 'impure' | 'initial' | 'inner' | 'operator' | 'outer' | 'pure'
-  | 'redeclare' | 'replaceable' | 'when'
+  | 'redeclare' | 'replaceable'
   ;
 
 // Operators and punctuation.

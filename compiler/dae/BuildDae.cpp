@@ -121,6 +121,75 @@ struct Builder {
     return e;
   }
 
+  // The when-equations in the unknowns; each reinit target resolved to the state it sets (a q,
+  // its der(q), or a y), else reinit_not_state.
+  bool resolve_whens() {
+    std::unordered_map<uint32_t, const char*> state_kind;
+    for (const auto& u : dae.q) {
+      state_kind[u.symbol] = "q";
+      state_kind[u.d1] = "qd";
+      state_kind[u.d2] = "an acceleration";
+    }
+    for (const auto& u : dae.y) {
+      state_kind[u.symbol] = "y";
+      state_kind[u.d1] = "a derivative of a first-order state";
+    }
+    for (const auto& u : dae.z) state_kind[u.symbol] = "an algebraic variable";
+    std::unordered_map<uint32_t, const Elimination*> eliminated_as;
+    for (const auto& el : dae.eliminated)
+      for (const auto& v : flat.vars)
+        if (v.name == el.name) eliminated_as[v.symbol] = &el;
+    for (const FlatWhen& fw : flat.whens) {
+      DaeWhen w;
+      w.span = fw.span;
+      for (const FlatWhenBranch& fb : fw.branches) {
+        DaeWhenBranch b;
+        b.condition = resolve(fb.condition);
+        b.condition_span = fb.condition_span;
+        b.condition_text = fb.condition_text;
+        for (const FlatReinit& fr : fb.reinits) {
+          DaeReinit r;
+          r.name = cx.symbol_name(fr.var);
+          r.span = fr.span;
+          r.text = fr.text;
+          r.value = resolve(fr.value);
+          Expr x = resolve(cx.symbol(fr.var));
+          double scale = 1.0;
+          if (x->op == sym::Op::Mul && x->nargs == 2 && x->arg(0)->is_const()) {
+            scale = x->arg(0)->value;
+            x = x->arg(1);
+          }
+          const auto kind = x->is_symbol() ? state_kind.find(x->symbol) : state_kind.end();
+          const bool settable =
+              kind != state_kind.end() &&
+              (std::string_view(kind->second) == "q" || std::string_view(kind->second) == "qd" ||
+               std::string_view(kind->second) == "y");
+          if (!settable || scale == 0.0) {
+            std::string why;
+            if (auto el = eliminated_as.find(fr.var); el != eliminated_as.end())
+              why = fmt::format("it was eliminated as {} = {} ({}), so it is not a state", r.name,
+                                sym::to_string(cx, el->second->value), el->second->how);
+            else if (kind != state_kind.end())
+              why = fmt::format("it is {}, not a state", kind->second);
+            else
+              why = "it is not a state (no derivative of it is integrated)";
+            diags.report(DiagKind::reinit_not_state, fr.span, {r.name, why});
+            diags.help(
+                "reinit sets a state: a variable whose derivative the model integrates (a "
+                "position, a velocity der(x), or a first-order state)");
+            return false;
+          }
+          r.state = x->symbol;
+          r.scale = scale;
+          b.reinits.push_back(std::move(r));
+        }
+        w.branches.push_back(std::move(b));
+      }
+      dae.whens.push_back(std::move(w));
+    }
+    return true;
+  }
+
   // Records x := value and the same for its existing derivatives.
   void eliminate(uint32_t x, Expr value, const char* how, const Eq& eq) {
     const Span span = eq.span;
@@ -629,6 +698,7 @@ std::optional<SymbolicDae> Builder::run() {
                            el == eliminated_by_name.end() ? -1 : el->second, v.unit, v.description,
                            v.output});
   }
+  if (!resolve_whens()) return std::nullopt;
   dae.body_balance = flat.body_balance;
   for (auto& r : dae.body_balance.rows) r = resolve(r);
   for (auto& w : dae.body_balance.wrenches) w = resolve(w);

@@ -60,6 +60,29 @@ struct Elimination {
   std::string text;  // that equation as written
 };
 
+// reinit(x, e) of a when-branch, x resolved to a state: the state's symbol (a q, der(q) or y)
+// takes value / scale (x = scale * that symbol: an alias, possibly negated).
+struct DaeReinit {
+  uint32_t state = 0;
+  double scale = 1.0;
+  sym::Expr value = nullptr;  // in the unknowns, eliminations substituted
+  std::string name;           // x as written in the model
+  Span span;
+  std::string text;
+};
+
+struct DaeWhenBranch {
+  sym::Expr condition = nullptr;  // in the unknowns, eliminations substituted (1.0 / 0.0)
+  Span condition_span;
+  std::string condition_text;
+  std::vector<DaeReinit> reinits;
+};
+
+struct DaeWhen {
+  std::vector<DaeWhenBranch> branches;
+  Span span;
+};
+
 struct SymbolicDae {
   std::string name;
   uint32_t time_symbol = 0;
@@ -67,6 +90,7 @@ struct SymbolicDae {
   std::vector<DaeEquation> equations;  // n_q + n_y + n_z
   std::vector<Elimination> eliminated;
   std::vector<DaeOutput> outputs;    // every model variable, declaration order
+  std::vector<DaeWhen> whens;        // FlatModel's, resolved
   std::vector<uint32_t> parameters;  // parameter symbols (values: FlatModel bindings)
   BodyBalance body_balance;          // inverse dynamics: FlatModel's, eliminations substituted
 };

@@ -452,6 +452,25 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
     m->inverse_outputs_z_col = kernels.inverse_outputs_z.col;
   }
   m->initial_values = kernel(kernels.initial_values, *state->jit);
+  if (kernels.has_events) {
+    m->events = kernel(kernels.events, *state->jit);
+    m->event_reinit = kernel(kernels.event_reinit, *state->jit);
+    m->n_crossings = kernels.n_crossings;
+    m->when_first_branch.push_back(0);
+    m->branch_first_reinit.push_back(0);
+    for (const DaeWhen& w : dae->whens) {
+      for (const DaeWhenBranch& b : w.branches) {
+        m->branch_source.push_back(source_ref(sources, b.condition_span, b.condition_text));
+        for (const DaeReinit& r : b.reinits) {
+          m->reinit_slot.push_back(static_cast<int32_t>(r.state));
+          m->reinit_scale.push_back(r.scale);
+          m->reinit_source.push_back(source_ref(sources, r.span, r.text));
+        }
+        m->branch_first_reinit.push_back(static_cast<int32_t>(m->reinit_slot.size()));
+      }
+      m->when_first_branch.push_back(static_cast<int32_t>(m->branch_source.size()));
+    }
+  }
   for (const auto& o : dae->outputs) {
     m->output_names.push_back(o.name);
     m->output_role.push_back(o.role);

@@ -2,8 +2,10 @@
 
 #include <map>
 #include <ostream>
+#include <span>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace mbs {
 
@@ -69,6 +71,7 @@ std::vector<codegen::KernelSpec> ModelKernels::all() const {
                                         jac_qd.spec,     jac_y.spec,         jac_z.spec,
                                         index2_residual, index2_matrix.spec, outputs,
                                         initial_values,  parameter_bindings};
+  if (has_events) a.insert(a.end(), {events, event_reinit});
   if (sensitivities)
     a.insert(a.end(), {sens_F_p.spec, sens_init.spec, sens_start.spec, sens_bindings.spec,
                        sens_outputs.spec});
@@ -220,6 +223,30 @@ ModelKernels build_kernels(const SymbolicDae& dae, sym::Context& cx, bool invers
   for (const auto& u : dae.q) k.initial_values.outputs.push_back(start(u.start_der));
   for (const auto& u : dae.y) k.initial_values.outputs.push_back(start(u.start));
   for (const auto& u : dae.z) k.initial_values.outputs.push_back(start(u.start));
+
+  if (!dae.whens.empty()) {
+    k.has_events = true;
+    k.events.name = "events";
+    k.event_reinit.name = "event_reinit";
+    std::vector<Expr> conditions;
+    std::unordered_set<Expr> seen;
+    for (const auto& w : dae.whens) {
+      for (const auto& b : w.branches) {
+        conditions.push_back(b.condition);
+        for (Expr n : sym::topological_order(std::span<const Expr>(&b.condition, 1))) {
+          if (n->op != sym::Op::Lt && n->op != sym::Op::Le && n->op != sym::Op::Gt &&
+              n->op != sym::Op::Ge)
+            continue;
+          Expr crossing = cx.sub(n->arg(0), n->arg(1));
+          if (crossing->is_const() || !seen.insert(crossing).second) continue;
+          k.events.outputs.push_back(crossing);
+        }
+        for (const auto& r : b.reinits) k.event_reinit.outputs.push_back(r.value);
+      }
+    }
+    k.n_crossings = static_cast<int32_t>(k.events.outputs.size());
+    k.events.outputs.insert(k.events.outputs.end(), conditions.begin(), conditions.end());
+  }
   return k;
 }
 
@@ -264,6 +291,11 @@ void print_kernels(std::ostream& os, const sym::Context& cx, const ModelKernels&
     matrix(k.body_wrench_u);
   }
   list(k.initial_values);
+  if (k.has_events) {
+    os << "zero-crossing functions: " << k.n_crossings << "\n";
+    list(k.events);
+    list(k.event_reinit);
+  }
   os << "nodes in the expression DAG: " << cx.node_count() << "\n";
 }
 

@@ -49,6 +49,14 @@ struct ModelKernels {
   std::vector<int32_t> inverse_output_columns;
   sym::Pattern inverse_outputs_z;
   codegen::KernelSpec initial_values;  // start values [q | qd | y | z] from parameters
+  // Events (SymbolicDae::whens; only when the model has when-equations): `events` computes the
+  // zero-crossing functions (a - b of each relation a < b, a <= b, a > b, a >= b of the
+  // conditions, once each), then every branch's condition (1.0 / 0.0) in when and branch order;
+  // `event_reinit` the value of every reinit in the same order. The runtime maps them to slots
+  // with CompiledModel::when_*.
+  bool has_events = false;
+  codegen::KernelSpec events, event_reinit;
+  int32_t n_crossings = 0;
   // every parameter's binding as written (other parameters as symbols), in the order of the
   // flat model's parameters; set by the driver (set_parameter_bindings)
   codegen::KernelSpec parameter_bindings;

@@ -61,6 +61,16 @@ void print_flat_model(std::ostream& os, const sym::Context& cx, const FlatModel&
     if (e.span.valid()) os << "  @" << e.span.line << ":" << e.span.col;
     os << "\n";
   }
+  for (const auto& w : m.whens) {
+    for (size_t b = 0; b < w.branches.size(); ++b) {
+      const auto& br = w.branches[b];
+      os << (b == 0 ? "when " : "elsewhen ") << sym::to_string(cx, br.condition);
+      if (b == 0 && w.span.valid()) os << "  @" << w.span.line << ":" << w.span.col;
+      os << "\n";
+      for (const auto& r : br.reinits)
+        os << "  reinit(" << cx.symbol_name(r.var) << ", " << sym::to_string(cx, r.value) << ")\n";
+    }
+  }
 }
 
 }  // namespace mbs

@@ -119,6 +119,32 @@ struct BodyBalance {
   std::vector<sym::Expr> wrenches;
 };
 
+// `reinit(x, e)` in a when-equation: at the event, the variable x (a state) takes the value e,
+// evaluated before any reinit of the event is applied (`pre(y)` in e is y there).
+struct FlatReinit {
+  uint32_t var = 0;  // the variable's symbol
+  sym::Expr value = nullptr;
+  Span span;         // the reinit equation
+  std::string text;  // as written
+};
+
+// One branch of a when-equation: `when c then ...` or `elsewhen c then ...`. The branch fires
+// when its condition becomes true (false just before the event, true at it).
+struct FlatWhenBranch {
+  sym::Expr condition = nullptr;  // 1.0 / 0.0 (relations, and, or, not)
+  Span condition_span;
+  std::string condition_text;
+  std::vector<FlatReinit> reinits;
+};
+
+// A when-equation: at an event, the first branch whose condition became true fires (Modelica's
+// elsewhen priority).
+struct FlatWhen {
+  std::vector<FlatWhenBranch> branches;
+  Span span;           // the whole when-equation
+  std::string origin;  // instance path it came from ("" for the top model)
+};
+
 struct FlatModel {
   std::string name;
   std::string description;
@@ -126,6 +152,7 @@ struct FlatModel {
   uint32_t time_symbol = 0;
   std::vector<FlatVar> vars;
   std::vector<FlatEquation> equations;
+  std::vector<FlatWhen> whens;             // when-equations, in source order
   std::vector<MechElement> mech_elements;  // in declaration order
   std::vector<FrameConnection> frame_connections;
   BodyBalance body_balance;  // inverse dynamics only

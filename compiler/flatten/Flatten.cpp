@@ -310,6 +310,8 @@ class Flattener {
   void elaborate_scalar(Instance& inst);
   void add_equations(const ast::EquationList& eqs, Scope s, const std::string& origin);
   void add_equation(const ast::Equation& eq, Scope s, const std::string& origin);
+  void add_when(const ast::Equation& eq, Scope s, const std::string& origin);
+  void add_reinit(const ast::Equation& eq, Scope s);
   void add_connect(const ast::Equation& eq, Scope s);
   Instance* resolve_connector(const ast::Expr& ref, Scope s, bool& outside);
   void connect_pair(Instance* a, bool a_out, Instance* b, bool b_out, const ast::Equation& eq);
@@ -334,6 +336,8 @@ class Flattener {
   std::vector<Instance*> scalars_;  // by var index
   size_t instances_ = 0;            // made so far, at most options_.max_instances
   size_t iterations_ = 0;           // bodies of comprehensions and reductions evaluated so far
+  // Inside the body of a when-equation: the branch being filled (reinit, pre allowed).
+  FlatWhenBranch* when_body_ = nullptr;
   // lazy binding evaluation state per var: 0 not yet, 1 in progress, 2 done, 3 failed
   std::vector<uint8_t> binding_state_;
   std::vector<uint8_t> resolved_state_;  // resolved_binding: 0 not yet, 1 in progress, 2 done
@@ -388,7 +392,7 @@ const std::vector<std::string>& function_names() {
       "abs",    "sign",     "min",     "max",      "der",          "size",  "ndims",
       "zeros",  "ones",     "fill",    "identity", "diagonal",     "diag",  "transpose",
       "sum",    "product",  "cross",   "skew",     "outerProduct", "norm",  "scalar",
-      "vector", "linspace", "noEvent", "smooth",   "homotopy",     "hypot"};
+      "vector", "linspace", "noEvent", "smooth",   "homotopy",     "hypot", "pre"};
   return names;
 }
 
@@ -1563,6 +1567,19 @@ Value Flattener::eval_call(const ast::Expr& e, Scope s) {
       return ders_.total_derivative(x);
     });
   }
+  if (name == "pre") {
+    // Inside a when-equation every value is taken at the event before any reinit is applied,
+    // so pre(x) there is x itself (there are no discrete variables yet).
+    need(1, 1);
+    if (!when_body_ || s.frame) {
+      diags_.report(DiagKind::pre_outside_when, e.ref.front().span);
+      diags_.help(
+          "pre(x) is the value of x just before an event; it is used in the reinit(...) of a "
+          "when-equation");
+      throw BuildError{};
+    }
+    return arg(0);
+  }
   if (name == "noEvent" || name == "smooth" || name == "homotopy") {
     if (name == "smooth") {
       need(2, 2);
@@ -2472,7 +2489,23 @@ void Flattener::add_equations(const ast::EquationList& eqs, Scope s, const std::
 }
 
 void Flattener::add_equation(const ast::Equation& eq, Scope s, const std::string& origin) {
+  if (when_body_ && eq.kind != ast::EquationKind::Call && eq.kind != ast::EquationKind::For &&
+      eq.kind != ast::EquationKind::If) {
+    if (eq.kind == ast::EquationKind::When) fail(DiagKind::when_nested, eq.span);
+    diags_.report(DiagKind::when_equation_body, eq.span,
+                  {eq.kind == ast::EquationKind::Connect ? "connect" : "an equation"});
+    diags_.help(
+        "mbs has no discrete variables yet: a when-equation changes states with reinit(x, e); "
+        "write continuous equations outside it");
+    throw BuildError{};
+  }
   switch (eq.kind) {
+    case ast::EquationKind::When:
+      add_when(eq, s, origin);
+      return;
+    case ast::EquationKind::Call:
+      add_reinit(eq, s);
+      return;
     case ast::EquationKind::Simple: {
       Value l = eval(*eq.lhs, s);
       Value r = eval(*eq.rhs, s);
@@ -2590,6 +2623,111 @@ void Flattener::add_equation(const ast::Equation& eq, Scope s, const std::string
       }
       return;
     }
+  }
+}
+
+// ---- when-equations (docs/language.md, "Events")
+
+namespace {
+
+// The first comparison of Real values for equality in a condition, or null.
+sym::Expr equality_in(sym::Expr c) {
+  for (sym::Expr n : sym::topological_order(std::span<const sym::Expr>(&c, 1)))
+    if (n->op == sym::Op::Eq || n->op == sym::Op::Ne) return n;
+  return nullptr;
+}
+
+}  // namespace
+
+void Flattener::add_when(const ast::Equation& eq, Scope s, const std::string& origin) {
+  FlatWhen w;
+  w.span = eq.span;
+  w.origin = origin;
+  for (size_t i = 0; i < eq.branches.size() && i < eq.conditions.size(); ++i) {
+    const ast::Expr& ce = *eq.conditions[i];
+    FlatWhenBranch b;
+    b.condition = scalar_of(eval(ce, s), ce.span, "a when-condition");
+    b.condition_span = ce.span;
+    b.condition_text = source_text(ce.span);
+    bool varies = false;
+    for (uint32_t sy : sym::free_symbols(b.condition)) {
+      auto it = flat_.var_of_symbol.find(sy);
+      varies |=
+          sy == flat_.time_symbol || ders_.integral_of(sy) >= 0 ||
+          (it != flat_.var_of_symbol.end() && flat_.vars[it->second].role != VarRole::Parameter &&
+           flat_.vars[it->second].role != VarRole::Constant);
+    }
+    if (!varies) {
+      diags_.report(DiagKind::when_condition_constant, ce.span);
+      diags_.help("a when-condition is a relation of time or of variables, e.g. 'x < 0'");
+      throw BuildError{};
+    }
+    if (equality_in(b.condition)) {
+      diags_.report(DiagKind::when_condition_equality, ce.span, {b.condition_text});
+      diags_.help("write the crossing as a relation, e.g. 'x >= 0' or 'x < 0'");
+      throw BuildError{};
+    }
+    when_body_ = &b;
+    try {
+      add_equations(eq.branches[i], s, origin);
+    } catch (...) {
+      when_body_ = nullptr;
+      throw;
+    }
+    when_body_ = nullptr;
+    w.branches.push_back(std::move(b));
+  }
+  flat_.whens.push_back(std::move(w));
+}
+
+void Flattener::add_reinit(const ast::Equation& eq, Scope s) {
+  const ast::Expr& call = *eq.rhs;
+  std::string name;
+  for (const auto& part : call.ref) name += (name.empty() ? "" : ".") + part.name;
+  if (name != "reinit") {
+    diags_.report(DiagKind::call_equation, eq.span, {name});
+    diags_.help("an equation has the form 'expression = expression;'");
+    throw BuildError{};
+  }
+  if (!when_body_) {
+    diags_.report(DiagKind::reinit_outside_when, eq.span);
+    diags_.help(
+        "reinit(x, e) sets the state x to e at an event: write it inside 'when c then ... "
+        "end when;'");
+    throw BuildError{};
+  }
+  const bool named = std::any_of(call.arg_names.begin(), call.arg_names.end(),
+                                 [](const std::string& n) { return !n.empty(); });
+  if (call.args.size() != 2 || named)
+    fail(DiagKind::bad_call, call.span, {"reinit takes two arguments: reinit(x, e)"});
+  const ast::Expr& target = *call.args[0];
+  if (target.kind != ast::ExprKind::Ref)
+    fail(DiagKind::reinit_target, target.span,
+         {"'" + expr_to_string(target) + "' is an expression"});
+  Value x = eval(target, s);
+  Value value = eval(*call.args[1], s);
+  if (x.is_string || value.is_string || x.shape != value.shape)
+    fail(DiagKind::shape_mismatch, eq.span,
+         {fmt::format("reinit of a value of shape {} by one of shape {}", shape_str(x.shape),
+                      shape_str(value.shape))});
+  const std::string text = source_text(eq.span);
+  for (size_t i = 0; i < x.size(); ++i) {
+    Expr e = x.elems[i];
+    auto it = e->is_symbol() ? flat_.var_of_symbol.find(e->symbol) : flat_.var_of_symbol.end();
+    if (it == flat_.var_of_symbol.end() || flat_.vars[it->second].role != VarRole::Variable ||
+        flat_.vars[it->second].type != ScalarType::Real)
+      fail(DiagKind::reinit_target, target.span,
+           {it == flat_.var_of_symbol.end()
+                ? "'" + expr_to_string(target) + "' is not a variable"
+                : "'" + flat_.vars[it->second].name + "' is a parameter, constant or input"});
+    for (const FlatReinit& r : when_body_->reinits)
+      if (r.var == e->symbol) fail(DiagKind::reinit_twice, eq.span, {flat_.vars[it->second].name});
+    FlatReinit r;
+    r.var = e->symbol;
+    r.value = value.elems[i];
+    r.span = eq.span;
+    r.text = x.size() > 1 ? fmt::format("{}  (element {})", text, i + 1) : text;
+    when_body_->reinits.push_back(std::move(r));
   }
 }
 

@@ -119,7 +119,7 @@ struct Import {
 struct Equation;
 using EquationList = std::vector<Equation>;
 
-enum class EquationKind { Simple, Connect, For, If, Outputs };
+enum class EquationKind { Simple, Connect, For, If, Outputs, When, Call };
 
 struct Equation {
   EquationKind kind = EquationKind::Simple;
@@ -132,6 +132,8 @@ struct Equation {
   std::vector<ForIndex> indices;
   EquationList body;
   // If: conditions[i] guards branches[i]; branches may have one more element (the else branch).
+  // When: conditions[i] triggers branches[i] (`elsewhen` adds one of each). Call: `f(args);`,
+  // rhs the Call expression.
   std::vector<ExprPtr> conditions;
   std::vector<EquationList> branches;
   std::string description;
@@ -154,6 +156,8 @@ struct Statement {
   std::vector<ForIndex> indices;
   StatementList body;
   // If: conditions[i] guards branches[i]; branches may have one more element (the else branch).
+  // When: conditions[i] triggers branches[i] (`elsewhen` adds one of each). Call: `f(args);`,
+  // rhs the Call expression.
   std::vector<ExprPtr> conditions;
   std::vector<StatementList> branches;
 };

@@ -180,6 +180,21 @@ void print_equation(std::ostream& os, const ast::Equation& eq, int level) {
         print_equations(os, eq.branches[i], level + 1);
       }
       return;
+    case ast::EquationKind::When:
+      for (size_t i = 0; i < eq.branches.size(); ++i) {
+        if (i > 0) indent(os, level);
+        os << (i == 0 ? cat("when ", location(eq.span), " ") : std::string("elsewhen "))
+           << (i < eq.conditions.size() && eq.conditions[i] ? expr_to_string(*eq.conditions[i])
+                                                            : "");
+        if (i == 0) os << description(eq.description);
+        os << "\n";
+        print_equations(os, eq.branches[i], level + 1);
+      }
+      return;
+    case ast::EquationKind::Call:
+      os << "call " << location(eq.span) << ' ' << (eq.rhs ? expr_to_string(*eq.rhs) : "")
+         << description(eq.description) << "\n";
+      return;
   }
 }
 

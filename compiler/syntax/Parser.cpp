@@ -295,7 +295,7 @@ class MbsErrorStrategy : public antlr4::DefaultErrorStrategy {
       if (depth == 0 && la == P::SEMICOLON) break;
       if (depth == 0 &&
           (la == P::END || la == P::EQUATION || la == P::ALGORITHM || la == P::PUBLIC ||
-           la == P::PROTECTED || la == P::ELSE || la == P::ELSEIF)) {
+           la == P::PROTECTED || la == P::ELSE || la == P::ELSEIF || la == P::ELSEWHEN)) {
         return;
       }
       if (la == P::LPAREN || la == P::LBRACKET || la == P::LBRACE) ++depth;
@@ -509,26 +509,12 @@ class MbsErrorStrategy : public antlr4::DefaultErrorStrategy {
   }
 
   // Consumes the statement that starts at LT(1): up to and including its ';' at bracket depth
-  // 0, or up to a keyword that ends a statement list. An unsupported block (`when ... end when;`)
-  // is skipped as a whole.
+  // 0, or up to a keyword that ends a statement list.
   static void skip_statement(antlr4::Parser* p) {
     antlr4::TokenStream* in = p->getTokenStream();
     Token* first = in->LT(1);
     if (first->getType() == Token::EOF) return;
-    const std::string keyword = first->getType() == P::UNSUPPORTED_KEYWORD ? first->getText() : "";
     p->consume();
-    if (keyword == "when") {
-      while (in->LA(1) != Token::EOF) {
-        bool closes = in->LA(1) == P::END && in->LT(2)->getText() == keyword;
-        p->consume();
-        if (closes) {
-          p->consume();
-          if (in->LA(1) == P::SEMICOLON) p->consume();
-          return;
-        }
-      }
-      return;
-    }
     int depth = 0;
     while (true) {
       size_t la = in->LA(1);
@@ -539,7 +525,7 @@ class MbsErrorStrategy : public antlr4::DefaultErrorStrategy {
       }
       if (depth == 0 &&
           (la == P::END || la == P::EQUATION || la == P::ALGORITHM || la == P::PUBLIC ||
-           la == P::PROTECTED || la == P::ELSE || la == P::ELSEIF)) {
+           la == P::PROTECTED || la == P::ELSE || la == P::ELSEIF || la == P::ELSEWHEN)) {
         return;
       }
       if (la == P::LPAREN || la == P::LBRACKET || la == P::LBRACE) ++depth;
@@ -649,8 +635,8 @@ class MbsErrorStrategy : public antlr4::DefaultErrorStrategy {
     }
     if (rule == P::RuleEquation && want == "'='" && !at_eof && t->getType() == P::SEMICOLON) {
       reporter_.diags().help(
-          "an equation has the form 'expression = expression;' (function-call equations such as "
-          "assert(...) are not supported)");
+          "an equation has the form 'expression = expression;' (the only call equation is "
+          "reinit(x, e), inside a when-equation)");
     }
   }
 
@@ -1061,6 +1047,14 @@ class Builder {
         eq.kind = ast::EquationKind::If;
         eq.span = r_.span(i);
         if_equation(eq, i);
+      } else if (auto* w = ctx->whenEquation()) {
+        eq.kind = ast::EquationKind::When;
+        eq.span = r_.span(w);
+        when_equation(eq, w);
+      } else if (auto* callee = ctx->componentReference()) {
+        eq.kind = ast::EquationKind::Call;
+        eq.span = join(r_.span(callee), r_.span(ctx->functionCallArgs()));
+        eq.rhs = call_arguments(component_reference(callee), ctx->functionCallArgs(), eq.span).e;
       }
       out.push_back(std::move(eq));
     } catch (const StatementFailed&) {
@@ -1091,6 +1085,22 @@ class Builder {
       } else if (auto* c = dynamic_cast<P::ExpressionContext*>(child); c && expect_condition) {
         eq.conditions.push_back(expr(c).e);
         expect_condition = false;
+      } else if (auto* e = dynamic_cast<P::EquationContext*>(child)) {
+        equation(eq.branches.back(), e);
+      }
+    }
+  }
+
+  // WHEN c THEN eqs (ELSEWHEN c THEN eqs)* END WHEN: one condition per branch.
+  void when_equation(ast::Equation& eq, P::WhenEquationContext* ctx) {
+    for (ParseTree* child : ctx->children) {
+      const size_t type = type_of(child);
+      if (type == P::THEN) {
+        eq.branches.emplace_back();
+      } else if (type == P::END) {
+        break;
+      } else if (auto* c = dynamic_cast<P::ExpressionContext*>(child)) {
+        eq.conditions.push_back(expr(c).e);
       } else if (auto* e = dynamic_cast<P::EquationContext*>(child)) {
         equation(eq.branches.back(), e);
       }
@@ -1856,10 +1866,11 @@ class FileParser {
       const size_t type = t->getType();
       if (pending_end != static_cast<size_t>(-1) && type != P::ERROR_CHAR &&
           type != P::UNTERMINATED_STRING && type != P::UNTERMINATED_COMMENT) {
-        // `end` followed by a name, `for`, `if` or `;` closes a block even inside an unclosed
+        // `end` followed by a name, `for`, `if`, `while`, `when` or `;` closes a block even inside
+        // an unclosed
         // `[`; anything else makes it the expression `end`.
         if (type != P::IDENT && type != P::FOR && type != P::IF && type != P::WHILE &&
-            type != P::SEMICOLON && type != Token::EOF) {
+            type != P::WHEN && type != P::SEMICOLON && type != Token::EOF) {
           if (auto* w = dynamic_cast<antlr4::WritableToken*>(kept[pending_end].get())) {
             w->setType(P::SUBSCRIPT_END);
           }

@@ -326,6 +326,14 @@ std::vector<std::string> declared_outputs(const CompiledModel& m) {
 }
 
 std::string model_exchange_obstacle(const CompiledModel& m) {
+  if (m.has_events()) {
+    const SourceRef& at = m.branch_source.front();
+    return "the model has events (when " + at.text + " at " + at.file + ":" +
+           std::to_string(at.line) +
+           "), which model exchange would hand to the importer as event indicators; this "
+           "export does not provide them yet, so export it for co-simulation (its solver "
+           "locates and applies the events)";
+  }
   if (m.n_z == 0) return {};
   for (int32_t i = 0; i < m.n_eq(); ++i) {
     const EquationLevel level = m.eq_level[static_cast<size_t>(i)];

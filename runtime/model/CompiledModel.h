@@ -208,6 +208,24 @@ struct CompiledModel {
   Kernel parameter_bindings;
   int32_t parameter_binding_passes = 0;
 
+  // ---- events (optional: a model with when-equations; docs/solvers.md, "Events")
+  // events(v): n_crossings zero-crossing functions (a - b of each relation of the conditions),
+  // then the condition of every branch (1.0 / 0.0), when by when, branch by branch.
+  // event_reinit(v): the new value of every reinit, in the same order. At an event the first
+  // branch of each when whose condition became true fires: its reinits set
+  // v[reinit_slot[r]] = value / reinit_scale[r] (a q, der(q) or y slot).
+  Kernel events, event_reinit;
+  int32_t n_crossings = 0;
+  std::vector<int32_t> when_first_branch;    // size n_when + 1: the branches of when w
+  std::vector<int32_t> branch_first_reinit;  // size n_branches + 1: the reinits of branch b
+  std::vector<SourceRef> branch_source;      // per branch: its condition as written
+  std::vector<int32_t> reinit_slot;
+  std::vector<double> reinit_scale;
+  std::vector<SourceRef> reinit_source;  // per reinit: the reinit equation
+  bool has_events() const { return events.fn != nullptr; }
+  int32_t n_whens() const {
+    return when_first_branch.empty() ? 0 : static_cast<int32_t>(when_first_branch.size()) - 1;
+  }
   // ---- exact sensitivities (optional: compiled with CompileOptions::sensitivities; values.fn
   // null otherwise). p = parameters in order.
   SparseKernel sens_F_p;       // dF/dp (n_eq x n_p)

@@ -21,7 +21,7 @@ static_assert(sizeof(SparseKernel) == 104, "SparseKernel changed: update ModelIm
 static_assert(sizeof(SourceRef) == 72, "SourceRef changed: update ModelImage.cpp");
 static_assert(sizeof(Unknown) == 104, "Unknown changed: update ModelImage.cpp");
 static_assert(sizeof(OutputSource) == 168, "OutputSource changed: update ModelImage.cpp");
-static_assert(sizeof(CompiledModel) == 3336, "CompiledModel changed: update ModelImage.cpp");
+static_assert(sizeof(CompiledModel) == 3584, "CompiledModel changed: update ModelImage.cpp");
 #endif
 
 // Primitive values: fixed-width little-endian integers, doubles as their IEEE bits, strings
@@ -239,6 +239,15 @@ void transfer(IO& io, CompiledModel& m) {
   xfer(io, m.sens_start);
   xfer(io, m.sens_bindings);
   xfer(io, m.sens_outputs);
+  xfer(io, m.events);
+  xfer(io, m.event_reinit);
+  xfer(io, m.n_crossings);
+  xfer(io, m.when_first_branch);
+  xfer(io, m.branch_first_reinit);
+  xfer(io, m.branch_source);
+  xfer(io, m.reinit_slot);
+  xfer(io, m.reinit_scale);
+  xfer(io, m.reinit_source);
 }
 
 // The sizes every slot index and pattern must respect; "" or the first inconsistency. A damaged
@@ -267,6 +276,22 @@ std::string check_consistency(const CompiledModel& m) {
   if (m.eq_level.size() != neq || m.eq_source.size() != neq) return "equation lists";
   if (!slots_ok(m.parameter_slot, m.parameters.size())) return "parameter slots";
   if (!slots_ok(m.input_slot, m.inputs.size())) return "input slots";
+  if (!m.when_first_branch.empty() || m.events.n_out != 0 || m.event_reinit.n_out != 0) {
+    // offsets from 0, non-decreasing, ending at the next list's size
+    auto offsets_ok = [](const std::vector<int32_t>& o, size_t n) {
+      if (o.empty() || o.front() != 0 || static_cast<size_t>(o.back()) != n) return false;
+      for (size_t i = 1; i < o.size(); ++i)
+        if (o[i] < o[i - 1]) return false;
+      return true;
+    };
+    const size_t nb = m.branch_source.size(), nr = m.reinit_slot.size();
+    if (!offsets_ok(m.when_first_branch, nb) || !offsets_ok(m.branch_first_reinit, nr) ||
+        m.branch_first_reinit.size() != nb + 1 || !slots_ok(m.reinit_slot, nr) ||
+        m.reinit_scale.size() != nr || m.reinit_source.size() != nr || m.n_crossings < 0 ||
+        m.events.n_out != m.n_crossings + static_cast<int32_t>(nb) ||
+        m.event_reinit.n_out != static_cast<int32_t>(nr))
+      return "event tables";
+  }
   for (EquationLevel l : m.eq_level)
     if (l > EquationLevel::Algebraic) return "an equation level out of range";
   for (EquationLevel l : m.z_level)
@@ -333,6 +358,8 @@ void visit_kernels(M& m, F&& f) {
   sparse("sens_start", m.sens_start);
   sparse("sens_bindings", m.sens_bindings);
   sparse("sens_outputs", m.sens_outputs);
+  f("events", m.events);
+  f("event_reinit", m.event_reinit);
 }
 
 }  // namespace

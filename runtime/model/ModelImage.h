@@ -18,7 +18,7 @@
 
 namespace mbs::rt {
 
-constexpr uint32_t kModelImageVersion = 3;  // 2: output_interface; 3: inputs
+constexpr uint32_t kModelImageVersion = 4;  // 2: output_interface; 3: inputs; 4: events
 
 // The image of `m` (without code_owner and the kernels' function pointers).
 std::string write_model_image(const CompiledModel& m);

@@ -260,6 +260,7 @@ SolveStatus ExplicitRk::run(const Observer& observer) {
   if (observer && last_output_ != n_done_) {
     if (const int e = emit(observer)) status = stopped(e);
   }
+  event_observer_ = observer ? &observer : nullptr;
   while (status == SolveStatus::Finished && n_done_ < n_steps_) {
     // The next output point (without observer, or with output_every = 0: t_end).
     int64_t target = n_steps_;
@@ -270,10 +271,16 @@ SolveStatus ExplicitRk::run(const Observer& observer) {
       status = failure_ ? SolveStatus::Failed : st;
       break;
     }
+    if (stop_requested_) {  // the observer said stop at the row of an event
+      stop_requested_ = false;
+      status = SolveStatus::Stopped;
+      break;
+    }
     if (observer) {
       if (const int e = emit(observer)) status = stopped(e);
     }
   }
+  event_observer_ = nullptr;
   progress_.finish();
   stats_.wall_time +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -509,6 +516,16 @@ void ExplicitRk::restore_accepted_state() {
   }
 }
 
+void ExplicitRk::take_state_from_v() {
+  const auto& m = model_;
+  const double* v = ws_.v.data();
+  for (int32_t i = 0; i < m.n_q; ++i) {
+    xi0_[i] = v[m.q_slot[i]];
+    xi0_[m.n_q + i] = v[m.qd_slot[i]];
+  }
+  for (int32_t j = 0; j < m.n_y; ++j) xi0_[2 * m.n_q + j] = v[m.y_slot[j]];
+}
+
 bool ExplicitRk::restart() {
   factored_ = false;  // a constant leading matrix may depend on a changed parameter
   if (!derivative(t_, xi0_.data(), d0_.data())) {
@@ -553,6 +570,7 @@ SolveStatus ExplicitRk::advance_adaptive(int64_t target) {
       static_cast<int64_t>(options_.max_rejections) * std::max<int64_t>(target - n_done_, 1);
   interval_rejections_ = 0;
   while (t_ < t_target) {
+    if (!prepare_events()) return SolveStatus::Failed;
     const double remaining = t_target - t_;
     // Hit the target exactly; split the rest into two equal steps rather than leave a sliver.
     const bool last = h_prop_ >= remaining * (1.0 - 1e-9);
@@ -580,11 +598,17 @@ SolveStatus ExplicitRk::advance_adaptive(int64_t target) {
     // A step shortened to hit the target does not limit the growth of the next one.
     const double h_base = shortened ? std::max(h, h_prop_) : h;
     if (err_ <= 1.0) {
-      accept(h);
-      t_ = last ? t_target : t_ + h;
-      h_last_ = h;
-      stats_.record_accepted_step(h);
-      if (!check_divergence(h)) return SolveStatus::Failed;
+      double h_step = h;
+      const int event = model_.has_events() ? locate_event(*this, h_step) : 0;
+      if (event < 0) return SolveStatus::Failed;
+      accept(h_step);
+      t_ = last && h_step == h ? t_target : t_ + h_step;
+      h_last_ = h_step;
+      stats_.record_accepted_step(h_step);
+      if (!check_divergence(h_step)) return SolveStatus::Failed;
+      if (event > 0 && !fire_events()) return SolveStatus::Failed;
+      if (event == 0 && model_.has_events()) ev_old_.swap(ev_try_);  // the events at t_
+      if (stop_requested_) return SolveStatus::Ok;
       h_prop_ = std::min(h_max_, std::min(h_base * f_inc, std::max(h_min_, f_sfty * h_opt)));
       if (options_.verbosity >= 1) {
         std::fprintf(stderr, "%s: t = %.9g accepted h = %.3e err = %.3e next h = %.3e\n",

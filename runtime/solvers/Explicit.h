@@ -102,6 +102,7 @@ class ExplicitRk final : public Integrator {
   std::vector<double> fp_values_, jq_values_, jqd_values_, jy_values_, rhs_;
   void restore_accepted_state();
   bool restart() override;
+  void take_state_from_v() override;
   void save_method(std::vector<double>& out) override;
   bool restore_method(std::span<const double> in, size_t& pos)
       override;  // d0_ (the first stage) again, the leading matrix refactored

@@ -229,6 +229,20 @@ std::string nonfinite_output_warning(const FailureRecord& f, const CompiledModel
 
 std::string render_failure(const FailureRecord& f, const CompiledModel& m) {
   if (f.kind == FailureKind::NonFiniteOutput) return f.message;
+  if (f.kind == FailureKind::Chattering) {
+    std::string out = fmt::format(
+        "error: {}: {} at t = {}\nnote: {} events in a row, each within {:.3g} s of the one "
+        "before (--chatter-limit)\n",
+        f.solver, failure_summary(f.kind), f.t, f.count, f.h);
+    if (f.branch >= 0 && static_cast<size_t>(f.branch) < m.branch_source.size()) {
+      const SourceRef& s = m.branch_source[static_cast<size_t>(f.branch)];
+      const std::string loc = location(s);
+      out += fmt::format("note: the last event was 'when {}'{}\n", s.text,
+                         loc.empty() ? "" : " at " + loc);
+    }
+    out += fmt::format("help: {}\n", failure_hint(f.kind));
+    return out;
+  }
   if (f.kind == FailureKind::Diverged || f.kind == FailureKind::TooManyRejections ||
       f.kind == FailureKind::StepCollapsed) {
     std::string out = step_headline(f);

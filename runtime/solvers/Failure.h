@@ -50,7 +50,14 @@ namespace mbs::rt {
   X(StepCollapsed, "the step size collapsed",                                                    \
     "the step cannot shrink further: t + h can hardly be told from t; a singularity or a "       \
     "discontinuity at this time, or a model too stiff for the method: use an implicit solver, "  \
-    "check the model near this time, or loosen --rtol/--atol")
+    "check the model near this time, or loosen --rtol/--atol")                                   \
+  X(Chattering, "events follow each other without time advancing (chattering)",                  \
+    "the model switches back and forth at one point in time (a bouncing ball coming to rest, a " \
+    "stop without restitution): end the run before that time, change the model so that the "     \
+    "switching stops (e.g. a state that stays at rest), or raise --chatter-limit")               \
+  X(EventFailed, "the event could not be located",                                               \
+    "a step to a point inside the last step failed while the event time was searched for; a "    \
+    "smaller --step helps")
 
 enum class FailureKind : uint8_t {
 #define MBS_X(kind, summary, hint) kind,
@@ -92,7 +99,9 @@ struct FailureRecord {
   int32_t state = -1;
   double value = std::numeric_limits<double>::quiet_NaN();
   double scale = std::numeric_limits<double>::quiet_NaN();
-  int32_t count = 0;
+  int32_t count = 0;  // also Chattering: the events in the burst
+  int32_t branch =
+      -1;  // Chattering: the when-branch that fired last (CompiledModel::branch_source)
   // Diverged, TooManyRejections, StepCollapsed: the failure of the last attempt that came with it
   // (NewtonDiverged, NonFiniteResidual, ...), shown as a note; or the kind itself if none.
   FailureKind cause = FailureKind::NewtonDiverged;

@@ -231,6 +231,16 @@ bool NewmarkFamily::restart() {
   return true;
 }
 
+void NewmarkFamily::take_state_from_v() {
+  const auto& m = model_;
+  const double* v = ws_.v.data();
+  for (int32_t i = 0; i < m.n_q; ++i) {
+    q0_[i] = v[m.q_slot[i]];
+    qd0_[i] = v[m.qd_slot[i]];
+  }
+  for (int32_t j = 0; j < m.n_y; ++j) y0_[j] = v[m.y_slot[j]];
+}
+
 // The modified Newton's matrix is part of the state: its values (scaled, as factored) and how
 // they were made are saved, and a restore factors the same values again -- KLU is deterministic,
 // so a continuation from a restored state is bitwise the one from the saved point, and saving

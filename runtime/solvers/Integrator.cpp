@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "runtime/solvers/Explicit.h"
 #include "runtime/solvers/GenAlpha.h"
 #include "runtime/solvers/ModelCheck.h"
@@ -10,6 +12,10 @@ namespace mbs::rt {
 
 namespace {
 
+std::string location_of(const SourceRef& s) {
+  return s.file.empty() ? std::string("model") : fmt::format("{}:{}:{}", s.file, s.line, s.col);
+}
+
 // Validates before anything is sized from the model.
 std::shared_ptr<const CompiledModel> checked(std::shared_ptr<const CompiledModel> model,
                                              const SolverOptions& o) {
@@ -17,6 +23,20 @@ std::shared_ptr<const CompiledModel> checked(std::shared_ptr<const CompiledModel
   const CompiledModel& m = *model;
   if (auto err = validate(o)) throw SolverSetupError(*err);
   check_model(m);
+  if (m.has_events()) {
+    // A reinit of a velocity in a constrained model would need the velocities projected on
+    // the constraints (an impulse); refused rather than integrated from inconsistent values.
+    bool constrained = false;
+    for (EquationLevel l : m.eq_level)
+      constrained |= l == EquationLevel::Position || l == EquationLevel::Velocity;
+    for (size_t r = 0; r < m.reinit_slot.size() && constrained; ++r)
+      if (std::find(m.q_slot.begin(), m.q_slot.end(), m.reinit_slot[r]) != m.q_slot.end() ||
+          std::find(m.qd_slot.begin(), m.qd_slot.end(), m.reinit_slot[r]) != m.qd_slot.end())
+        throw SolverSetupError(fmt::format(
+            "{}: model '{}' reinitialises a coordinate of a system with constraints ({}); "
+            "the projection of the new state on the constraints is not implemented yet",
+            location_of(m.reinit_source[r]), m.name, m.reinit_source[r].text));
+  }
   const double t0 = m.v0[m.slot_time];
   if (!(o.t_end > t0)) {
     throw SolverSetupError(
@@ -119,7 +139,108 @@ bool Integrator::restart() {
 bool Integrator::apply_restart() {
   if (!restart_pending_) return true;
   restart_pending_ = false;
+  events_valid_ = false;
   return restart();
+}
+
+// ---- events
+
+void Integrator::take_state_from_v() {}
+
+bool Integrator::evaluate_events(std::vector<double>& out, double h) {
+  const Kernel& k = model_.events;
+  out.resize(static_cast<size_t>(k.n_out));
+  const int32_t st = k(ws_.v.data(), out.data());
+  if (st >= 0) return true;  // a non-finite crossing value only changes no sign
+  AttemptFailure a;
+  a.kind = FailureKind::KernelFatal;
+  a.kernel_status = st;
+  fail(a, FailurePhase::Step, h, 0);
+  return false;
+}
+
+bool Integrator::condition_rose(const std::vector<double>& now) const {
+  const size_t nc = static_cast<size_t>(model_.n_crossings);
+  for (size_t b = nc; b < now.size(); ++b)
+    if (ev_old_[b] == 0.0 && now[b] != 0.0) return true;
+  return false;
+}
+
+bool Integrator::prepare_events() {
+  if (!model_.has_events() || events_valid_) return true;
+  if (!evaluate_events(ev_old_, h_try_)) return false;
+  events_valid_ = true;
+  return true;
+}
+
+bool Integrator::fire_events() {
+  const CompiledModel& m = model_;
+  const size_t nc = static_cast<size_t>(m.n_crossings);
+  if (!evaluate_events(ev_try_, h_last_)) return false;
+  // the first branch of each when whose condition rose
+  std::vector<int32_t>& fired = fired_;
+  fired.clear();
+  for (int32_t w = 0; w < m.n_whens(); ++w) {
+    for (int32_t b = m.when_first_branch[w]; b < m.when_first_branch[w + 1]; ++b) {
+      const size_t i = nc + static_cast<size_t>(b);
+      if (ev_old_[i] == 0.0 && ev_try_[i] != 0.0) {
+        fired.push_back(b);
+        break;
+      }
+    }
+  }
+  if (fired.empty()) {  // a crossing without a rising condition (cannot happen: located on one)
+    ev_old_.swap(ev_try_);
+    return true;
+  }
+  // chattering: events in a row, each within 100 event tolerances of the one before
+  const double close = 100.0 * options_.event_tolerance * std::max(1.0, std::fabs(t_));
+  event_burst_ = t_ - last_event_t_ <= close ? event_burst_ + 1 : 1;
+  last_event_t_ = t_;
+  if (event_burst_ > options_.chatter_limit) {
+    FailureRecord f = step_record(FailureKind::Chattering, close, h_min_);
+    f.count = event_burst_;
+    f.branch = fired.back();
+    f.message = render_failure(f, m);
+    failure_ = std::move(f);
+    return false;
+  }
+  ++stats_.events;
+  if (event_observer_ && *event_observer_) {  // the row just before the event
+    if (const int e = emit(*event_observer_); e != 0) {
+      if (e == kEmitFailed) return false;
+      stop_requested_ = true;
+    }
+  }
+  reinit_values_.resize(static_cast<size_t>(m.event_reinit.n_out));
+  if (m.event_reinit.n_out > 0) {
+    const int32_t st = m.event_reinit(ws_.v.data(), reinit_values_.data());
+    if (st != 0) {
+      AttemptFailure a;
+      a.kind = st < 0 ? FailureKind::KernelFatal : FailureKind::NonFiniteResidual;
+      a.kernel_status = st;
+      fail(a, FailurePhase::Step, h_last_, 0);
+      return false;
+    }
+  }
+  // every reinit reads the values before the event (simultaneous assignment)
+  for (const int32_t b : fired)
+    for (int32_t r = m.branch_first_reinit[b]; r < m.branch_first_reinit[b + 1]; ++r)
+      ws_.v[static_cast<size_t>(m.reinit_slot[r])] =
+          reinit_values_[static_cast<size_t>(r)] / m.reinit_scale[r];
+  take_state_from_v();
+  if (!restart()) return false;
+  if (!evaluate_events(ev_old_, h_last_)) return false;
+  events_valid_ = true;
+  last_output_ = -1;  // the current point is not a grid point already written
+  if (event_observer_ && *event_observer_ && !stop_requested_) {  // the row just after
+    if (const int e = emit(*event_observer_); e != 0) {
+      if (e == kEmitFailed) return false;
+      stop_requested_ = true;
+    }
+    last_output_ = -1;
+  }
+  return true;
 }
 
 namespace {
@@ -164,6 +285,8 @@ bool Integrator::restore(std::span<const double> in) {
   interval_rejections_ = static_cast<int64_t>(b[11]);
   restart_pending_ = b[12] != 0.0;
   std::copy_n(b + kBaseFields, nv, ws_.v.begin());
+  events_valid_ = false;
+  event_burst_ = 0;
   failure_.reset();
   skip_final_emit_ = false;
   return true;
@@ -219,6 +342,13 @@ void Integrator::enable_sensitivities(std::vector<SensitivityDirection> directio
   for (const auto& d : directions)
     if (d.dp.size() != np || d.start.size() != ns)
       throw SolverSetupError("a sensitivity direction has the wrong size");
+  if (m.has_events())
+    throw SolverSetupError(
+        fmt::format("exact sensitivities are not available for model '{}': it has events "
+                    "(when-equations), across which the discrete solution is not differentiable "
+                    "as the sensitivity recurrences assume; use finite differences "
+                    "(--sensitivity-method fd)",
+                    m.name));
   directions_ = std::move(directions);
   n_directions_ = static_cast<int32_t>(directions_.size());
   sens_output_values_.assign(static_cast<size_t>(m.sens_outputs.nnz()), 0.0);

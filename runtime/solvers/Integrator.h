@@ -195,6 +195,35 @@ class Integrator {
   virtual void save_method(std::vector<double>& out);
   virtual bool restore_method(std::span<const double> in, size_t& pos);
   bool restart_pending_ = false;  // an input or parameter changed since the last step
+
+  // ---- events (docs/solvers.md, "Events")
+  // After a successful attempt(h) of the step from the current point: 0 when no when-condition
+  // became true in (t, t + h]; 1 when one did: h is shortened to the first such point (located
+  // to options.event_tolerance by a bracketing search over steps of the method from t: regula
+  // falsi (Illinois) on the zero-crossing functions, bisection where that is slow) and the
+  // state of that shorter step is the attempt's; -1 on failure (failure_ set).
+  template <class D>
+  int locate_event(D& self, double& h);
+  // At the accepted point that ends a located step: the branches whose condition became true
+  // fire (row before, reinits, restart of the method, row after); false with failure_ set.
+  bool fire_events();
+  // The events kernel at ws_.v into `out` (size n_crossings + branches); false (failure_ set)
+  // when it reports a fatal status.
+  bool evaluate_events(std::vector<double>& out, double h);
+  // Whether a branch's condition is true in `now` and was false in ev_old_.
+  bool condition_rose(const std::vector<double>& now) const;
+  // Before a step: the events at the current point (once per point).
+  bool prepare_events();
+  // The method takes over the accepted state from ws_.v (q, der(q), y) after a reinit changed it
+  // there; followed by restart(). Default: nothing (a method whose state is v).
+  virtual void take_state_from_v();
+  std::vector<double> ev_old_, ev_try_, ev_lo_, ev_hi_, reinit_values_;
+  bool events_valid_ = false;                 // ev_old_ is at the current point
+  const Observer* event_observer_ = nullptr;  // run(): the rows before and after an event
+  int32_t event_burst_ = 0;                   // events in a row close together (chattering)
+  double last_event_t_ = -std::numeric_limits<double>::infinity();
+  std::vector<int32_t> fired_;   // the branches firing at an event
+  bool stop_requested_ = false;  // the observer asked to stop at an event's row
   // restart() if one is pending (every step does this first); false with failure_ set.
   bool apply_restart();
 
@@ -268,6 +297,7 @@ SolveStatus Integrator::advance_grid_step(D& self) {
   if (!apply_restart()) return SolveStatus::Failed;
   const double t_target = grid_time(n_done_ + 1);
   while (t_ < t_target) {
+    if (!prepare_events()) return SolveStatus::Failed;
     const double remaining = t_target - t_;
     // Take the rest of the grid step when it is (almost) within reach, so no sliver step remains.
     // Within rounding of the current step size, keep it exactly: the Newton matrix depends on
@@ -276,11 +306,16 @@ SolveStatus Integrator::advance_grid_step(D& self) {
     const double h = !last || std::fabs(remaining - h_try_) <= 1e-9 * h_try_ ? h_try_ : remaining;
     progress_.tick(t_, h);
     if (self.attempt(h)) {
-      self.accept(h);
-      t_ = last ? t_target : t_ + h;
-      h_last_ = h;
-      stats_.record_accepted_step(h);
-      if (!check_divergence(h)) return SolveStatus::Failed;
+      double h_step = h;
+      const int event = model_.has_events() ? locate_event(self, h_step) : 0;
+      if (event < 0) return SolveStatus::Failed;
+      self.accept(h_step);
+      t_ = last && h_step == h ? t_target : t_ + h_step;
+      h_last_ = h_step;
+      stats_.record_accepted_step(h_step);
+      if (!check_divergence(h_step)) return SolveStatus::Failed;
+      if (event > 0 && !fire_events()) return SolveStatus::Failed;
+      if (event == 0 && model_.has_events()) ev_old_.swap(ev_try_);  // the events at t_
       if (h_try_ < options_.h && ++success_streak_ >= 2) {
         h_try_ = std::min(2.0 * h_try_, options_.h);
         success_streak_ = 0;
@@ -322,6 +357,7 @@ SolveStatus Integrator::run_loop(D& self, const Observer& observer) {
   if (observer && last_output_ != n_done_) {
     if (const int e = emit(observer)) status = stopped(e);
   }
+  event_observer_ = observer ? &observer : nullptr;
   while (status == SolveStatus::Finished && n_done_ < n_steps_) {
     if (interrupt_requested()) {
       if (observer && last_output_ != n_done_) emit(observer);
@@ -333,14 +369,82 @@ SolveStatus Integrator::run_loop(D& self, const Observer& observer) {
       status = SolveStatus::Failed;
       break;
     }
+    if (stop_requested_) {  // the observer said stop at the row of an event
+      stop_requested_ = false;
+      status = SolveStatus::Stopped;
+      break;
+    }
     if (observer && ((every > 0 && n_done_ % every == 0) || n_done_ == n_steps_)) {
       if (const int e = emit(observer)) status = stopped(e);
     }
   }
+  event_observer_ = nullptr;
   progress_.finish();
   stats_.wall_time +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return status;
+}
+
+template <class D>
+int Integrator::locate_event(D& self, double& h) {
+  if (!evaluate_events(ev_try_, h)) return -1;
+  if (!condition_rose(ev_try_)) return 0;
+  const auto nc = static_cast<size_t>(model_.n_crossings);
+  const double tol = options_.event_tolerance * std::max(1.0, std::fabs(t_));
+  double lo = 0.0, hi = h;  // the condition has not risen at t + lo, has at t + hi
+  ev_lo_ = ev_old_;
+  ev_hi_ = ev_try_;
+  double at = h;  // where the last attempt ended
+  int kept = 0;   // which end was kept twice in a row (Illinois): -1 lo, +1 hi
+  bool bisect = false;
+  for (int it = 0; hi - lo > tol && it < 200; ++it) {
+    const double width = hi - lo;
+    // regula falsi on each crossing function that changes sign over [lo, hi]: the first root
+    double s = std::numeric_limits<double>::infinity();
+    for (size_t k = 0; k < nc && !bisect; ++k) {
+      const double a = ev_lo_[k], b = ev_hi_[k];
+      if ((a < 0.0) == (b < 0.0) || a == b) continue;
+      s = std::min(s, lo + width * (a / (a - b)));
+    }
+    // keep the point well inside the bracket so that both ends move
+    const double margin = std::min(0.5 * tol, 0.25 * width);
+    if (!std::isfinite(s)) s = lo + 0.5 * width;
+    s = std::clamp(s, lo + margin, hi - margin);
+    if (!self.attempt(s)) {
+      // a step to inside the last one failed: bisect once more before giving up
+      s = lo + 0.5 * width;
+      if (!self.attempt(s)) {
+        FailureRecord f = step_record(FailureKind::EventFailed, s, h_min_);
+        f.message = render_failure(f, model_);
+        failure_ = std::move(f);
+        return -1;
+      }
+    }
+    at = s;
+    if (!evaluate_events(ev_try_, s)) return -1;
+    if (condition_rose(ev_try_)) {
+      hi = s;
+      ev_hi_.swap(ev_try_);
+      if (kept == -1)
+        for (size_t k = 0; k < nc; ++k) ev_lo_[k] *= 0.5;
+      kept = -1;
+    } else {
+      lo = s;
+      ev_lo_.swap(ev_try_);
+      if (kept == 1)
+        for (size_t k = 0; k < nc; ++k) ev_hi_[k] *= 0.5;
+      kept = 1;
+    }
+    bisect = hi - lo > 0.5 * width;  // slow: the next point halves the bracket
+  }
+  if (at != hi && !self.attempt(hi)) {
+    FailureRecord f = step_record(FailureKind::EventFailed, hi, h_min_);
+    f.message = render_failure(f, model_);
+    failure_ = std::move(f);
+    return -1;
+  }
+  h = hi;
+  return 1;
 }
 
 }  // namespace mbs::rt

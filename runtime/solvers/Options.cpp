@@ -24,7 +24,7 @@ constexpr std::array<std::string_view, 10> kSolverNames = {
 
 constexpr std::array<std::string_view, 2> kNonFiniteNames = {"error", "warn"};
 
-const std::array<OptionSpec, 23> kOptions = {{
+const std::array<OptionSpec, 25> kOptions = {{
     {.key = "t_end",
      .flag = "--t-end",
      .type = OptionType::Real,
@@ -210,6 +210,23 @@ const std::array<OptionSpec, 23> kOptions = {{
      .help = "rejected step attempts (halvings, error-test rejections, load-step halvings) "
              "allowed in one interval of the output grid before the run fails",
      .field = &SolverOptions::max_rejections,
+     .min = 1.0,
+     .max = 2147483647.0},
+    {.key = "event_tolerance",
+     .flag = "--event-tolerance",
+     .type = OptionType::Real,
+     .unit = "",
+     .help = "events: the time of an event is located to this times max(1, |t|)",
+     .field = &SolverOptions::event_tolerance,
+     .min = 1e-15,
+     .max = 1e-3},
+    {.key = "chatter_limit",
+     .flag = "--chatter-limit",
+     .type = OptionType::Integer,
+     .unit = "",
+     .help = "events: the run fails as chattering after this many events in a row, each within "
+             "100 event tolerances of the one before",
+     .field = &SolverOptions::chatter_limit,
      .min = 1.0,
      .max = 2147483647.0},
     {.key = "divergence_limit",

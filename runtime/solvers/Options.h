@@ -72,6 +72,11 @@ struct SolverOptions {
   // The run has diverged when a state component (q, der(q), y; the static solver: q, y, z)
   // exceeds this in magnitude.
   double divergence_limit = 1e100;
+  // Events (when-equations): an event time is located to event_tolerance * max(1, |t|); a run
+  // fails as chattering after chatter_limit events in a row, each within 100 event tolerances
+  // of the one before.
+  double event_tolerance = 1e-12;
+  int32_t chatter_limit = 100;
 
   // h_min with the automatic value resolved: 1e-12 * max(1, |t_end|), so that t + h_min still
   // differs from t by some 10^4 units in the last place over the whole run, but at most h / 1024

@@ -16,7 +16,8 @@ namespace mbs::rt {
   X(residual_evaluations, "residual evaluations") \
   X(jacobian_evaluations, "Jacobian evaluations") \
   X(factorizations, "factorizations")             \
-  X(linear_solves, "linear solves")
+  X(linear_solves, "linear solves")               \
+  X(events, "events")
 
 #define MBS_STATISTICS_REALS(X)      \
   X(h_smallest, "smallest step [s]") \

@@ -314,7 +314,7 @@ TEST(Implicit, VerbosityLevels) {
 TEST(Implicit, StatisticsTableAndCsvForEverySolver) {
   const std::string header = statistics_csv_header();
   const size_t fields = static_cast<size_t>(std::count(header.begin(), header.end(), ',')) + 1;
-  EXPECT_EQ(fields, 10u);
+  EXPECT_EQ(fields, 11u);
   for (SolverKind kind :
        {SolverKind::GenAlpha, SolverKind::Newmark, SolverKind::Trapezoidal, SolverKind::Rk44}) {
     SolverOptions o = method(kind);

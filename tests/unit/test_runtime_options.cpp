@@ -39,6 +39,8 @@ TEST(Options, TableIsCompleteAndConsistent) {
     EXPECT_EQ(get_option(o, s), default_text(s));
   }
   EXPECT_EQ(keys, (std::set<std::string>{"t_end",
+                                         "event_tolerance",
+                                         "chatter_limit",
                                          "h",
                                          "solver",
                                          "rho_inf",

@@ -778,21 +778,21 @@ TEST(SyntaxErrors, Table) {
        "e.mbs:3:15: error: expected ')', found ';'\n"
        "    connect(a, b;\n"
        "                ^\n"},
-      {"model M\nequation\n  assert(x > 0, \"no\");\nend M;\n",
-       "e.mbs:3:22: error: expected '=', found ';'\n"
-       "    assert(x > 0, \"no\");\n"
-       "                       ^\n"
-       "help: an equation has the form 'expression = expression;' (function-call equations "
-       "such as assert(...) are not supported)\n"},
+      {"model M\nequation\n  x + y;\nend M;\n",
+       "e.mbs:3:8: error: expected '=', found ';'\n"
+       "    x + y;\n"
+       "         ^\n"
+       "help: an equation has the form 'expression = expression;' (the only call equation is "
+       "reinit(x, e), inside a when-equation)\n"},
       {"model\n",
        "e.mbs:1:6: error: expected a class name, found end of file\n"
        "  model\n"
        "       ^\n"},
-      // Unsupported Modelica: one error, the block is skipped.
-      {"model M\nequation\n  when x > 1 then\n    y = 2;\n  end when;\n  z = 1;\nend M;\n",
-       "e.mbs:3:3: error: the Modelica keyword 'when' is not supported\n"
-       "    when x > 1 then\n"
-       "    ^~~~\n"},
+      // Unsupported Modelica: one error.
+      {"model M\n  Real x;\ninitial equation\n  x = 2;\nequation\n  der(x) = 1;\nend M;\n",
+       "e.mbs:3:1: error: the Modelica keyword 'initial' is not supported\n"
+       "  initial equation\n"
+       "  ^~~~~~~\n"},
       // Assignments belong in algorithms, equations in equation sections.
       {"model M\n  Real x;\nequation\n  x := 1;\nend M;\n",
        "e.mbs:4:5: error: ':=' outside an algorithm section\n"
@@ -997,7 +997,7 @@ TEST(SyntaxErrors, EveryParserKindIsProduced) {
       "model M equation x = " + repeat("a + ", 1500) + "a; end M;",
       "model M equation x = " + repeat("a + ", 30000) + "a; end M;",
       "model M Real x = 1e400; end M;",
-      "model M equation when x then end when; end M;",
+      "model M equation initial equation x = 1; end M;",
   };
   for (const auto& text : inputs) parse_file(sm, sm.add_file("k.mbs", text), diags);
   SourceManager sm2;

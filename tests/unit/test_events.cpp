@@ -1,0 +1,257 @@
+// Events (docs/language.md, "Events"; docs/solvers.md, "Events"): when-equations with reinit,
+// located by every integrator. Checked against closed forms: the bounce times and velocities of
+// a ball (free fall is integrated exactly by every method here, so the located times must agree
+// with the closed form to the event tolerance), the time a pendulum released from rest reaches
+// its end stop (a quarter of its period, the complete elliptic integral K computed here by the
+// arithmetic-geometric mean), a time event, elsewhen priority, chattering, the stepping API
+// (step(), advance_to) against run(), and a model-cache round trip of the event tables.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numbers>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "mech_test_util.h"
+
+namespace mbs {
+namespace {
+
+using testutil::output_column;
+
+const char* const kBall = R"mbs(
+model BouncingBall
+  parameter Real e = 0.8 "coefficient of restitution";
+  parameter Real g = 9.81;
+  Real h(start = 1, fixed = true) "height";
+  Real v(start = 0, fixed = true) "velocity";
+equation
+  der(h) = v;
+  der(v) = -g;
+  when h < 0 then
+    reinit(v, -e * pre(v));
+  end when;
+end BouncingBall;
+)mbs";
+
+constexpr rt::SolverKind kAll[] = {rt::SolverKind::GenAlpha,    rt::SolverKind::Newmark,
+                                   rt::SolverKind::Trapezoidal, rt::SolverKind::Rk4,
+                                   rt::SolverKind::Dopri5,      rt::SolverKind::Ode23};
+
+rt::SolverOptions options(rt::SolverKind kind, double t_end, double h = 1e-3) {
+  rt::SolverOptions o;
+  o.solver = kind;
+  o.t_end = t_end;
+  o.h = h;
+  o.output_every = 0;  // the first and last point, and the rows of the events
+  return o;
+}
+
+// The rows at events: pairs of rows with the same time (before, after).
+std::vector<size_t> event_rows(const testutil::Run& r) {
+  std::vector<size_t> at;
+  for (size_t i = 0; i + 1 < r.t.size(); ++i)
+    if (r.t[i] == r.t[i + 1]) at.push_back(i);
+  return at;
+}
+
+TEST(Events, BouncingBallMatchesTheClosedFormWithEveryIntegrator) {
+  auto m = testutil::compile_source("ball", kBall);
+  ASSERT_TRUE(m);
+  ASSERT_TRUE(m->has_events());
+  const int h = output_column(*m, "h"), v = output_column(*m, "v");
+  const double g = 9.81, e = 0.8, t1 = std::sqrt(2.0 / g), v1 = g * t1;
+  // impact k (k = 0, 1, ...): time and speed before it
+  std::vector<double> t_impact{t1}, v_impact{v1};
+  for (int k = 1; k < 4; ++k) {
+    v_impact.push_back(e * v_impact.back());
+    t_impact.push_back(t_impact.back() + 2.0 * v_impact.back() / g);
+  }
+  for (rt::SolverKind kind : kAll) {
+    SCOPED_TRACE(std::string(rt::solver_name(kind)));
+    const testutil::Run r = testutil::simulate(*m, options(kind, 2.5));
+    ASSERT_EQ(r.status, rt::SolveStatus::Finished);
+    EXPECT_EQ(r.stats.events, 4);
+    const std::vector<size_t> at = event_rows(r);
+    ASSERT_EQ(at.size(), 4u);
+    for (size_t k = 0; k < at.size(); ++k) {
+      const auto& before = r.rows[at[k]];
+      const auto& after = r.rows[at[k] + 1];
+      EXPECT_NEAR(r.t[at[k]], t_impact[k], 1e-10) << "impact " << k;
+      EXPECT_NEAR(before[static_cast<size_t>(h)], 0.0, 1e-10);
+      EXPECT_LE(before[static_cast<size_t>(h)], 0.0);  // the condition h < 0 has become true
+      EXPECT_EQ(after[static_cast<size_t>(h)], before[static_cast<size_t>(h)]);
+      EXPECT_NEAR(before[static_cast<size_t>(v)], -v_impact[k], 1e-9);
+      EXPECT_NEAR(after[static_cast<size_t>(v)], -e * before[static_cast<size_t>(v)], 1e-12);
+    }
+    // between the events the ball flies freely: the last row against the closed form
+    const double dt = 2.5 - t_impact[3];
+    const double v_up = e * v_impact[3];
+    EXPECT_NEAR(r.rows.back()[static_cast<size_t>(h)], v_up * dt - 0.5 * g * dt * dt, 1e-9);
+  }
+}
+
+// K(k) = pi / (2 agm(1, sqrt(1 - k^2))).
+double elliptic_k(double k) {
+  double a = 1.0, b = std::sqrt(1.0 - k * k);
+  for (int i = 0; i < 40; ++i) {
+    const double an = 0.5 * (a + b);
+    b = std::sqrt(a * b);
+    a = an;
+  }
+  return std::numbers::pi / (2.0 * a);
+}
+
+TEST(Events, PendulumReachesItsEndStopAfterAQuarterPeriod) {
+  auto m = testutil::compile_source("stop", R"mbs(
+model EndStop "a pendulum released from rest at phi0 hits a stop at phi = 0"
+  parameter Real L = 0.8, g = 9.81, e = 0.5, phi0 = 1.2;
+  Real phi(start = phi0, fixed = true), w(start = 0, fixed = true);
+equation
+  der(phi) = w;
+  der(w) = -g / L * sin(phi);
+  when phi < 0 then
+    reinit(w, -e * pre(w));
+  end when;
+end EndStop;
+)mbs");
+  ASSERT_TRUE(m);
+  const double L = 0.8, g = 9.81, phi0 = 1.2;
+  const double t_stop = elliptic_k(std::sin(phi0 / 2.0)) * std::sqrt(L / g);
+  const double w_stop = -2.0 * std::sqrt(g / L) * std::sin(phi0 / 2.0);  // energy
+  const int w = output_column(*m, "w");
+  for (rt::SolverKind kind : kAll) {
+    SCOPED_TRACE(std::string(rt::solver_name(kind)));
+    const bool explicit_method = rt::is_explicit(kind);
+    rt::SolverOptions o = options(kind, 0.5, explicit_method ? 1e-3 : 1e-4);
+    o.rtol = o.atol = 1e-10;
+    const testutil::Run r = testutil::simulate(*m, o);
+    ASSERT_EQ(r.status, rt::SolveStatus::Finished);
+    const std::vector<size_t> at = event_rows(r);
+    ASSERT_EQ(at.size(), 1u);
+    // the located time of the discrete solution; its distance from the exact one is the
+    // method's error (4th/5th order explicit, 2nd order implicit)
+    EXPECT_NEAR(r.t[at[0]], t_stop, explicit_method ? 1e-8 : 2e-6);
+    EXPECT_NEAR(r.rows[at[0]][static_cast<size_t>(w)], w_stop, explicit_method ? 1e-7 : 1e-4);
+    EXPECT_NEAR(r.rows[at[0] + 1][static_cast<size_t>(w)],
+                -0.5 * r.rows[at[0]][static_cast<size_t>(w)], 1e-12);
+  }
+}
+
+TEST(Events, TimeEventsAndElsewhenPriority) {
+  // x' = 1; at t = 0.25 the first branch sets x to 10; at t = 0.5 both conditions become true
+  // and only the first branch (time > 0.45) fires: x = 100, not -100.
+  auto m = testutil::compile_source("timed", R"mbs(
+model Timed
+  Real x(start = 0, fixed = true);
+equation
+  der(x) = 1;
+  when time >= 0.25 then
+    reinit(x, 10);
+  end when;
+  when time > 0.45 + 0.05 then
+    reinit(x, 100);
+  elsewhen time > 0.5 then
+    reinit(x, -100);
+  end when;
+end Timed;
+)mbs");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->n_whens(), 2);
+  const int x = output_column(*m, "x");
+  for (rt::SolverKind kind : kAll) {
+    SCOPED_TRACE(std::string(rt::solver_name(kind)));
+    const testutil::Run r = testutil::simulate(*m, options(kind, 1.0, 0.01));
+    ASSERT_EQ(r.status, rt::SolveStatus::Finished);
+    const std::vector<size_t> at = event_rows(r);
+    ASSERT_EQ(at.size(), 2u);
+    EXPECT_NEAR(r.t[at[0]], 0.25, 1e-12);
+    EXPECT_NEAR(r.rows[at[0]][static_cast<size_t>(x)], 0.25, 1e-12);
+    EXPECT_EQ(r.rows[at[0] + 1][static_cast<size_t>(x)], 10.0);
+    EXPECT_NEAR(r.t[at[1]], 0.5, 1e-12);
+    EXPECT_EQ(r.rows[at[1] + 1][static_cast<size_t>(x)], 100.0);
+    EXPECT_NEAR(r.rows.back()[static_cast<size_t>(x)], 100.5, 1e-9);
+  }
+}
+
+TEST(Events, ChatteringIsReportedWithTheWhenClause) {
+  // A ball put back on the ground at each impact, e = 0.5: the bounces accumulate at
+  // t = t1 (1 + 2 e / (1 - e)) = 3 t1 ~ 1.35 s (Zeno), where the run must fail as chattering.
+  // (Without reinit(h, 0), the ball of kBall ends slightly below the ground once a bounce is too
+  // small to lift it above it within a step, the condition h < 0 stays true and it falls.)
+  std::string text = kBall;
+  const std::string reinit_v = "    reinit(v, -e * pre(v));\n";
+  text.insert(text.find(reinit_v), "    reinit(h, 0);\n");
+  auto m = testutil::compile_source("zeno", text);
+  ASSERT_TRUE(m);
+  for (rt::SolverKind kind : {rt::SolverKind::GenAlpha, rt::SolverKind::Dopri5}) {
+    rt::SolverOptions o = options(kind, 3.0);
+    o.chatter_limit = 20;
+    auto solver = rt::make_integrator(m, o);
+    std::vector<double> v(m->v0);
+    for (size_t i = 0; i < m->parameters.size(); ++i)
+      if (m->parameters[i].name == "e") v[static_cast<size_t>(m->parameter_slot[i])] = 0.5;
+    solver->set_start(v);
+    size_t rows = 0;
+    const rt::SolveStatus st = solver->run([&](double, std::span<const double>) {
+      ++rows;
+      return 0;
+    });
+    ASSERT_EQ(st, rt::SolveStatus::Failed);
+    ASSERT_NE(solver->failure(), nullptr);
+    EXPECT_EQ(solver->failure()->kind, rt::FailureKind::Chattering);
+    const std::string& msg = solver->failure()->message;
+    EXPECT_NE(msg.find("chattering"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("when h < 0"), std::string::npos) << msg;
+    EXPECT_NEAR(solver->time(), 3.0 * std::sqrt(2.0 / 9.81), 1e-6);
+    EXPECT_GT(rows, 40u);  // the rows before the failure were written
+  }
+}
+
+TEST(Events, SteppingMeetsTheSameEventsAsRun) {
+  auto m = testutil::compile_source("ball_step", kBall);
+  ASSERT_TRUE(m);
+  const int h = output_column(*m, "h");
+  for (rt::SolverKind kind : {rt::SolverKind::GenAlpha, rt::SolverKind::Rk4}) {
+    const testutil::Run r = testutil::simulate(*m, options(kind, 2.0));
+    auto stepper = rt::make_integrator(m, options(kind, 2.0));
+    for (int i = 0; i < 500; ++i) ASSERT_EQ(stepper->step(), rt::SolveStatus::Ok);
+    ASSERT_EQ(stepper->advance_to(0.7), rt::SolveStatus::Ok);  // across the first impact
+    ASSERT_EQ(stepper->advance_to(1.3), rt::SolveStatus::Ok);  // the second
+    ASSERT_EQ(stepper->advance_to(2.0), rt::SolveStatus::Ok);  // the third
+    EXPECT_EQ(stepper->statistics().events, r.stats.events);
+    EXPECT_NEAR(stepper->evaluate_outputs()[static_cast<size_t>(h)],
+                r.rows.back()[static_cast<size_t>(h)], 1e-12);
+  }
+}
+
+TEST(Events, CachedModelKeepsItsEvents) {
+  CompileOptions co;
+  co.cache_dir = testutil::temp_path("event_cache");
+  auto first = testutil::compile_source("ball_cached", kBall, co);
+  auto second = testutil::compile_source("ball_cached", kBall, co);
+  ASSERT_TRUE(first && second);
+  ASSERT_TRUE(second->has_events());
+  EXPECT_EQ(second->reinit_slot, first->reinit_slot);
+  EXPECT_EQ(second->branch_source.front().text, "h < 0");
+  const testutil::Run a = testutil::simulate(*first, options(rt::SolverKind::GenAlpha, 2.0));
+  const testutil::Run b = testutil::simulate(*second, options(rt::SolverKind::GenAlpha, 2.0));
+  EXPECT_EQ(a.t, b.t);
+  EXPECT_EQ(a.rows, b.rows);
+}
+
+TEST(Events, ExactSensitivitiesAreRefused) {
+  CompileOptions co;
+  co.sensitivities = true;
+  auto m = testutil::compile_source("ball_sens", kBall, co);
+  ASSERT_TRUE(m);
+  auto solver = rt::make_integrator(m, options(rt::SolverKind::GenAlpha, 1.0));
+  rt::SensitivityDirection d;
+  d.dp.assign(m->parameters.size(), 0.0);
+  d.start.assign(static_cast<size_t>(2 * m->n_q + m->n_y), 0.0);
+  EXPECT_THROW(solver->enable_sensitivities({d}), rt::SolverSetupError);
+}
+
+}  // namespace
+}  // namespace mbs
