@@ -699,6 +699,7 @@ std::optional<SymbolicDae> Builder::run() {
                            v.output});
   }
   if (!resolve_whens()) return std::nullopt;
+  for (Expr e : flat.no_event) dae.no_event.push_back(resolve(e));
   dae.body_balance = flat.body_balance;
   for (auto& r : dae.body_balance.rows) r = resolve(r);
   for (auto& w : dae.body_balance.wrenches) w = resolve(w);

@@ -91,6 +91,7 @@ struct SymbolicDae {
   std::vector<Elimination> eliminated;
   std::vector<DaeOutput> outputs;    // every model variable, declaration order
   std::vector<DaeWhen> whens;        // FlatModel's, resolved
+  std::vector<sym::Expr> no_event;   // FlatModel's, resolved
   std::vector<uint32_t> parameters;  // parameter symbols (values: FlatModel bindings)
   BodyBalance body_balance;          // inverse dynamics: FlatModel's, eliminations substituted
 };

@@ -456,6 +456,7 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
     m->events = kernel(kernels.events, *state->jit);
     m->event_reinit = kernel(kernels.event_reinit, *state->jit);
     m->n_crossings = kernels.n_crossings;
+    m->n_switches = kernels.n_switches;
     m->when_first_branch.push_back(0);
     m->branch_first_reinit.push_back(0);
     for (const DaeWhen& w : dae->whens) {

@@ -65,6 +65,72 @@ MatrixKernel symbol_jacobian(sym::Context& cx, const char* name, const std::vect
   return jacobian(cx, name, f, cols);
 }
 
+namespace {
+
+// The crossing functions of the switches in the residuals: the relations a < b (a - b) in the
+// condition of an if-expression, the argument of abs and sign, a - b of min(a, b) and
+// max(a, b); only those that change in time (depend on a symbol other than a parameter), and not
+// below a noEvent (SymbolicDae::no_event). Each once, in the order of the DAG.
+//
+// None for a model with position- or velocity-level constraints: the steps that end at an event
+// can be arbitrarily short, and the multipliers of index-3 constraints are only determined to
+// O(eps / h^2) (docs/solvers.md, "Events").
+std::vector<Expr> switch_crossings(const SymbolicDae& dae, sym::Context& cx) {
+  for (const auto& e : dae.equations)
+    if (e.level == rt::EquationLevel::Position || e.level == rt::EquationLevel::Velocity) return {};
+  std::unordered_set<uint32_t> parameters(dae.parameters.begin(), dae.parameters.end());
+  std::unordered_set<Expr> quiet(dae.no_event.begin(), dae.no_event.end());
+  std::vector<Expr> roots;
+  for (const auto& e : dae.equations) roots.push_back(e.residual);
+  // nodes reachable from the residuals without passing a noEvent root
+  std::unordered_set<Expr> visited;
+  std::vector<Expr> stack;
+  for (Expr r : roots)
+    if (!quiet.count(r)) stack.push_back(r);
+  std::vector<Expr> found;
+  std::unordered_set<Expr> seen;
+  const auto changes = [&](Expr e) {
+    for (uint32_t s : sym::free_symbols(e))
+      if (!parameters.count(s)) return true;
+    return false;
+  };
+  const auto add = [&](Expr crossing) {
+    if (!crossing->is_const() && changes(crossing) && seen.insert(crossing).second)
+      found.push_back(crossing);
+  };
+  const auto relations = [&](Expr c) {
+    for (Expr n : sym::topological_order(std::span<const Expr>(&c, 1)))
+      if (n->op == sym::Op::Lt || n->op == sym::Op::Le || n->op == sym::Op::Gt ||
+          n->op == sym::Op::Ge)
+        add(cx.sub(n->arg(0), n->arg(1)));
+  };
+  while (!stack.empty()) {
+    Expr n = stack.back();
+    stack.pop_back();
+    if (!visited.insert(n).second) continue;
+    switch (n->op) {
+      case sym::Op::Select:
+        relations(n->arg(0));
+        break;
+      case sym::Op::Abs:
+      case sym::Op::Sign:
+        add(n->arg(0));
+        break;
+      case sym::Op::Min:
+      case sym::Op::Max:
+        add(cx.sub(n->arg(0), n->arg(1)));
+        break;
+      default:
+        break;
+    }
+    for (Expr c : n->children())
+      if (!quiet.count(c)) stack.push_back(c);
+  }
+  return found;
+}
+
+}  // namespace
+
 std::vector<codegen::KernelSpec> ModelKernels::all() const {
   std::vector<codegen::KernelSpec> a = {residual,        newton_matrix.spec, mass_matrix.spec,
                                         init_residual,   init_matrix.spec,   jac_q.spec,
@@ -224,7 +290,8 @@ ModelKernels build_kernels(const SymbolicDae& dae, sym::Context& cx, bool invers
   for (const auto& u : dae.y) k.initial_values.outputs.push_back(start(u.start));
   for (const auto& u : dae.z) k.initial_values.outputs.push_back(start(u.start));
 
-  if (!dae.whens.empty()) {
+  std::vector<Expr> switches = switch_crossings(dae, cx);
+  if (!dae.whens.empty() || !switches.empty()) {
     k.has_events = true;
     k.events.name = "events";
     k.event_reinit.name = "event_reinit";
@@ -244,6 +311,8 @@ ModelKernels build_kernels(const SymbolicDae& dae, sym::Context& cx, bool invers
         for (const auto& r : b.reinits) k.event_reinit.outputs.push_back(r.value);
       }
     }
+    k.events.outputs.insert(k.events.outputs.end(), switches.begin(), switches.end());
+    k.n_switches = static_cast<int32_t>(switches.size());
     k.n_crossings = static_cast<int32_t>(k.events.outputs.size());
     k.events.outputs.insert(k.events.outputs.end(), conditions.begin(), conditions.end());
   }
@@ -292,7 +361,7 @@ void print_kernels(std::ostream& os, const sym::Context& cx, const ModelKernels&
   }
   list(k.initial_values);
   if (k.has_events) {
-    os << "zero-crossing functions: " << k.n_crossings << "\n";
+    os << "zero-crossing functions: " << k.n_crossings << " (" << k.n_switches << " of switches)\n";
     list(k.events);
     list(k.event_reinit);
   }

@@ -54,9 +54,12 @@ struct ModelKernels {
   // conditions, once each), then every branch's condition (1.0 / 0.0) in when and branch order;
   // `event_reinit` the value of every reinit in the same order. The runtime maps them to slots
   // with CompiledModel::when_*.
+  // The switches of the residuals (if-expressions whose condition changes in time, abs, sign,
+  // min, max; not inside noEvent) add crossing functions after those of the whens: any sign
+  // change of one stops the step there (n_switches of the n_crossings, the last ones).
   bool has_events = false;
   codegen::KernelSpec events, event_reinit;
-  int32_t n_crossings = 0;
+  int32_t n_crossings = 0, n_switches = 0;
   // every parameter's binding as written (other parameters as symbols), in the order of the
   // flat model's parameters; set by the driver (set_parameter_bindings)
   codegen::KernelSpec parameter_bindings;

@@ -152,7 +152,11 @@ struct FlatModel {
   uint32_t time_symbol = 0;
   std::vector<FlatVar> vars;
   std::vector<FlatEquation> equations;
-  std::vector<FlatWhen> whens;             // when-equations, in source order
+  std::vector<FlatWhen> whens;  // when-equations, in source order
+  // The values of noEvent(...) and smooth(p, ...) written in the model: the switches inside them
+  // (if-expressions, abs, sign, min, max) do not stop the solvers at their changes
+  // (docs/language.md, "Events").
+  std::vector<sym::Expr> no_event;
   std::vector<MechElement> mech_elements;  // in declaration order
   std::vector<FrameConnection> frame_connections;
   BodyBalance body_balance;  // inverse dynamics only

@@ -311,6 +311,8 @@ class Flattener {
   void add_equations(const ast::EquationList& eqs, Scope s, const std::string& origin);
   void add_equation(const ast::Equation& eq, Scope s, const std::string& origin);
   void add_when(const ast::Equation& eq, Scope s, const std::string& origin);
+  bool add_switched_if(const ast::Equation& eq, Scope s, const std::string& origin);
+  bool varies_in_time(Expr e) const;
   void add_reinit(const ast::Equation& eq, Scope s);
   void add_connect(const ast::Equation& eq, Scope s);
   Instance* resolve_connector(const ast::Expr& ref, Scope s, bool& outside);
@@ -1581,12 +1583,17 @@ Value Flattener::eval_call(const ast::Expr& e, Scope s) {
     return arg(0);
   }
   if (name == "noEvent" || name == "smooth" || name == "homotopy") {
-    if (name == "smooth") {
+    if (name == "smooth") {  // smooth(p, e): e is p times differentiable: no switch events
       need(2, 2);
-      return arg(1);
+      Value v = arg(1);
+      flat_.no_event.insert(flat_.no_event.end(), v.elems.begin(), v.elems.end());
+      return v;
     }
     need(1, 2);
-    return arg(0);
+    Value v = arg(0);
+    if (name == "noEvent")
+      flat_.no_event.insert(flat_.no_event.end(), v.elems.begin(), v.elems.end());
+    return v;
   }
   if (name == "atan2") {
     need(2, 2);
@@ -2611,6 +2618,7 @@ void Flattener::add_equation(const ast::Equation& eq, Scope s, const std::string
       return;
     }
     case ast::EquationKind::If: {
+      if (add_switched_if(eq, s, origin)) return;
       for (size_t i = 0; i < eq.branches.size(); ++i) {
         if (i < eq.conditions.size()) {
           Value c = eval(*eq.conditions[i], s);
@@ -2639,6 +2647,91 @@ sym::Expr equality_in(sym::Expr c) {
 
 }  // namespace
 
+// True when e depends on time, a variable, a derivative or an input (not only on parameters).
+bool Flattener::varies_in_time(Expr e) const {
+  for (uint32_t sy : sym::free_symbols(e)) {
+    auto it = flat_.var_of_symbol.find(sy);
+    if (sy == flat_.time_symbol || ders_.integral_of(sy) >= 0 ||
+        (it != flat_.var_of_symbol.end() && flat_.vars[it->second].role != VarRole::Parameter &&
+         flat_.vars[it->second].role != VarRole::Constant))
+      return true;
+  }
+  return false;
+}
+
+namespace {
+
+// A connect or when anywhere in the equations (not allowed under a condition that changes).
+const ast::Equation* connect_or_when(const ast::EquationList& eqs) {
+  for (const auto& e : eqs) {
+    if (e.kind == ast::EquationKind::Connect || e.kind == ast::EquationKind::When) return &e;
+    if (const ast::Equation* in = connect_or_when(e.body)) return in;
+    for (const auto& b : e.branches)
+      if (const ast::Equation* in = connect_or_when(b)) return in;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+// An if-equation whose conditions change during the simulation (they depend on time or on
+// variables): every branch must give as many equations, and there must be an else branch; the
+// k-th equation is select(c1, r1_k, select(c2, r2_k, ... r_else_k)). The solvers stop at each
+// change of a condition (docs/solvers.md, "Events"). Returns false for an if-equation whose
+// conditions are all parameter expressions (chosen at compile time).
+bool Flattener::add_switched_if(const ast::Equation& eq, Scope s, const std::string& origin) {
+  std::vector<Expr> conditions;
+  bool switched = false;
+  for (const auto& c : eq.conditions) {
+    conditions.push_back(scalar_of(eval(*c, s), c->span, "an if-equation condition"));
+    switched |= varies_in_time(conditions.back());
+  }
+  if (!switched) return false;
+  if (eq.branches.size() != eq.conditions.size() + 1) {
+    diags_.report(DiagKind::if_equation_unbalanced, eq.span, {"it needs an else branch"});
+    diags_.help("add 'else' with as many equations as the other branches");
+    throw BuildError{};
+  }
+  for (const auto& b : eq.branches)
+    if (const ast::Equation* bad = connect_or_when(b))
+      fail(DiagKind::if_equation_unbalanced, bad->span,
+           {"it cannot contain a connect or a when-equation"});
+  std::vector<std::vector<FlatEquation>> branch_equations;
+  for (const auto& b : eq.branches) {
+    std::vector<FlatEquation> saved;
+    saved.swap(flat_.equations);
+    try {
+      add_equations(b, s, origin);
+    } catch (...) {
+      saved.swap(flat_.equations);
+      throw;
+    }
+    saved.swap(flat_.equations);
+    branch_equations.push_back(std::move(saved));
+    if (branch_equations.back().size() != branch_equations.front().size()) {
+      diags_.report(DiagKind::if_equation_unbalanced, eq.span,
+                    {fmt::format("each branch needs as many equations as the others; they have "
+                                 "{} and {}",
+                                 branch_equations.front().size(), branch_equations.back().size())});
+      throw BuildError{};
+    }
+  }
+  const std::string text = source_text(eq.span);
+  const size_t n = branch_equations.front().size();
+  for (size_t k = 0; k < n; ++k) {
+    Expr r = branch_equations.back()[k].residual;
+    for (size_t i = conditions.size(); i-- > 0;)
+      r = cx_.select(conditions[i], branch_equations[i][k].residual, r);
+    FlatEquation fe;
+    fe.residual = r;
+    fe.span = eq.span;
+    fe.text = n > 1 ? fmt::format("{}  (equation {} of each branch)", text, k + 1) : text;
+    fe.origin = origin;
+    flat_.equations.push_back(std::move(fe));
+  }
+  return true;
+}
+
 void Flattener::add_when(const ast::Equation& eq, Scope s, const std::string& origin) {
   FlatWhen w;
   w.span = eq.span;
@@ -2649,15 +2742,7 @@ void Flattener::add_when(const ast::Equation& eq, Scope s, const std::string& or
     b.condition = scalar_of(eval(ce, s), ce.span, "a when-condition");
     b.condition_span = ce.span;
     b.condition_text = source_text(ce.span);
-    bool varies = false;
-    for (uint32_t sy : sym::free_symbols(b.condition)) {
-      auto it = flat_.var_of_symbol.find(sy);
-      varies |=
-          sy == flat_.time_symbol || ders_.integral_of(sy) >= 0 ||
-          (it != flat_.var_of_symbol.end() && flat_.vars[it->second].role != VarRole::Parameter &&
-           flat_.vars[it->second].role != VarRole::Constant);
-    }
-    if (!varies) {
+    if (!varies_in_time(b.condition)) {
       diags_.report(DiagKind::when_condition_constant, ce.span);
       diags_.help("a when-condition is a relation of time or of variables, e.g. 'x < 0'");
       throw BuildError{};

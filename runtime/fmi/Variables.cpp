@@ -326,7 +326,7 @@ std::vector<std::string> declared_outputs(const CompiledModel& m) {
 }
 
 std::string model_exchange_obstacle(const CompiledModel& m) {
-  if (m.has_events()) {
+  if (m.n_whens() > 0) {
     const SourceRef& at = m.branch_source.front();
     return "the model has events (when " + at.text + " at " + at.file + ":" +
            std::to_string(at.line) +

@@ -214,8 +214,11 @@ struct CompiledModel {
   // event_reinit(v): the new value of every reinit, in the same order. At an event the first
   // branch of each when whose condition became true fires: its reinits set
   // v[reinit_slot[r]] = value / reinit_scale[r] (a q, der(q) or y slot).
+  // The last n_switches crossing functions are those of the switches of the equations
+  // (if-expressions that depend on time or the state, abs, sign, min, max): any sign change
+  // stops the step there and restarts the method, without a reinit.
   Kernel events, event_reinit;
-  int32_t n_crossings = 0;
+  int32_t n_crossings = 0, n_switches = 0;
   std::vector<int32_t> when_first_branch;    // size n_when + 1: the branches of when w
   std::vector<int32_t> branch_first_reinit;  // size n_branches + 1: the reinits of branch b
   std::vector<SourceRef> branch_source;      // per branch: its condition as written

@@ -242,6 +242,7 @@ void transfer(IO& io, CompiledModel& m) {
   xfer(io, m.events);
   xfer(io, m.event_reinit);
   xfer(io, m.n_crossings);
+  xfer(io, m.n_switches);
   xfer(io, m.when_first_branch);
   xfer(io, m.branch_first_reinit);
   xfer(io, m.branch_source);
@@ -288,6 +289,7 @@ std::string check_consistency(const CompiledModel& m) {
     if (!offsets_ok(m.when_first_branch, nb) || !offsets_ok(m.branch_first_reinit, nr) ||
         m.branch_first_reinit.size() != nb + 1 || !slots_ok(m.reinit_slot, nr) ||
         m.reinit_scale.size() != nr || m.reinit_source.size() != nr || m.n_crossings < 0 ||
+        m.n_switches < 0 || m.n_switches > m.n_crossings ||
         m.events.n_out != m.n_crossings + static_cast<int32_t>(nb) ||
         m.event_reinit.n_out != static_cast<int32_t>(nr))
       return "event tables";

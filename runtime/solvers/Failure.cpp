@@ -239,6 +239,11 @@ std::string render_failure(const FailureRecord& f, const CompiledModel& m) {
       const std::string loc = location(s);
       out += fmt::format("note: the last event was 'when {}'{}\n", s.text,
                          loc.empty() ? "" : " at " + loc);
+    } else {
+      out +=
+          "note: the last event was a switch of the equations (an if-expression, abs, sign, "
+          "min or max whose argument changes sign); noEvent(...) around it keeps the solvers "
+          "from stopping there\n";
     }
     out += fmt::format("help: {}\n", failure_hint(f.kind));
     return out;

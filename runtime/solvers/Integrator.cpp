@@ -163,6 +163,13 @@ bool Integrator::condition_rose(const std::vector<double>& now) const {
   const size_t nc = static_cast<size_t>(model_.n_crossings);
   for (size_t b = nc; b < now.size(); ++b)
     if (ev_old_[b] == 0.0 && now[b] != 0.0) return true;
+  return switched(now);
+}
+
+bool Integrator::switched(const std::vector<double>& now) const {
+  const auto nc = static_cast<size_t>(model_.n_crossings);
+  for (size_t k = nc - static_cast<size_t>(model_.n_switches); k < nc; ++k)
+    if ((ev_old_[k] < 0.0) != (now[k] < 0.0)) return true;
   return false;
 }
 
@@ -189,7 +196,8 @@ bool Integrator::fire_events() {
       }
     }
   }
-  if (fired.empty()) {  // a crossing without a rising condition (cannot happen: located on one)
+  const bool switch_changed = switched(ev_try_);
+  if (fired.empty() && !switch_changed) {  // cannot happen: the step was located on one
     ev_old_.swap(ev_try_);
     return true;
   }
@@ -200,7 +208,7 @@ bool Integrator::fire_events() {
   if (event_burst_ > options_.chatter_limit) {
     FailureRecord f = step_record(FailureKind::Chattering, close, h_min_);
     f.count = event_burst_;
-    f.branch = fired.back();
+    f.branch = fired.empty() ? -1 : fired.back();
     f.message = render_failure(f, m);
     failure_ = std::move(f);
     return false;
@@ -342,7 +350,7 @@ void Integrator::enable_sensitivities(std::vector<SensitivityDirection> directio
   for (const auto& d : directions)
     if (d.dp.size() != np || d.start.size() != ns)
       throw SolverSetupError("a sensitivity direction has the wrong size");
-  if (m.has_events())
+  if (m.n_whens() > 0)
     throw SolverSetupError(
         fmt::format("exact sensitivities are not available for model '{}': it has events "
                     "(when-equations), across which the discrete solution is not differentiable "

@@ -210,8 +210,11 @@ class Integrator {
   // The events kernel at ws_.v into `out` (size n_crossings + branches); false (failure_ set)
   // when it reports a fatal status.
   bool evaluate_events(std::vector<double>& out, double h);
-  // Whether a branch's condition is true in `now` and was false in ev_old_.
+  // Whether an event happened between ev_old_ and `now`: a branch's condition is true in `now`
+  // and was false in ev_old_, or a switch changed (switched()).
   bool condition_rose(const std::vector<double>& now) const;
+  // Whether the sign of a switch's crossing function differs between ev_old_ and `now`.
+  bool switched(const std::vector<double>& now) const;
   // Before a step: the events at the current point (once per point).
   bool prepare_events();
   // The method takes over the accepted state from ws_.v (q, der(q), y) after a reinit changed it
@@ -437,6 +440,9 @@ int Integrator::locate_event(D& self, double& h) {
     }
     bisect = hi - lo > 0.5 * width;  // slow: the next point halves the bracket
   }
+  // An event within 100 tolerances of the end of the step is put there: no sliver of a step
+  // remains before the grid point (a time event on the grid lands on it).
+  if (h - hi <= 100.0 * tol) hi = h;
   if (at != hi && !self.attempt(hi)) {
     FailureRecord f = step_record(FailureKind::EventFailed, hi, h_min_);
     f.message = render_failure(f, model_);
