@@ -267,6 +267,38 @@ TEST(FmuEndToEnd, ModelExchangeOfAClosedLoopIsRefusedWithTheReason) {
   EXPECT_FALSE(fs::exists(fmu));
 }
 
+// Events inside doStep: a bouncing ball exported for co-simulation (model exchange is refused,
+// it would need event indicators) bounces at the closed-form times; every communication point
+// against the closed form.
+TEST(FmuEndToEnd, CoSimulationLocatesEventsAndModelExchangeIsRefused) {
+  TempDir dir;
+  const std::string refused = (dir.path / "ball_me.fmu").string();
+  clitest::Result r = mbsc("examples/bouncing_ball.mbs --fmu '" + refused + "' --fmu-type me");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("has events (when h < 0"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(refused));
+  Unpacked u;
+  export_and_unpack("examples/bouncing_ball.mbs", "--step 1e-3", 2, u);
+  Table fmu = import_run(u, 2, "cs", 2.5, 1e-2, {"h", "v"}, {});
+  ASSERT_EQ(fmu.rows.size(), 251u);
+  const double g = 9.81, e = 0.8;
+  for (const auto& row : fmu.rows) {
+    // free flight from the last impact before t (or from the start)
+    double t0 = 0.0, h0 = 1.0, v0 = 0.0;
+    double t_hit = std::sqrt(2.0 / g), v_hit = g * t_hit;
+    while (t_hit <= row[0]) {
+      t0 = t_hit;
+      h0 = 0.0;
+      v0 = e * v_hit;
+      v_hit = v0;
+      t_hit += 2.0 * v0 / g;
+    }
+    const double dt = row[0] - t0;
+    EXPECT_NEAR(row[1], h0 + v0 * dt - 0.5 * g * dt * dt, 1e-9) << "t = " << row[0];
+    EXPECT_NEAR(row[2], v0 - g * dt, 1e-9) << "t = " << row[0];
+  }
+}
+
 // A solver failure inside doStep: an error status, and the logger gets the message the CLI
 // prints for the same run (time, step, equation, source line).
 TEST(FmuEndToEnd, SolverFailureIsReportedWithTheCliMessage) {
