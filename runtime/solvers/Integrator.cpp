@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "runtime/linalg/DenseLu.h"
+#include "runtime/model/Constraints.h"
 #include "runtime/solvers/Explicit.h"
 #include "runtime/solvers/GenAlpha.h"
 #include "runtime/solvers/ModelCheck.h"
@@ -11,6 +13,18 @@
 namespace mbs::rt {
 
 namespace {
+
+// Whether the equations are equations of motion with position-level constraints and their
+// multipliers only: n_q dynamic rows, n_z position rows, no ODE1 states (the impulse of
+// Integrator::project_velocities is then a square system).
+bool impulse_form(const CompiledModel& m) {
+  int32_t dynamic = 0, position = 0;
+  for (EquationLevel l : m.eq_level) {
+    dynamic += l == EquationLevel::Dynamic ? 1 : 0;
+    position += l == EquationLevel::Position ? 1 : 0;
+  }
+  return m.n_y == 0 && dynamic == m.n_q && position == m.n_z && dynamic + position == m.n_eq();
+}
 
 std::string location_of(const SourceRef& s) {
   return s.file.empty() ? std::string("model") : fmt::format("{}:{}:{}", s.file, s.line, s.col);
@@ -24,18 +38,30 @@ std::shared_ptr<const CompiledModel> checked(std::shared_ptr<const CompiledModel
   if (auto err = validate(o)) throw SolverSetupError(*err);
   check_model(m);
   if (m.has_events()) {
-    // A reinit of a velocity in a constrained model would need the velocities projected on
-    // the constraints (an impulse); refused rather than integrated from inconsistent values.
+    // A reinit in a constrained model: new velocities are made consistent by an impulse
+    // (Integrator::project_velocities) where the equations have its form; new positions would
+    // need a projection on the position constraints, which is not implemented.
     bool constrained = false;
     for (EquationLevel l : m.eq_level)
       constrained |= l == EquationLevel::Position || l == EquationLevel::Velocity;
-    for (size_t r = 0; r < m.reinit_slot.size() && constrained; ++r)
-      if (std::find(m.q_slot.begin(), m.q_slot.end(), m.reinit_slot[r]) != m.q_slot.end() ||
-          std::find(m.qd_slot.begin(), m.qd_slot.end(), m.reinit_slot[r]) != m.qd_slot.end())
+    const bool impulse = impulse_form(m);
+    for (size_t r = 0; r < m.reinit_slot.size() && constrained; ++r) {
+      const bool position =
+          std::find(m.q_slot.begin(), m.q_slot.end(), m.reinit_slot[r]) != m.q_slot.end();
+      const bool velocity =
+          std::find(m.qd_slot.begin(), m.qd_slot.end(), m.reinit_slot[r]) != m.qd_slot.end();
+      if (position || (velocity && !impulse))
         throw SolverSetupError(fmt::format(
-            "{}: model '{}' reinitialises a coordinate of a system with constraints ({}); "
-            "the projection of the new state on the constraints is not implemented yet",
-            location_of(m.reinit_source[r]), m.name, m.reinit_source[r].text));
+            "{}: model '{}' reinitialises {} of a system with constraints ({}); {}",
+            location_of(m.reinit_source[r]), m.name, position ? "a coordinate" : "a velocity",
+            m.reinit_source[r].text,
+            position ? "the projection of new positions on the constraints is not implemented; "
+                       "reinitialise velocities only"
+                     : "new velocities are made consistent by an impulse only in models whose "
+                       "equations are equations of motion with position-level constraints and "
+                       "their multipliers (no first-order states, no velocity-level or "
+                       "algebraic rows)"));
+    }
   }
   const double t0 = m.v0[m.slot_time];
   if (!(o.t_end > t0)) {
@@ -173,6 +199,65 @@ bool Integrator::switched(const std::vector<double>& now) const {
   return false;
 }
 
+// An impulse of the constraint forces makes the velocities consistent again after a reinit:
+// the equations of motion integrated over the instant of the event give
+//   M dqd + (dF/dz) Lambda = 0  (the dynamic rows; Lambda the impulse of the multipliers),
+// and the velocity form of the position constraints must hold afterwards,
+//   G (qd + dqd) + g_t = 0.
+// For a mechanism this is the mass-weighted projection of the new velocities on the
+// constraints. Nothing to do for a model without constraints (impulse_form() was checked at
+// creation for the others).
+bool Integrator::project_velocities() {
+  const CompiledModel& m = model_;
+  if (m.n_z == 0 || !impulse_form(m)) return true;
+  ConstraintKinematics ck(m);
+  const int32_t nr = ck.n_rows(), nq = m.n_q, n = m.n_q + m.n_z;
+  if (nr == 0) return true;
+  std::vector<int32_t> kkt_row(static_cast<size_t>(m.n_eq()), -1);
+  int32_t next = 0;
+  for (int32_t i = 0; i < m.n_eq(); ++i)
+    if (m.eq_level[static_cast<size_t>(i)] == EquationLevel::Dynamic) kkt_row[i] = next++;
+  std::vector<int32_t> row, col;
+  std::vector<double> val;
+  const double* v = ws_.v.data();
+  std::vector<double> mass(static_cast<size_t>(m.mass_matrix.nnz()));
+  std::vector<double> jz(static_cast<size_t>(m.jac_z.nnz()));
+  std::vector<double> G(static_cast<size_t>(nr) * static_cast<size_t>(nq));
+  std::vector<double> x(static_cast<size_t>(n), 0.0);
+  std::span<double> gd(x.data() + next, static_cast<size_t>(nr));
+  const bool ok = m.mass_matrix.values(v, mass.data()) == 0 && m.jac_z.values(v, jz.data()) == 0 &&
+                  ck.jacobian(v, G) == 0 && ck.velocity(v, gd) == 0;
+  const auto failed = [&](const char* why) {
+    FailureRecord f = step_record(FailureKind::EventFailed, h_last_, h_min_);
+    f.message = render_failure(f, m) + fmt::format("note: {}\n", why);
+    failure_ = std::move(f);
+    return false;
+  };
+  if (!ok) return failed("the impulse that makes the velocities consistent could not be evaluated");
+  for (int32_t e = 0; e < m.mass_matrix.nnz(); ++e) {
+    const int32_t r = kkt_row[m.mass_matrix.row[e]], c = m.mass_matrix.col[e];
+    if (r < 0 || c >= nq) continue;
+    row.push_back(r), col.push_back(c), val.push_back(mass[e]);
+  }
+  for (int32_t e = 0; e < m.jac_z.nnz(); ++e) {
+    const int32_t r = kkt_row[m.jac_z.row[e]];
+    if (r < 0) continue;
+    row.push_back(r), col.push_back(nq + m.jac_z.col[e]), val.push_back(jz[e]);
+  }
+  for (int32_t k = 0; k < nr; ++k)
+    for (int32_t j = 0; j < nq; ++j)
+      if (const double g = G[static_cast<size_t>(k) * nq + j]; g != 0.0)
+        row.push_back(next + k), col.push_back(j), val.push_back(g);
+  for (double& r : gd) r = -r;  // G dqd = -(G qd + g_t)
+  DenseLu lu;
+  lu.setup(n, row, col);
+  if (lu.factor(val.data()) != 0)
+    return failed("the system of the impulse that makes the velocities consistent is singular");
+  lu.solve(x.data());
+  for (int32_t i = 0; i < nq; ++i) ws_.v[static_cast<size_t>(m.qd_slot[i])] += x[i];
+  return true;
+}
+
 bool Integrator::prepare_events() {
   if (!model_.has_events() || events_valid_) return true;
   if (!evaluate_events(ev_old_, h_try_)) return false;
@@ -236,6 +321,7 @@ bool Integrator::fire_events() {
     for (int32_t r = m.branch_first_reinit[b]; r < m.branch_first_reinit[b + 1]; ++r)
       ws_.v[static_cast<size_t>(m.reinit_slot[r])] =
           reinit_values_[static_cast<size_t>(r)] / m.reinit_scale[r];
+  if (!project_velocities()) return false;
   take_state_from_v();
   if (!restart()) return false;
   if (!evaluate_events(ev_old_, h_last_)) return false;

@@ -207,6 +207,9 @@ class Integrator {
   // At the accepted point that ends a located step: the branches whose condition became true
   // fire (row before, reinits, restart of the method, row after); false with failure_ set.
   bool fire_events();
+  // After the reinits of an event in a model with position-level constraints: the impulse that
+  // makes the velocities consistent (mass-weighted); false with failure_ set.
+  bool project_velocities();
   // The events kernel at ws_.v into `out` (size n_crossings + branches); false (failure_ set)
   // when it reports a fatal status.
   bool evaluate_events(std::vector<double>& out, double h);

@@ -240,6 +240,72 @@ TEST(Events, NoEventKeepsTheSolversFromStopping) {
   EXPECT_LT(err_located, 0.01 * err_quiet);
 }
 
+const char* const kCartesianStop = R"mbs(
+model CartesianStop "a point mass on a rod whose horizontal velocity is stopped at x = -0.6"
+  parameter Real m = 1, L = 1, g = 9.81;
+  Real x(start = 1), y(start = 0), vx, vy;
+  Real lambda "constraint multiplier";
+equation
+  der(x) = vx;
+  der(y) = vy;
+  m * der(vx) = -2 * x * lambda;
+  m * der(vy) = -m * g - 2 * y * lambda;
+  x^2 + y^2 = L^2;
+  when x < -0.6 then
+    reinit(vx, 0);
+  end when;
+end CartesianStop;
+)mbs";
+
+TEST(Events, AReinitInAConstrainedModelIsMadeConsistentByAnImpulse) {
+  // At (-0.6, -0.8) the velocity is s t with t the unit tangent and s = sqrt(2 g 0.8) (energy).
+  // reinit(vx, 0) leaves (0, vy); the impulse of the rod (mass-weighted projection on the
+  // tangent, m the same in x and y) gives (t . (0, vy)) t = t_y^2 s t: both components times
+  // t_y^2 = 0.36 (to the accuracy of the event's point and of the velocity before it, which
+  // index-3 integration keeps on the tangent to about 1e-8), and the rod's velocity constraint
+  // x vx + y vy = 0 holds again.
+  auto m = testutil::compile_source("cartesian_stop", kCartesianStop);
+  ASSERT_TRUE(m);
+  const int x = output_column(*m, "x"), y = output_column(*m, "y");
+  const int vx = output_column(*m, "vx"), vy = output_column(*m, "vy");
+  const double s = std::sqrt(2.0 * 9.81 * 0.8);
+  for (rt::SolverKind kind :
+       {rt::SolverKind::GenAlpha, rt::SolverKind::Newmark, rt::SolverKind::Trapezoidal}) {
+    SCOPED_TRACE(std::string(rt::solver_name(kind)));
+    const testutil::Run r = testutil::simulate(*m, options(kind, 1.5, 1e-4));
+    ASSERT_EQ(r.status, rt::SolveStatus::Finished);
+    const std::vector<size_t> at = event_rows(r);
+    ASSERT_EQ(at.size(), 1u);
+    const auto& before = r.rows[at[0]];
+    const auto& after = r.rows[at[0] + 1];
+    EXPECT_NEAR(before[static_cast<size_t>(x)], -0.6, 1e-9);
+    EXPECT_NEAR(std::hypot(before[static_cast<size_t>(vx)], before[static_cast<size_t>(vy)]), s,
+                1e-3);  // the numerical damping of the method over the swing
+    EXPECT_NEAR(after[static_cast<size_t>(vx)], 0.36 * before[static_cast<size_t>(vx)], 1e-7);
+    EXPECT_NEAR(after[static_cast<size_t>(vy)], 0.36 * before[static_cast<size_t>(vy)], 1e-7);
+    // exactly: the projection of (0, vy) on the tangent at the event's own point
+    const double px = before[static_cast<size_t>(x)], py = before[static_cast<size_t>(y)];
+    const double tx = -py / std::hypot(px, py), ty = px / std::hypot(px, py);
+    const double along = ty * before[static_cast<size_t>(vy)];
+    EXPECT_NEAR(after[static_cast<size_t>(vx)], along * tx, 1e-12);
+    EXPECT_NEAR(after[static_cast<size_t>(vy)], along * ty, 1e-12);
+    EXPECT_NEAR(after[static_cast<size_t>(x)] * after[static_cast<size_t>(vx)] +
+                    after[static_cast<size_t>(y)] * after[static_cast<size_t>(vy)],
+                0.0, 1e-9);
+    // and the run goes on on the circle
+    EXPECT_NEAR(
+        std::hypot(r.rows.back()[static_cast<size_t>(x)], r.rows.back()[static_cast<size_t>(y)]),
+        1.0, 1e-9);
+  }
+  // new positions of a constrained model are refused (no position projection)
+  std::string text = kCartesianStop;
+  text.replace(text.find("reinit(vx, 0)"), 13, "reinit(x, -0.5)");
+  auto positions = testutil::compile_source("cartesian_stop_x", text);
+  ASSERT_TRUE(positions);
+  EXPECT_THROW(rt::make_integrator(positions, options(rt::SolverKind::GenAlpha, 1.0)),
+               rt::SolverSetupError);
+}
+
 TEST(Events, ChatteringIsReportedWithTheWhenClause) {
   // A ball put back on the ground at each impact, e = 0.5: the bounces accumulate at
   // t = t1 (1 + 2 e / (1 - e)) = 3 t1 ~ 1.35 s (Zeno), where the run must fail as chattering.
