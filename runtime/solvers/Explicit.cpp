@@ -598,16 +598,7 @@ SolveStatus ExplicitRk::advance_adaptive(int64_t target) {
     // A step shortened to hit the target does not limit the growth of the next one.
     const double h_base = shortened ? std::max(h, h_prop_) : h;
     if (err_ <= 1.0) {
-      double h_step = h;
-      const int event = model_.has_events() ? locate_event(*this, h_step) : 0;
-      if (event < 0) return SolveStatus::Failed;
-      accept(h_step);
-      t_ = last && h_step == h ? t_target : t_ + h_step;
-      h_last_ = h_step;
-      stats_.record_accepted_step(h_step);
-      if (!check_divergence(h_step)) return SolveStatus::Failed;
-      if (event > 0 && !fire_events()) return SolveStatus::Failed;
-      if (event == 0 && model_.has_events()) ev_old_.swap(ev_try_);  // the events at t_
+      if (!accept_step(*this, h, last, t_target)) return SolveStatus::Failed;
       if (stop_requested_) return SolveStatus::Ok;
       h_prop_ = std::min(h_max_, std::min(h_base * f_inc, std::max(h_min_, f_sfty * h_opt)));
       if (options_.verbosity >= 1) {

@@ -204,6 +204,11 @@ class Integrator {
   // state of that shorter step is the attempt's; -1 on failure (failure_ set).
   template <class D>
   int locate_event(D& self, double& h);
+  // After a successful attempt(h) (the last one of the interval to t_target when `last`): an
+  // event located in it shortens it, the method accepts, time and statistics advance, the
+  // divergence guard runs and the event fires. False with failure_ set.
+  template <class D>
+  bool accept_step(D& self, double h, bool last, double t_target);
   // At the accepted point that ends a located step: the branches whose condition became true
   // fire (row before, reinits, restart of the method, row after); false with failure_ set.
   bool fire_events();
@@ -312,16 +317,7 @@ SolveStatus Integrator::advance_grid_step(D& self) {
     const double h = !last || std::fabs(remaining - h_try_) <= 1e-9 * h_try_ ? h_try_ : remaining;
     progress_.tick(t_, h);
     if (self.attempt(h)) {
-      double h_step = h;
-      const int event = model_.has_events() ? locate_event(self, h_step) : 0;
-      if (event < 0) return SolveStatus::Failed;
-      self.accept(h_step);
-      t_ = last && h_step == h ? t_target : t_ + h_step;
-      h_last_ = h_step;
-      stats_.record_accepted_step(h_step);
-      if (!check_divergence(h_step)) return SolveStatus::Failed;
-      if (event > 0 && !fire_events()) return SolveStatus::Failed;
-      if (event == 0 && model_.has_events()) ev_old_.swap(ev_try_);  // the events at t_
+      if (!accept_step(self, h, last, t_target)) return SolveStatus::Failed;
       if (h_try_ < options_.h && ++success_streak_ >= 2) {
         h_try_ = std::min(2.0 * h_try_, options_.h);
         success_streak_ = 0;
@@ -389,6 +385,21 @@ SolveStatus Integrator::run_loop(D& self, const Observer& observer) {
   stats_.wall_time +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return status;
+}
+
+template <class D>
+bool Integrator::accept_step(D& self, double h, bool last, double t_target) {
+  double h_step = h;
+  const int event = model_.has_events() ? locate_event(self, h_step) : 0;
+  if (event < 0) return false;
+  self.accept(h_step);
+  t_ = last && h_step == h ? t_target : t_ + h_step;
+  h_last_ = h_step;
+  stats_.record_accepted_step(h_step);
+  if (!check_divergence(h_step)) return false;
+  if (event > 0) return fire_events();
+  if (model_.has_events()) ev_old_.swap(ev_try_);  // the events at t_
+  return true;
 }
 
 template <class D>
