@@ -67,6 +67,15 @@ MatrixKernel symbol_jacobian(sym::Context& cx, const char* name, const std::vect
 
 namespace {
 
+// Calls add(a - b) for each relation a < b, a <= b, a > b, a >= b in the condition c.
+template <class F>
+void relation_crossings(sym::Context& cx, Expr c, F&& add) {
+  for (Expr n : sym::topological_order(std::span<const Expr>(&c, 1)))
+    if (n->op == sym::Op::Lt || n->op == sym::Op::Le || n->op == sym::Op::Gt ||
+        n->op == sym::Op::Ge)
+      add(cx.sub(n->arg(0), n->arg(1)));
+}
+
 // The crossing functions of the switches in the residuals: the relations a < b (a - b) in the
 // condition of an if-expression, the argument of abs and sign, a - b of min(a, b) and
 // max(a, b); only those that change in time (depend on a symbol other than a parameter), and not
@@ -98,19 +107,13 @@ std::vector<Expr> switch_crossings(const SymbolicDae& dae, sym::Context& cx) {
     if (!crossing->is_const() && changes(crossing) && seen.insert(crossing).second)
       found.push_back(crossing);
   };
-  const auto relations = [&](Expr c) {
-    for (Expr n : sym::topological_order(std::span<const Expr>(&c, 1)))
-      if (n->op == sym::Op::Lt || n->op == sym::Op::Le || n->op == sym::Op::Gt ||
-          n->op == sym::Op::Ge)
-        add(cx.sub(n->arg(0), n->arg(1)));
-  };
   while (!stack.empty()) {
     Expr n = stack.back();
     stack.pop_back();
     if (!visited.insert(n).second) continue;
     switch (n->op) {
       case sym::Op::Select:
-        relations(n->arg(0));
+        relation_crossings(cx, n->arg(0), add);
         break;
       case sym::Op::Abs:
       case sym::Op::Sign:
@@ -300,14 +303,10 @@ ModelKernels build_kernels(const SymbolicDae& dae, sym::Context& cx, bool invers
     for (const auto& w : dae.whens) {
       for (const auto& b : w.branches) {
         conditions.push_back(b.condition);
-        for (Expr n : sym::topological_order(std::span<const Expr>(&b.condition, 1))) {
-          if (n->op != sym::Op::Lt && n->op != sym::Op::Le && n->op != sym::Op::Gt &&
-              n->op != sym::Op::Ge)
-            continue;
-          Expr crossing = cx.sub(n->arg(0), n->arg(1));
-          if (crossing->is_const() || !seen.insert(crossing).second) continue;
-          k.events.outputs.push_back(crossing);
-        }
+        relation_crossings(cx, b.condition, [&](Expr crossing) {
+          if (!crossing->is_const() && seen.insert(crossing).second)
+            k.events.outputs.push_back(crossing);
+        });
         for (const auto& r : b.reinits) k.event_reinit.outputs.push_back(r.value);
       }
     }

@@ -185,7 +185,7 @@ bool Integrator::evaluate_events(std::vector<double>& out, double h) {
   return false;
 }
 
-bool Integrator::condition_rose(const std::vector<double>& now) const {
+bool Integrator::event_between(const std::vector<double>& now) const {
   const size_t nc = static_cast<size_t>(model_.n_crossings);
   for (size_t b = nc; b < now.size(); ++b)
     if (ev_old_[b] == 0.0 && now[b] != 0.0) return true;

@@ -220,7 +220,7 @@ class Integrator {
   bool evaluate_events(std::vector<double>& out, double h);
   // Whether an event happened between ev_old_ and `now`: a branch's condition is true in `now`
   // and was false in ev_old_, or a switch changed (switched()).
-  bool condition_rose(const std::vector<double>& now) const;
+  bool event_between(const std::vector<double>& now) const;
   // Whether the sign of a switch's crossing function differs between ev_old_ and `now`.
   bool switched(const std::vector<double>& now) const;
   // Before a step: the events at the current point (once per point).
@@ -405,7 +405,7 @@ bool Integrator::accept_step(D& self, double h, bool last, double t_target) {
 template <class D>
 int Integrator::locate_event(D& self, double& h) {
   if (!evaluate_events(ev_try_, h)) return -1;
-  if (!condition_rose(ev_try_)) return 0;
+  if (!event_between(ev_try_)) return 0;
   const auto nc = static_cast<size_t>(model_.n_crossings);
   const double tol = options_.event_tolerance * std::max(1.0, std::fabs(t_));
   double lo = 0.0, hi = h;  // the condition has not risen at t + lo, has at t + hi
@@ -439,7 +439,7 @@ int Integrator::locate_event(D& self, double& h) {
     }
     at = s;
     if (!evaluate_events(ev_try_, s)) return -1;
-    if (condition_rose(ev_try_)) {
+    if (event_between(ev_try_)) {
       hi = s;
       ev_hi_.swap(ev_try_);
       if (kept == -1)
