@@ -8,11 +8,13 @@
 //  - Only these class kinds: model, connector, record, block, package, type, function (with optional
 //    `partial` / `encapsulated`, both ignored). No `class`, `operator`, `expandable`, enumerations,
 //    `der` short classes, `extends` class specifiers, `redeclare`/`replaceable`/`inner`/`outer`,
-//    conditional components, `initial equation`, `external`, `break`. Algorithm sections
+//    conditional components, `initial algorithm`, `external`, `break`. Algorithm sections
 //    are parsed in every class but only functions may have one (checked by the flattener).
 //    Their keywords (UNSUPPORTED_KEYWORD) are still reserved, so a model written for Modelica
-//    fails with "the Modelica keyword 'initial' is not supported" instead of a confusing message.
-//    `initial()` is therefore unavailable; `der`, `pre` and `reinit` are ordinary function names.
+//    fails with "the Modelica keyword 'inner' is not supported" instead of a confusing message.
+//    `initial` is a keyword: it starts `initial equation` (and `initial algorithm`, parsed and
+//    refused by Parser.cpp) and is the event operator `initial()`; `der`, `pre`, `reinit` and
+//    `terminal` are ordinary function names.
 //  - Short classes take no array dimensions (`type V = Real[3];` is rejected) and no prefixes.
 //  - Type prefixes (`parameter`, `input`, `flow`, ...) may come in any order; duplicates and
 //    conflicts are reported by the parser instead of by the grammar.
@@ -74,7 +76,8 @@ classPrefix
 longClassSpecifier
   : IDENT stringComment
     element*
-    ( PUBLIC element* | PROTECTED element* | EQUATION equation* | ALGORITHM statement* )*
+    ( PUBLIC element* | PROTECTED element* | INITIAL? EQUATION equation*
+    | INITIAL? ALGORITHM statement* )*
     ( annotation ';' )?
     END IDENT
   ;
@@ -243,6 +246,7 @@ primary
   | TRUE
   | FALSE
   | componentReference functionCallArgs?
+  | INITIAL '(' ')'
   | '(' expression ')'
   | '[' expressionList ( ';' expressionList )* ']'
   | '{' arrayArguments? '}'
@@ -335,6 +339,7 @@ FOR          : 'for';
 FUNCTION     : 'function';
 IF           : 'if';
 IMPORT       : 'import';
+INITIAL      : 'initial';
 IN           : 'in';
 INPUT        : 'input';
 LOOP         : 'loop';
@@ -361,7 +366,7 @@ WITHIN       : 'within';
 // Parser.cpp names them in its messages ("'when' is not supported by mbs").
 UNSUPPORTED_KEYWORD
   : 'break' | 'class' | 'constrainedby' | 'enumeration'
-  | 'expandable' | 'external' | 'impure' | 'initial' | 'inner' | 'operator' | 'outer' | 'pure'
+  | 'expandable' | 'external' | 'impure' | 'inner' | 'operator' | 'outer' | 'pure'
   | 'redeclare' | 'replaceable'
   ;
 

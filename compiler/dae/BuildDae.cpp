@@ -82,7 +82,12 @@ struct Builder {
   std::unordered_map<uint32_t, Expr> repl;           // eliminated symbol -> value
   std::unordered_map<uint32_t, Expr> der_start;      // derivative symbol -> start value
   std::unordered_map<uint32_t, Expr> start;          // variable symbol -> start value
-  std::unordered_map<uint32_t, size_t> input_var;    // top-level input symbol -> flat var index
+  // start values declared `fixed = false` (of a variable; of a derivative, through its alias)
+  std::unordered_set<uint32_t> free_start, free_der_start;
+  std::unordered_map<uint32_t, Span> free_span;  // symbol (or derivative) -> where declared free
+  // the order reduction's replacements (der^j(x) -> der^(j-1)(w)), for the initial equations
+  std::vector<std::unordered_map<uint32_t, Expr>> order_subs;
+  std::unordered_map<uint32_t, size_t> input_var;  // top-level input symbol -> flat var index
 
   // the first input `e` depends on, or -1
   int64_t input_in(Expr e) const {
@@ -119,6 +124,44 @@ struct Builder {
       e = n;
     }
     return e;
+  }
+
+  // The initial equations in the unknowns (eliminations and order reductions substituted); each
+  // may read what the start determines: q, der(q), der(der(q)), y, der(y), z, parameters,
+  // inputs and time; anything else is initial_unknown.
+  bool resolve_initial_equations() {
+    std::unordered_set<uint32_t> known;
+    for (const auto& u : dae.q) known.insert({u.symbol, u.d1, u.d2});
+    for (const auto& u : dae.y) known.insert({u.symbol, u.d1});
+    for (const auto& u : dae.z) known.insert(u.symbol);
+    bool ok = true;
+    for (const FlatEquation& fe : flat.initial_equations) {
+      Expr r = resolve(fe.residual);
+      for (const auto& sub : order_subs) r = resolve(sym::substitute(cx, r, sub));
+      for (uint32_t s : sym::free_symbols(r)) {
+        if (known.count(s) || s == dae.time_symbol || input_var.count(s)) continue;
+        if (auto it = flat.var_of_symbol.find(s);
+            it != flat.var_of_symbol.end() && flat.vars[it->second].role != VarRole::Variable)
+          continue;
+        const auto [base, k] = base_of(s);
+        std::string why =
+            k == 0 ? "it is no unknown of the model"
+            : std::find_if(dae.z.begin(), dae.z.end(),
+                           [&](const DaeUnknown& u) { return u.symbol == base; }) != dae.z.end()
+                ? fmt::format("'{}' is algebraic, its derivative is not computed",
+                              cx.symbol_name(base))
+                : fmt::format("the model integrates '{}' to a lower order", cx.symbol_name(base));
+        diags.report(DiagKind::initial_unknown, fe.span, {cx.symbol_name(s), why});
+        diags.help(
+            "an initial equation may use the states (positions, velocities der(x), first-order "
+            "states), the accelerations der(der(x)), derivatives der(y) of first-order states, "
+            "the algebraic variables, parameters and time");
+        ok = false;
+        break;
+      }
+      dae.initial_equations.push_back({r, fe.span, fe.text});
+    }
+    return ok;
   }
 
   // The when-equations in the unknowns; each reinit target resolved to the state it sets (a q,
@@ -247,9 +290,11 @@ struct Builder {
           Expr cg = keep_a ? cb : ca, ck = keep_a ? ca : cb;
           Expr ratio = cx.neg(cx.div(ck, cg));  // gone = ratio * kept
           const FlatVar& vg = flat.vars[unknown_var.at(gone)];
-          if (start.count(gone) && !start.count(kept))
-            start[kept] = cx.div(start[gone], ratio);
-          else if (vg.fixed && vg.start)
+          if (start.count(gone) && !start.count(kept)) start[kept] = cx.div(start[gone], ratio);
+          if (free_start.count(gone) && !flat.vars[unknown_var.at(kept)].fixed) {
+            free_start.insert(kept);
+            free_span.emplace(kept, free_span[gone]);
+          } else if (vg.fixed && vg.start)
             diags.report(DiagKind::eliminated_start, vg.span,
                          {vg.name, "an alias of '" + flat.vars[unknown_var.at(kept)].name + "'"});
           eliminate(gone, cx.mul(ratio, cx.symbol(kept)), "alias", eq);
@@ -266,6 +311,10 @@ struct Builder {
         if (rest->is_const(0.0)) {
           Expr ratio = cx.neg(cx.div(cd, cv));  // v = ratio * d
           if (start.count(v) && !der_start.count(d)) der_start[d] = cx.div(start[v], ratio);
+          if (free_start.count(v)) {
+            free_der_start.insert(d);
+            free_span.emplace(d, free_span[v]);
+          }
           eliminate(v, cx.mul(ratio, cx.symbol(d)), "derivative alias", eq);
           return true;
         }
@@ -308,6 +357,17 @@ struct Builder {
       if (fv.fixed && fv.start)
         diags.report(DiagKind::eliminated_start, fv.span,
                      {fv.name, "an explicit function of other variables"});
+      // a free start moves to the one unknown the variable is a function of (x = p^3 + p with
+      // x free: p is the state that carries x, and its start is free)
+      if (free_start.count(best)) {
+        std::vector<uint32_t> carriers;
+        for (uint32_t s : sym::free_symbols(value))
+          if (is_unknown(s) && s != best) carriers.push_back(s);
+        if (carriers.size() == 1 && !flat.vars[unknown_var.at(carriers[0])].fixed) {
+          free_start.insert(carriers[0]);
+          free_span.emplace(carriers[0], free_span[best]);
+        }
+      }
       eliminate(best, value, "explicit", eq);
       return true;
     }
@@ -388,6 +448,10 @@ std::optional<SymbolicDae> Builder::run() {
     else
       dae.parameters.push_back(v.symbol);
     if (v.start) start[v.symbol] = v.start;
+    if (v.role == VarRole::Variable && v.fixed_given && !v.fixed) {
+      free_start.insert(v.symbol);
+      free_span[v.symbol] = v.start_span.valid() ? v.start_span : v.span;
+    }
   }
   for (const auto& e : flat.equations) eqs.push_back({e.residual, e.span, e.text, true, &e});
   if (unknown_var.empty() && eqs.empty()) {
@@ -475,6 +539,10 @@ std::optional<SymbolicDae> Builder::run() {
       sub[dx] = cx.symbol(dw);
       // start values of derivatives move with them: der^j(x) is der^(j-1)(w)
       if (dw != w && der_start.count(dx)) der_start[dw] = der_start[dx];
+      if (dw != w && free_der_start.count(dx)) {
+        free_der_start.insert(dw);
+        free_span.emplace(dw, free_span[dx]);
+      }
       if (!ders.has_der(dx)) break;
       dx = ders.der(dx);
       dw = ders.der(dw);
@@ -485,6 +553,11 @@ std::optional<SymbolicDae> Builder::run() {
     eqs.push_back({cx.sub(cx.symbol(w), cx.symbol(ders.der(x))), flat.vars[unknown_var.at(x)].span,
                    "der(" + flat.vars[unknown_var.at(x)].name + ") (order reduction)"});
     if (der_start.count(ders.der(x))) start[w] = der_start[ders.der(x)];
+    if (free_der_start.count(ders.der(x))) {
+      free_start.insert(w);
+      free_span.emplace(w, free_span[ders.der(x)]);
+    }
+    order_subs.push_back(std::move(sub));
     unknown_var[w] = unknown_var.at(x);
     remaining.push_back(w);
     order[w] = -1;
@@ -527,11 +600,15 @@ std::optional<SymbolicDae> Builder::run() {
     u.span = var_span(s);
     int o = order[s];
     if (start.count(s)) u.start = start[s];
+    u.free_start = free_start.count(s) != 0;
+    if (u.free_start) u.free_span = free_span[s];
     if (o >= 1) u.d1 = ders.der(s);
     if (o == 2) {
       u.kind = UnknownKind::ODE2;
       u.d2 = ders.der(u.d1);
       if (der_start.count(u.d1)) u.start_der = der_start[u.d1];
+      u.free_start_der = free_der_start.count(u.d1) != 0;
+      if (u.free_start_der) u.free_der_span = free_span[u.d1];
       dae.q.push_back(u);
     } else if (o == 1) {
       u.kind = UnknownKind::ODE1;
@@ -699,6 +776,7 @@ std::optional<SymbolicDae> Builder::run() {
                            v.output});
   }
   if (!resolve_whens()) return std::nullopt;
+  if (!resolve_initial_equations()) return std::nullopt;
   for (Expr e : flat.no_event) dae.no_event.push_back(resolve(e));
   dae.body_balance = flat.body_balance;
   for (auto& r : dae.body_balance.rows) r = resolve(r);
@@ -710,7 +788,7 @@ std::optional<SymbolicDae> Builder::run() {
 
 std::optional<SymbolicDae> build_dae(const FlatModel& flat, sym::Context& cx, DerivativeTable& ders,
                                      DiagnosticEngine& diags) {
-  Builder b{flat, cx, ders, diags, {}, {}, {}, {}, {}, {}, {}};
+  Builder b{flat, cx, ders, diags, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
   return b.run();
 }
 
@@ -735,6 +813,14 @@ void print_dae(std::ostream& os, const sym::Context& cx, const SymbolicDae& dae)
     if (e.init_residual != e.residual)
       os << "      initial: 0 = " << sym::to_string(cx, e.init_residual) << "\n";
   }
+  if (!dae.initial_equations.empty()) os << "initial equations\n";
+  for (const auto& e : dae.initial_equations)
+    os << "  0 = " << sym::to_string(cx, e.residual) << loc(e.span) << "\n";
+  for (const auto* list : {&dae.q, &dae.y})
+    for (const auto& u : *list) {
+      if (u.free_start) os << "  free start  " << u.name << "\n";
+      if (u.free_start_der) os << "  free start  der(" << u.name << ")\n";
+    }
 }
 
 }  // namespace mbs

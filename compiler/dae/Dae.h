@@ -27,7 +27,20 @@ struct DaeUnknown {
   uint32_t d2 = 0;                // der(der(x))   (ODE2)
   sym::Expr start = nullptr;      // initial value (or null: 0)
   sym::Expr start_der = nullptr;  // ODE2: initial velocity (or null: 0)
+  // the start value is free (declared `fixed = false`, on the variable or on an alias of it):
+  // solved at t0 with the initial equations and the constraints (compiler/dae/Initial.h)
+  bool free_start = false;
+  bool free_start_der = false;    // ODE2: the velocity's start (on der(x) or its alias)
+  Span free_span, free_der_span;  // where they were declared free (the start value's modifier)
   Span span;
+};
+
+// An `initial equation`: holds at the start only (FlatModel::initial_equations, resolved in the
+// unknowns: q, der(q), der(der(q)), y, der(y), z, parameters, inputs and time).
+struct DaeInitialEquation {
+  sym::Expr residual;
+  Span span;
+  std::string text;
 };
 
 struct DaeEquation {
@@ -89,9 +102,10 @@ struct SymbolicDae {
   std::vector<DaeUnknown> q, y, z;
   std::vector<DaeEquation> equations;  // n_q + n_y + n_z
   std::vector<Elimination> eliminated;
-  std::vector<DaeOutput> outputs;    // every model variable, declaration order
-  std::vector<DaeWhen> whens;        // FlatModel's, resolved
-  std::vector<sym::Expr> no_event;   // FlatModel's, resolved
+  std::vector<DaeOutput> outputs;                     // every model variable, declaration order
+  std::vector<DaeWhen> whens;                         // FlatModel's, resolved
+  std::vector<DaeInitialEquation> initial_equations;  // FlatModel's, resolved
+  std::vector<sym::Expr> no_event;                    // FlatModel's, resolved
   std::vector<uint32_t> parameters;  // parameter symbols (values: FlatModel bindings)
   BodyBalance body_balance;          // inverse dynamics: FlatModel's, eliminations substituted
 };

@@ -18,6 +18,7 @@
 
 #include "compiler/codegen/Jit.h"
 #include "compiler/dae/Dae.h"
+#include "compiler/dae/Initial.h"
 #include "compiler/diag/Diagnostics.h"
 #include "compiler/driver/Kernels.h"
 #include "compiler/driver/ModelCache.h"
@@ -524,6 +525,14 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
             s, fmt::format("the start values' check against the constraint at {}:{}:{}", at.file,
                            at.line, at.col));
   }
+  // the initial equations and free starts are solved below into v0: the parameters they read
+  // are compile-time, and so are the start values
+  const bool initial_problem = has_initial_problem(*dae);
+  if (initial_problem) {
+    mark_initial_parameters(*dae, *flat);
+    m->start_compile_time =
+        "the compiler solved the initial equations and the free start values (fixed = false)";
+  }
   set_parameter_info(*flat, cx, sources, *m);
   for (const FlatVar& v : flat->vars) {
     if (v.role != VarRole::Input) continue;
@@ -571,6 +580,10 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
   for (int32_t i = 0; i < m->n_y; ++i) put(m->y_slot[i], m->y[i].name, dae->y[i].span);
   for (int32_t i = 0; i < m->n_z; ++i) put(m->z_slot[i], m->z[i].name, dae->z[i].span);
   if (diags.has_errors()) return finish(false);
+  if (initial_problem) {
+    if (!solve_initial_problem(*dae, cx, m->v0, diags)) return finish(false);
+    m->v0.resize(static_cast<size_t>(m->n_v));
+  }
 
   // multipliers of the mechanics' position constraints are known as such (the solver accepts
   // their update once it stagnates, see CompiledModel::z_level); the others are inferred

@@ -50,13 +50,23 @@ void print_flat_model(std::ostream& os, const sym::Context& cx, const FlatModel&
        << (v.flow ? "flow " : "") << types[static_cast<int>(v.type)] << " " << v.name;
     if (v.binding) os << " = " << sym::to_string(cx, v.binding);
     if (v.start)
-      os << " (start = " << sym::to_string(cx, v.start) << (v.fixed ? ", fixed" : "") << ")";
+      os << " (start = " << sym::to_string(cx, v.start)
+         << (v.fixed         ? ", fixed"
+             : v.fixed_given ? ", free"
+                             : "")
+         << ")";
     if (!v.unit.empty()) os << " [" << v.unit << "]";
     if (v.span.valid()) os << "  @" << v.span.line << ":" << v.span.col;
     os << "\n";
   }
   os << "equations\n";
   for (const auto& e : m.equations) {
+    os << "  0 = " << sym::to_string(cx, e.residual);
+    if (e.span.valid()) os << "  @" << e.span.line << ":" << e.span.col;
+    os << "\n";
+  }
+  if (!m.initial_equations.empty()) os << "initial equations\n";
+  for (const auto& e : m.initial_equations) {
     os << "  0 = " << sym::to_string(cx, e.residual);
     if (e.span.valid()) os << "  @" << e.span.line << ":" << e.span.col;
     os << "\n";

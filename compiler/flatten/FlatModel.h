@@ -38,6 +38,7 @@ struct FlatVar {
   sym::Expr start = nullptr;  // `start` attribute (may be null)
   Span start_span;            // its value expression
   bool fixed = false;         // `fixed` attribute
+  bool fixed_given = false;   // `fixed` written (fixed = false: a free start, solved at t0)
   bool keep = false;          // never eliminated by the DAE pass (recursive multibody form)
   bool multiplier = false;    // the Lagrange multiplier of a position-level constraint
   bool second_order = false;  // an ODE2 coordinate even if no equation has its 2nd derivative
@@ -152,6 +153,9 @@ struct FlatModel {
   uint32_t time_symbol = 0;
   std::vector<FlatVar> vars;
   std::vector<FlatEquation> equations;
+  // `initial equation` sections: they hold at the start only, together with the equations, and
+  // determine the start values declared `fixed = false` (compiler/dae/Initial.h)
+  std::vector<FlatEquation> initial_equations;
   std::vector<FlatWhen> whens;  // when-equations, in source order
   // The values of noEvent(...) and smooth(p, ...) written in the model: the switches inside them
   // (if-expressions, abs, sign, min, max) do not stop the solvers at their changes

@@ -315,6 +315,7 @@ class Flattener {
   bool varies_in_time(Expr e) const;
   void add_reinit(const ast::Equation& eq, Scope s);
   void add_connect(const ast::Equation& eq, Scope s);
+  void add_initial_equations(const ast::ClassDef& def, Instance& inst);
   Instance* resolve_connector(const ast::Expr& ref, Scope s, bool& outside);
   void connect_pair(Instance* a, bool a_out, Instance* b, bool b_out, const ast::Equation& eq);
   void generate_connection_equations(Instance& root);
@@ -340,6 +341,8 @@ class Flattener {
   size_t iterations_ = 0;           // bodies of comprehensions and reductions evaluated so far
   // Inside the body of a when-equation: the branch being filled (reinit, pre allowed).
   FlatWhenBranch* when_body_ = nullptr;
+  // Inside an `initial equation` section: its equations go to FlatModel::initial_equations.
+  bool initial_section_ = false;
   // lazy binding evaluation state per var: 0 not yet, 1 in progress, 2 done, 3 failed
   std::vector<uint8_t> binding_state_;
   std::vector<uint8_t> resolved_state_;  // resolved_binding: 0 not yet, 1 in progress, 2 done
@@ -1569,6 +1572,13 @@ Value Flattener::eval_call(const ast::Expr& e, Scope s) {
       return ders_.total_derivative(x);
     });
   }
+  if (name == "initial" && e.ref.size() == 1) {
+    diags_.report(DiagKind::unsupported, e.span, {"the event operator initial()"});
+    diags_.help(
+        "conditions at the start are written as an 'initial equation' section (docs/language.md, "
+        "\"Initial equations\")");
+    throw BuildError{};
+  }
   if (name == "pre") {
     // Inside a when-equation every value is taken at the event before any reinit is applied,
     // so pre(x) there is x itself (there are no discrete variables yet).
@@ -2424,6 +2434,7 @@ void Flattener::elaborate_scalar(Instance& inst) {
     Value v = eval_mod_value(*a);
     double f = structural(scalar_of(v, a->value->span, "'fixed'"), a->value->span, "'fixed'");
     flat_.vars[inst.var].fixed = f != 0.0;
+    flat_.vars[inst.var].fixed_given = true;
   }
   for (const char* bound : {"min", "max"}) {
     if (const ModEntry* a = attr(bound)) {
@@ -2472,6 +2483,7 @@ void Flattener::elaborate(Instance& inst) {
       for (auto& el : inst.elems) elaborate(*el);
       for (const ClassEntry* c : inst.equation_classes) {
         add_equations(c->def->equations, Scope{&inst, nullptr}, inst.path);
+        if (!c->def->initial_equations.empty()) add_initial_equations(*c->def, inst);
         if (!c->def->algorithm_spans.empty() && algorithm_reported_.insert(c->def).second) {
           diags_.report(DiagKind::unsupported, c->def->algorithm_spans.front(),
                         {fmt::format("an algorithm section in {} '{}'",
@@ -2483,6 +2495,26 @@ void Flattener::elaborate(Instance& inst) {
       }
       return;
   }
+}
+
+// `initial equation` sections (docs/language.md, "Initial equations"): flattened like equations,
+// into FlatModel::initial_equations; the DAE pass and the initial solve (compiler/dae/Initial)
+// take them from there.
+void Flattener::add_initial_equations(const ast::ClassDef& def, Instance& inst) {
+  struct Section {
+    Flattener& f;
+    std::vector<FlatEquation> model_equations;
+    explicit Section(Flattener& fl) : f(fl) {
+      model_equations.swap(f.flat_.equations);
+      f.initial_section_ = true;
+    }
+    ~Section() {
+      f.initial_section_ = false;
+      model_equations.swap(f.flat_.equations);  // the initial ones are in model_equations now
+      for (auto& e : model_equations) f.flat_.initial_equations.push_back(std::move(e));
+    }
+  } section(*this);
+  add_equations(def.initial_equations, Scope{&inst, nullptr}, inst.path);
 }
 
 void Flattener::add_equations(const ast::EquationList& eqs, Scope s, const std::string& origin) {
@@ -2504,6 +2536,18 @@ void Flattener::add_equation(const ast::Equation& eq, Scope s, const std::string
     diags_.help(
         "mbs has no discrete variables yet: a when-equation changes states with reinit(x, e); "
         "write continuous equations outside it");
+    throw BuildError{};
+  }
+  if (initial_section_ &&
+      (eq.kind == ast::EquationKind::When || eq.kind == ast::EquationKind::Connect ||
+       eq.kind == ast::EquationKind::Call)) {
+    diags_.report(DiagKind::initial_equation_kind, eq.span,
+                  {eq.kind == ast::EquationKind::When      ? "a when-equation"
+                   : eq.kind == ast::EquationKind::Connect ? "connect"
+                                                           : "a call equation"});
+    diags_.help(
+        "an initial equation relates values at the start (a = b, for, if); connections and "
+        "events belong in the 'equation' section");
     throw BuildError{};
   }
   switch (eq.kind) {

@@ -173,6 +173,8 @@ struct ClassDef {
   std::vector<Extends> extends;
   std::vector<Component> components;
   EquationList equations;
+  EquationList initial_equations;                  // every `initial equation` section, in order
+  std::vector<Span> initial_spans;                 // the `initial` keywords of those sections
   StatementList algorithm;                         // every `algorithm` section, in order
   std::vector<Span> algorithm_spans;               // the `algorithm` keywords
   std::vector<std::unique_ptr<ClassDef>> classes;  // nested classes (packages)

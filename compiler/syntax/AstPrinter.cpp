@@ -277,6 +277,11 @@ void print_class(std::ostream& os, const ast::ClassDef& c, int level) {
        << mod_suffix(comp.mod.get()) << description(comp.description) << "\n";
   }
   print_equations(os, c.equations, level + 1);
+  if (!c.initial_equations.empty()) {
+    indent(os, level + 1);
+    os << "initial equation\n";
+    print_equations(os, c.initial_equations, level + 2);
+  }
   if (!c.algorithm.empty()) {
     indent(os, level + 1);
     os << "algorithm\n";

@@ -293,9 +293,9 @@ class MbsErrorStrategy : public antlr4::DefaultErrorStrategy {
       size_t la = in->LA(1);
       if (la == Token::EOF) return;
       if (depth == 0 && la == P::SEMICOLON) break;
-      if (depth == 0 &&
-          (la == P::END || la == P::EQUATION || la == P::ALGORITHM || la == P::PUBLIC ||
-           la == P::PROTECTED || la == P::ELSE || la == P::ELSEIF || la == P::ELSEWHEN)) {
+      if (depth == 0 && (la == P::END || la == P::EQUATION || la == P::ALGORITHM ||
+                         la == P::INITIAL || la == P::PUBLIC || la == P::PROTECTED ||
+                         la == P::ELSE || la == P::ELSEIF || la == P::ELSEWHEN)) {
         return;
       }
       if (la == P::LPAREN || la == P::LBRACKET || la == P::LBRACE) ++depth;
@@ -523,9 +523,9 @@ class MbsErrorStrategy : public antlr4::DefaultErrorStrategy {
         p->consume();
         return;
       }
-      if (depth == 0 &&
-          (la == P::END || la == P::EQUATION || la == P::ALGORITHM || la == P::PUBLIC ||
-           la == P::PROTECTED || la == P::ELSE || la == P::ELSEIF || la == P::ELSEWHEN)) {
+      if (depth == 0 && (la == P::END || la == P::EQUATION || la == P::ALGORITHM ||
+                         la == P::INITIAL || la == P::PUBLIC || la == P::PROTECTED ||
+                         la == P::ELSE || la == P::ELSEIF || la == P::ELSEWHEN)) {
         return;
       }
       if (la == P::LPAREN || la == P::LBRACKET || la == P::LBRACE) ++depth;
@@ -780,18 +780,40 @@ class Builder {
     def->description = string_comment(l->stringComment());
     bool is_protected = false;
     bool after_end = false;
+    // `initial` just seen (it prefixes the next section keyword); inside `initial equation`
+    Token* initial_keyword = nullptr;
+    bool in_initial = false;
     for (ParseTree* child : l->children) {
       switch (type_of(child)) {
         case P::PUBLIC:
           is_protected = false;
+          in_initial = false;
           continue;
         case P::PROTECTED:
           is_protected = true;
+          in_initial = false;
           continue;
         case P::END:
           after_end = true;
           continue;
+        case P::INITIAL:
+          initial_keyword = token_of(child);
+          continue;
+        case P::EQUATION:
+          in_initial = initial_keyword != nullptr;
+          if (in_initial) def->initial_spans.push_back(r_.span(initial_keyword));
+          initial_keyword = nullptr;
+          continue;
         case P::ALGORITHM:
+          if (initial_keyword != nullptr) {
+            r_.error(DiagKind::unsupported, r_.span(initial_keyword),
+                     {"an 'initial algorithm' section"});
+            r_.diags().help(
+                "write the conditions at the start as an 'initial equation' section (equations, "
+                "which may call functions)");
+          }
+          initial_keyword = nullptr;
+          in_initial = false;
           def->algorithm_spans.push_back(r_.span(token_of(child)));
           continue;
         case P::IDENT:
@@ -803,7 +825,8 @@ class Builder {
       if (auto* e = dynamic_cast<P::ElementContext*>(child)) {
         element(*def, e, is_protected);
       } else if (auto* eq = dynamic_cast<P::EquationContext*>(child)) {
-        equation(def->equations, eq);  // equations only follow `equation`
+        // equations only follow `equation` or `initial equation`
+        equation(in_initial ? def->initial_equations : def->equations, eq);
       } else if (auto* st = dynamic_cast<P::StatementContext*>(child)) {
         statement(def->algorithm, st);  // statements only follow `algorithm`
       } else if (auto* an = dynamic_cast<P::AnnotationContext*>(child)) {
@@ -1436,6 +1459,11 @@ class Builder {
         return leaf(ast::ExprKind::End, span);
       case P::LPAREN:
         return expr(ctx->expression());
+      case P::INITIAL: {  // the event operator initial(): a call without arguments
+        auto e = leaf(ast::ExprKind::Call, span);
+        e.e->ref.push_back(ast::RefPart{"initial", {}, r_.span(first)});
+        return e;
+      }
       case P::LBRACKET: {
         auto e = std::make_unique<ast::Expr>();
         e->kind = ast::ExprKind::Matrix;

@@ -134,6 +134,11 @@ struct CompiledModel {
   // between steps): explicit methods then factor it once per run instead of at every stage.
   bool constant_leading_matrix = false;
 
+  // Why the start values cannot change without a new compile ("" when they can): the compiler
+  // solved the initial equations and the free starts (`fixed = false`) into v0
+  // (compiler/dae/Initial.h). rt::Instance refuses a new start value with this reason.
+  std::string start_compile_time;
+
   // Values written to result files: one per column, in column order (after "time").
   Kernel outputs;
   std::vector<std::string> output_names;

@@ -21,7 +21,7 @@ static_assert(sizeof(SparseKernel) == 104, "SparseKernel changed: update ModelIm
 static_assert(sizeof(SourceRef) == 72, "SourceRef changed: update ModelImage.cpp");
 static_assert(sizeof(Unknown) == 104, "Unknown changed: update ModelImage.cpp");
 static_assert(sizeof(OutputSource) == 168, "OutputSource changed: update ModelImage.cpp");
-static_assert(sizeof(CompiledModel) == 3584, "CompiledModel changed: update ModelImage.cpp");
+static_assert(sizeof(CompiledModel) == 3616, "CompiledModel changed: update ModelImage.cpp");
 #endif
 
 // Primitive values: fixed-width little-endian integers, doubles as their IEEE bits, strings
@@ -192,6 +192,7 @@ void transfer(IO& io, CompiledModel& m) {
   xfer(io, m.init_residual);
   xfer(io, m.init_matrix);
   xfer(io, m.constant_leading_matrix);
+  xfer(io, m.start_compile_time);
   xfer(io, m.outputs);
   xfer(io, m.output_names);
   xfer(io, m.output_role);

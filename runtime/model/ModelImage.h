@@ -18,7 +18,8 @@
 
 namespace mbs::rt {
 
-constexpr uint32_t kModelImageVersion = 4;  // 2: output_interface; 3: inputs; 4: events
+constexpr uint32_t kModelImageVersion = 5;  // 2: output_interface; 3: inputs; 4: events;
+                                            // 5: start_compile_time (initial equations)
 
 // The image of `m` (without code_owner and the kernels' function pointers).
 std::string write_model_image(const CompiledModel& m);

@@ -83,6 +83,7 @@ std::string Instance::why_compile_time(std::string_view name) const {
   }
   if (input_index(name) >= 0) return "";  // an input only has a slot
   if (start_slot(m, name) >= 0) {
+    if (!m.start_compile_time.empty()) return m.start_compile_time;
     if (has_constraints(m))
       return "the model has constraints: its start values are checked (or assembled) by the "
              "compiler";
