@@ -215,7 +215,7 @@ TEST(MechanicsExamples, RigidPendulumEqualsAPlainModelWithInertiaAndTwoMultiplie
   // (x, y) and the body angle th, two pin multipliers, M q'' = f - G' lambda with the pin
   // constraints x = d sin th, y = -d cos th. The DAE pass eliminates x, y and the multipliers as
   // explicit auxiliaries, which leaves the same one-coordinate ODE as the Revolute: the two agree
-  // to rounding (measured 7.8e-16 over 2 s at h = 1e-4); bound 1e-12, so any difference in the
+  // to rounding (measured 6.7e-16 over 2 s at h = 1e-4); bound 1e-12, so any difference in the
   // mechanics' inertia, centre of mass or gravity term fails it.
   std::string path = write_temp("compound.mbs", R"(
 model CompoundCartesian
@@ -717,7 +717,7 @@ TEST(MechanicsExamples, ChainOfNLinksRunsAndConservesEnergy) {
 TEST(MechanicsExamples, ChainOfOneLinkIsTheRigidPendulum) {
   // pendulum.mbs measures phi from the downward vertical, chain.mbs from world x: with d = L/2,
   // Izz = 1e-3 and theta0 = pi/2, phi_pendulum = phi_chain + pi/2 (same equations, so to
-  // rounding: measured 6.7e-15 over 2 s; bound 1e-12).
+  // rounding: measured 5.6e-14 over 2 s; bound 1e-12).
   auto chain = compile_file(mech_example("chain.mbs"), {{"N", 1.0}});
   auto pend =
       compile_file(mech_example("pendulum.mbs"), {{"d", 0.25}, {"Izz", 1e-3}, {"theta0", kPi / 2}});
