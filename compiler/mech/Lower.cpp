@@ -40,6 +40,7 @@ const std::vector<KindInfo>& kinds() {
       {"WorldForce", Role::Load, {"frame_b"}},
       {"FrameForce", Role::Load, {"frame_b"}},
       {"FrameSensor", Role::Sensor, {"frame"}},
+      {"FrameKinematics", Role::Sensor, {"frame_a"}},
       {"DistanceSensor", Role::Sensor, {"frame_a", "frame_b"}},
   };
   return k;
@@ -976,6 +977,16 @@ void Lowering::sensors() {
       define3(e, "w", al_.mul(nd.R_w, nd.w));
       define3(e, "a", al_.add(al_.mul(nd.R_w, nd.a), g_));
       define3(e, "z", al_.mul(nd.R_w, nd.al));
+    } else if (k == "FrameKinematics") {
+      // the absolute kinematics of frame_a under the MSL's names (the base of BodyShape, ...)
+      const Node& nd = nodes_[e.nodes[0]];
+      define3(e, "r_0", nd.p_w);
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j)
+          define(e, fmt::format("R[{},{}]", i + 1, j + 1), nd.R_w[3 * i + j]);
+      define3(e, "v_0", al_.mul(nd.R_w, nd.v));
+      define3(e, "a_0", al_.add(al_.mul(nd.R_w, nd.a), g_));
+      define3(e, "w_a", nd.w);
     } else if (k == "DistanceSensor") {
       V3 d = al_.sub(nodes_[e.nodes[1]].p_w, nodes_[e.nodes[0]].p_w);
       define(e, "d", cx_.unary(sym::Op::Sqrt, al_.dot(d, d)));

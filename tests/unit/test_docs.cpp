@@ -1,8 +1,8 @@
-// Every complete model in docs/language.md and docs/mechanics.md (a ```modelica or ```mbs block
-// starting with `model`, `package`, `connector` or a comment) compiles without diagnostics, so
-// the references cannot drift from the compiler. A block of docs/mechanics.md may announce a
-// warning with a line `// expect warning: TEXT`: it must then compile with warnings only, and
-// each announced TEXT must appear in them.
+// Every complete model in docs/language.md, docs/mechanics.md and docs/msl.md (a ```modelica or
+// ```mbs block starting with `model`, `package`, `connector` or a comment) compiles without
+// diagnostics, so the references cannot drift from the compiler. A block of docs/mechanics.md may
+// announce a warning with a line `// expect warning: TEXT`: it must then compile with warnings
+// only, and each announced TEXT must appear in them.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -97,6 +97,10 @@ TEST(Docs, EveryCompleteModelInTheLanguageReferenceCompiles) {
 
 TEST(Docs, EveryCompleteModelInTheMechanicsReferenceCompiles) {
   EXPECT_GE(compile_complete_models("mechanics.md", true), 8);
+}
+
+TEST(Docs, EveryCompleteModelInTheMslMappingCompiles) {
+  EXPECT_GE(compile_complete_models("msl.md", false), 1);
 }
 
 TEST(Docs, EverySolverOptionIsDocumentedWithItsDefault) {

@@ -23,7 +23,11 @@
 namespace {
 
 constexpr double kPi = std::numbers::pi;
-constexpr double kG = 9.81;
+// standard gravity, the World's default (Modelica.Constants.g_n, as the MSL's World): the
+// examples that keep the default
+constexpr double kG = 9.80665;
+// the examples that state World(g = {0, 0, -9.81}) (slider_crank, spatial_four_bar, heavy_top)
+constexpr double kG981 = 9.81;
 
 std::string mech_example(const std::string& name) {
   return std::string(MBS_SOURCE_DIR) + "/examples/mechanics/" + name;
@@ -147,12 +151,12 @@ double planar_energy(const std::vector<PlanarLink>& links, const std::vector<dou
 
 TEST(MechanicsExamples, RigidPendulumPeriodIsTheEllipticIntegralPeriod) {
   // J = Izz + m d^2 = 0.01 + 0.25. Released at rest, w changes sign every half period. At
-  // theta0 = 1 the exact period is 1.5425541 s (the small-angle formula gives 1.4466 s, 6 %
-  // less); at 2.5 rad it is 2.3767305 s (the small-angle one is 39 % off). Generalized-alpha's
-  // period error is O((omega h)^2): measured 2.1e-6 s (theta0 = 1) and 7.0e-7 s (2.5) at
-  // h = 1e-3, 5.4e-7 and 1.7e-7 at h = 5e-4; linear interpolation of the zero crossing adds
-  // less. The tolerance 1e-5 s is 6.5e-6 relative: a relative error of 2e-5 in J, m, g or d would
-  // fail it. Halving h must shrink the error at least 2.5x (measured 4.0x).
+  // theta0 = 1 the exact period is 1.5428175 s at g = 9.80665 (the small-angle formula gives
+  // 1.4468 s, 6 % less); at 2.5 rad it is 2.3771365 s (the small-angle one is 39 % off).
+  // Generalized-alpha's period error is O((omega h)^2): measured 2.1e-6 s (theta0 = 1) and 7.0e-7 s
+  // (2.5) at h = 1e-3, 5.4e-7 and 1.7e-7 at h = 5e-4; linear interpolation of the zero crossing
+  // adds less. The tolerance 1e-5 s is 6.5e-6 relative: a relative error of 2e-5 in J, m, g or d
+  // would fail it. Halving h must shrink the error at least 2.5x (measured 4.0x).
   for (double theta0 : {1.0, 2.5}) {
     auto c = compile_file(mech_example("pendulum.mbs"), {{"theta0", theta0}});
     ASSERT_TRUE(c.result.model);
@@ -185,7 +189,8 @@ TEST(MechanicsExamples, PointMassPendulumEqualsThePlainCartesianModel) {
   // (one coordinate against two plus a multiplier), so they agree to the integrator's O(h^2)
   // error: measured 7.0e-8 at h = 1e-4 over 1 s; bound 5e-7 (a relative error of 1e-5 in g or
   // L would exceed it). A wrong sign of gravity or of the angle would be off by O(1).
-  auto plain = compile_file(std::string(MBS_SOURCE_DIR) + "/examples/pendulum.mbs");
+  // examples/pendulum.mbs states g = 9.81; set to the World's default standard gravity
+  auto plain = compile_file(std::string(MBS_SOURCE_DIR) + "/examples/pendulum.mbs", {{"g", kG}});
   auto mech =
       compile_file(mech_example("pendulum.mbs"), {{"d", 1.0}, {"Izz", 0.0}, {"theta0", kPi / 2}});
   ASSERT_TRUE(plain.result.model && mech.result.model);
@@ -210,11 +215,11 @@ TEST(MechanicsExamples, RigidPendulumEqualsAPlainModelWithInertiaAndTwoMultiplie
   // (x, y) and the body angle th, two pin multipliers, M q'' = f - G' lambda with the pin
   // constraints x = d sin th, y = -d cos th. The DAE pass eliminates x, y and the multipliers as
   // explicit auxiliaries, which leaves the same one-coordinate ODE as the Revolute: the two agree
-  // to rounding (measured 7.8e-16 over 2 s at h = 1e-4); bound 1e-12, so any difference in the
+  // to rounding (measured 6.7e-16 over 2 s at h = 1e-4); bound 1e-12, so any difference in the
   // mechanics' inertia, centre of mass or gravity term fails it.
   std::string path = write_temp("compound.mbs", R"(
 model CompoundCartesian
-  parameter Real m = 1, d = 0.5, Izz = 0.01, g = 9.81, theta0 = 1;
+  parameter Real m = 1, d = 0.5, Izz = 0.01, g = 9.80665, theta0 = 1;
   Real x(start = d*sin(theta0)), y(start = -d*cos(theta0)), th(start = theta0);
   Real l1, l2;
 equation
@@ -246,7 +251,7 @@ TEST(MechanicsExamples, DoublePendulumConservesEnergyWithSecondOrderError) {
   // Two uniform rods (m = 1, L = 1, I = m L^2 / 12) released horizontal at rest: E = 0 exactly.
   // The energy is computed here from the joint angles (absolute angles phi1, phi1 + phi2). With
   // rho_inf = 1 the method is the trapezoidal rule: no numerical dissipation, energy error O(h^2).
-  // Measured over 2 s: 1.53e-3, 3.83e-4, 9.58e-5 J at h = 2e-3, 1e-3, 5e-4 (ratio 4.00) with a
+  // Measured over 2 s: 1.53e-3, 3.83e-4, 9.57e-5 J at h = 2e-3, 1e-3, 5e-4 (ratio 4.00) with a
   // Newton tolerance of 1e-12 (with the default 1e-8 the Newton error, not the step, dominates
   // below h = 1e-3). Bounds: < 5e-4 at h = 1e-3, ratios in [3.5, 4.5].
   auto c = compile_file(mech_example("double_pendulum.mbs"));
@@ -379,7 +384,7 @@ TEST(MechanicsExamples, FourBarMatchesTheCircleIntersection) {
   // neither velocity nor height). Conserved up to the O(h^2) dissipation of rho_inf = 0.9:
   // measured 3.48e-4, 8.71e-5 J over 2 s at h = 1e-3, 5e-4 (ratio 4.0). (rho_inf = 1 is not
   // used: on index-3 constraints it is the trapezoidal rule's weak instability, and the Newton
-  // iteration diverges at t = 1.87 s; see the report.)
+  // iteration diverges at t = 1.80 s; see the report.)
   int wa = column(m, "jA.w"), wb = column(m, "jB.w"), wd = column(m, "jD.w");
   std::vector<PlanarLink> crank_coupler = {{1, a * a / 12, {a / 2, 0}, {a, 0}},
                                            {1, b * b / 12, {b / 2, 0}, {b, 0}}};
@@ -466,7 +471,8 @@ TEST(MechanicsExamples, SpatialFourBarMatchesTheClosedFormRockerAngle) {
     double w = row[cw], psi = row[cpsi], wpsi = row[cpw];
     double e = 0.5 * 0.5 * (a / 2 * w) * (a / 2 * w) + 0.5 * 5e-4 * w * w;  // crank
     V rr = app(rx(psi), V{0, -cc / 2, 0}), vr = cross(V{wpsi, 0, 0}, rr);
-    e += 0.5 * 0.5 * dot(vr, vr) + 0.5 * 2e-3 * wpsi * wpsi + 0.5 * kG * (D[2] + rr[2]);  // rocker
+    e += 0.5 * 0.5 * dot(vr, vr) + 0.5 * 2e-3 * wpsi * wpsi +
+         0.5 * kG981 * (D[2] + rr[2]);  // rocker
     V cd = app(rx(psi), V{0, -cc, 0}), vc = cross(V{wpsi, 0, 0}, cd);
     Mx R = mul(rx(psi + row[cua]), ry(row[cub]));
     V yb = app(rx(psi + row[cua]), V{0, 1, 0});
@@ -478,7 +484,7 @@ TEST(MechanicsExamples, SpatialFourBarMatchesTheClosedFormRockerAngle) {
     e += 0.5 * 0.5 * dot(vcm, vcm) +
          0.5 * (4e-3 * om_body[0] * om_body[0] + 4e-3 * om_body[1] * om_body[1] +
                 1e-5 * om_body[2] * om_body[2]) +
-         0.5 * kG * (D[2] + cd[2] + rc[2]);  // coupler
+         0.5 * kG981 * (D[2] + cd[2] + rc[2]);  // coupler
     V tip = app(R, V{0, 0, -b});
     V far{D[0] + cd[0] + tip[0], D[1] + cd[1] + tip[1], D[2] + cd[2] + tip[2]};
     worst_tip = std::max({worst_tip, std::fabs(far[0] - a * std::cos(row[cphi])),
@@ -530,8 +536,8 @@ TEST(MechanicsExamples, HeavyTopConservesEnergyAndVerticalMomentumAtSecondOrder)
   // reference turning point by bisection on u in (-1, cos(tilt))
   double L3 = I3 * spin, Lz0 = L3 * std::cos(tilt), I1p = I1 + mass * rz * rz;
   auto f = [&](double u) {
-    return (Lz0 - L3 * u) * (Lz0 - L3 * u) / (2 * I1p * (1 - u * u)) + mass * kG * rz * u -
-           mass * kG * rz * std::cos(tilt);
+    return (Lz0 - L3 * u) * (Lz0 - L3 * u) / (2 * I1p * (1 - u * u)) + mass * kG981 * rz * u -
+           mass * kG981 * rz * std::cos(tilt);
   };
   double lo = -1 + 1e-9, hi = std::cos(tilt) - 1e-6;
   ASSERT_GT(f(lo), 0);
@@ -557,7 +563,7 @@ TEST(MechanicsExamples, HeavyTopConservesEnergyAndVerticalMomentumAtSecondOrder)
             for (int q = 0; q < 3; ++q) J[i][j] += R[i][p] * Ip[p][q] * R[j][q];
       for (int i = 0; i < 3; ++i)
         for (int j = 0; j < 3; ++j) Jw[i] += J[i][j] * w[j];
-      double e = 0.5 * (w[0] * Jw[0] + w[1] * Jw[1] + w[2] * Jw[2]) + mass * kG * R[2][2] * rz;
+      double e = 0.5 * (w[0] * Jw[0] + w[1] * Jw[1] + w[2] * Jw[2]) + mass * kG981 * R[2][2] * rz;
       double lz = Jw[2];
       if (k == 0) {
         e0 = e;
@@ -646,8 +652,8 @@ TEST(MechanicsExamples, ParallelogramReportsRedundantRowsAndTranslatesTheCoupler
   }
   EXPECT_LT(worst, 1e-10);
   // The coupler translates, so the linkage is one compound pendulum: J = 3 m_c a^2 / 3 + M a^2,
-  // m g d = (3 m_c / 2 + M) g a, amplitude pi/2 - 0.5 about -pi/2. Exact period 1.0953436 s;
-  // measured 1.0953466 (3e-6); bound 2e-5.
+  // m g d = (3 m_c / 2 + M) g a, amplitude pi/2 - 0.5 about -pi/2. Exact period 1.0955306 s;
+  // measured 1.0955337 (3e-6); bound 2e-5.
   const double a = 0.3, mc = 0.5, M = 1;
   double T = pendulum_period(mc * a * a + M * a * a, 1.0, (1.5 * mc + M) * a, kPi / 2 - 0.5);
   auto z = sign_changes(run, column(m, "jA.w"));
@@ -711,7 +717,7 @@ TEST(MechanicsExamples, ChainOfNLinksRunsAndConservesEnergy) {
 TEST(MechanicsExamples, ChainOfOneLinkIsTheRigidPendulum) {
   // pendulum.mbs measures phi from the downward vertical, chain.mbs from world x: with d = L/2,
   // Izz = 1e-3 and theta0 = pi/2, phi_pendulum = phi_chain + pi/2 (same equations, so to
-  // rounding: measured 6.7e-15 over 2 s; bound 1e-12).
+  // rounding: measured 5.6e-14 over 2 s; bound 1e-12).
   auto chain = compile_file(mech_example("chain.mbs"), {{"N", 1.0}});
   auto pend =
       compile_file(mech_example("pendulum.mbs"), {{"d", 0.25}, {"Izz", 1e-3}, {"theta0", kPi / 2}});
@@ -733,8 +739,9 @@ TEST(MechanicsExamples, ChainOfOneLinkIsTheRigidPendulum) {
 // ------------------------------------------------------------------------------------- examples
 
 TEST(MechanicsExamples, EveryExampleRunsWithTheCommandLineCompiler) {
-  for (const char* name : {"pendulum", "double_pendulum", "slider_crank", "four_bar",
-                           "spatial_four_bar", "heavy_top", "parallelogram", "chain"}) {
+  for (const char* name :
+       {"pendulum", "double_pendulum", "slider_crank", "four_bar", "spatial_four_bar", "heavy_top",
+        "parallelogram", "chain", "msl_bodies"}) {
     std::string out = testing::TempDir() + std::to_string(getpid()) + "_" + name + ".csv";
     std::string cmd = std::string(MBS_MBSC_PATH) + " " + mech_example(std::string(name) + ".mbs") +
                       " --simulate --t-end 0.5 --output " + out + " 2>/dev/null";
