@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_test_util.h"
 #include "compiler/driver/Session.h"
 #include "mech_test_util.h"
 #include "runtime/analysis/Static.h"
@@ -161,40 +162,26 @@ end Cartesian;
   EXPECT_NEAR(start_of(*m, r, "vx"), 1.2 * 0.9 / x0, 1e-12);  // x vx + y vy = 0
 }
 
-const char* const kArm = R"mbs(
-model Arm "two links with torsional springs, sagging under gravity"
-  import Mechanics.*;
-  parameter Real c1 = 40, c2 = 15;
-  World world;
-  Revolute j1(c_phi = c1, phi(start = 0, fixed = false), w(start = 0));
-  Body link1(m = 1.5, r_cm = {0.4, 0, 0}, I = diagonal({0.01, 0.08, 0.08}));
-  FixedTranslation t1(r = {0.8, 0, 0});
-  Revolute j2(c_phi = c2, phi(start = 0, fixed = false), w(start = 0));
-  Body link2(m = 0.7, r_cm = {0.3, 0, 0}, I = diagonal({0.005, 0.02, 0.02}));
-equation
-  connect(world.frame, j1.frame_a);
-  connect(j1.frame_b, link1.frame_a);
-  connect(j1.frame_b, t1.frame_a);
-  connect(t1.frame_b, j2.frame_a);
-  connect(j2.frame_b, link2.frame_a);
-initial equation
-  der(j1.w) = 0;
-  der(j2.w) = 0;
-end Arm;
-)mbs";
-
 TEST(InitialEquations, AMechanismStartsInTheEquilibriumTheStaticSolverFinds) {
-  auto m = testutil::compile_source("arm", kArm);
+  // examples/mechanics/sagging_arm.mbs: a two-link arm on sprung joints, at rest in equilibrium
+  const std::string arm =
+      clitest::slurp(std::string(MBS_SOURCE_DIR) + "/examples/mechanics/sagging_arm.mbs");
+  auto m = testutil::compile_source("arm", arm);
   ASSERT_TRUE(m);
   const testutil::Run r = testutil::simulate(*m, options(rt::SolverKind::GenAlpha, 0.5));
   ASSERT_EQ(r.status, rt::SolveStatus::Finished);
   const double phi1 = start_of(*m, r, "j1.phi"), phi2 = start_of(*m, r, "j2.phi");
   EXPECT_LT(phi1, -0.05) << "the arm sags";
 
-  // the same arm without the initial equations, solved by the static solver
-  std::string plain = kArm;
-  plain.erase(plain.find("initial equation"),
-              plain.find("end Arm") - plain.find("initial equation"));
+  EXPECT_NEAR(phi1, -0.316801, 5e-7) << "the example's header";
+  EXPECT_NEAR(phi2, -0.124160, 5e-7) << "the example's header";
+  // the same arm without the initial equations and free starts, solved by the static solver
+  std::string plain = arm;
+  const size_t section = plain.find("\ninitial equation\n");
+  ASSERT_NE(section, std::string::npos);
+  plain.erase(section, plain.find("\nend SaggingArm") - section);
+  for (size_t at; (at = plain.find(", fixed = false")) != std::string::npos;)
+    plain.erase(at, std::string(", fixed = false").size());
   auto s = testutil::compile_source("arm_plain", plain);
   ASSERT_TRUE(s);
   rt::SolverOptions so;
