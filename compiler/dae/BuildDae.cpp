@@ -84,6 +84,7 @@ struct Builder {
   std::unordered_map<uint32_t, Expr> start;          // variable symbol -> start value
   // start values declared `fixed = false` (of a variable; of a derivative, through its alias)
   std::unordered_set<uint32_t> free_start, free_der_start;
+  std::unordered_set<uint32_t> fixed_der_start;  // derivatives whose start is fixed = true
   std::unordered_map<uint32_t, Span> free_span;  // symbol (or derivative) -> where declared free
   // the order reduction's replacements (der^j(x) -> der^(j-1)(w)), for the initial equations
   std::vector<std::unordered_map<uint32_t, Expr>> order_subs;
@@ -311,6 +312,8 @@ struct Builder {
         if (rest->is_const(0.0)) {
           Expr ratio = cx.neg(cx.div(cd, cv));  // v = ratio * d
           if (start.count(v) && !der_start.count(d)) der_start[d] = cx.div(start[v], ratio);
+          if (const FlatVar& fv = flat.vars[unknown_var.at(v)]; fv.fixed_given && fv.fixed)
+            fixed_der_start.insert(d);
           if (free_start.count(v)) {
             free_der_start.insert(d);
             free_span.emplace(d, free_span[v]);
@@ -608,6 +611,7 @@ std::optional<SymbolicDae> Builder::run() {
       u.d2 = ders.der(u.d1);
       if (der_start.count(u.d1)) u.start_der = der_start[u.d1];
       u.free_start_der = free_der_start.count(u.d1) != 0;
+      u.fixed_start_der = fixed_der_start.count(u.d1) != 0;
       if (u.free_start_der) u.free_der_span = free_span[u.d1];
       dae.q.push_back(u);
     } else if (o == 1) {
@@ -788,7 +792,7 @@ std::optional<SymbolicDae> Builder::run() {
 
 std::optional<SymbolicDae> build_dae(const FlatModel& flat, sym::Context& cx, DerivativeTable& ders,
                                      DiagnosticEngine& diags) {
-  Builder b{flat, cx, ders, diags, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
+  Builder b{flat, cx, ders, diags, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
   return b.run();
 }
 

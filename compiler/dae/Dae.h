@@ -32,6 +32,7 @@ struct DaeUnknown {
   bool free_start = false;
   bool free_start_der = false;    // ODE2: the velocity's start (on der(x) or its alias)
   Span free_span, free_der_span;  // where they were declared free (the start value's modifier)
+  bool fixed_start_der = false;   // ODE2: the velocity's start is declared fixed = true
   Span span;
 };
 

@@ -26,6 +26,7 @@
 #include "compiler/mech/Mechanics.h"
 #include "compiler/symbolic/Expr.h"
 #include "compiler/syntax/Parser.h"
+#include "runtime/model/Constraints.h"
 #include "runtime/solvers/GenAlpha.h"
 
 namespace mbs {
@@ -281,6 +282,7 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
   mopts.recursive_depth = options.recursive_depth;
   mopts.reactions = options.reactions;
   mopts.inverse_dynamics = options.inverse_dynamics;
+  mopts.assemble_velocities = !options.project_start_velocities;
   bool mech_ok =
       lower_mechanics(*flat, cx, ders, mopts, diags, options.emit == "mech" ? &emit_out : nullptr);
   mark("mech");
@@ -599,33 +601,84 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
     if (any) m->z_level = std::move(level);
   }
 
-  // constraints must hold at the start (position and velocity level)
+  // constraints must hold at the start (position and velocity level); with
+  // project_start_velocities, velocities that do not are projected on the constraints
   {
     std::vector<double> r(m->n_eq());
     m->residual(m->v0.data(), r.data());
+    std::vector<sym::Expr> rate(m->n_eq(), nullptr);   // d/dt of the position-level rows
+    std::vector<std::pair<int32_t, double>> violated;  // position rows, d/dt residual
+    const auto velocity_residual = [&](int32_t i) {
+      std::vector<double> v(m->v0);
+      v.resize(cx.symbol_count(), 0.0);
+      return sym::evaluate(rate[i], v);
+    };
     for (int32_t i = 0; i < m->n_eq(); ++i) {
       auto level = m->eq_level[i];
       if (level != rt::EquationLevel::Position && level != rt::EquationLevel::Velocity) continue;
       if (!std::isfinite(r[i]) || std::fabs(r[i]) > 1e-9) {
         diags.report(DiagKind::inconsistent_start, dae->equations[i].span,
                      {fmt::format("{:.6g}", r[i])});
-        diags.help("choose start values that satisfy the constraint; mbs does not move them");
+        diags.help(
+            "choose start values that satisfy the constraint; mbs does not move them unless they "
+            "are declared fixed = false");
         continue;
       }
       if (level != rt::EquationLevel::Position) continue;
       // the velocities must satisfy the differentiated constraint too
-      sym::Expr dg = ders.total_derivative(dae->equations[i].residual);
-      std::vector<double> v(m->v0);
-      v.resize(cx.symbol_count(), 0.0);
-      double rd = sym::evaluate(dg, v);
+      rate[i] = ders.total_derivative(dae->equations[i].residual);
+      const double rd = velocity_residual(i);
       if (std::isfinite(rd) && std::fabs(rd) <= 1e-9) continue;
+      violated.emplace_back(i, rd);
+      if (options.project_start_velocities && std::isfinite(rd)) continue;
       diags.report(DiagKind::inconsistent_start_velocity, dae->equations[i].span,
                    {fmt::format("{:.6g}", rd)});
       diags.help(
-          "the start values of the velocities (der of the coordinates) must be tangent "
-          "to the constraint; mbs does not move them");
+          "the start values of the velocities (der of the coordinates) must be tangent to the "
+          "constraint; mbs does not move them unless they are declared fixed = false (solved "
+          "with the constraints) or --project-start-velocities is given (mass-weighted "
+          "projection)");
     }
     if (diags.has_errors()) return finish(false);
+    if (!violated.empty()) {
+      const Span at = dae->equations[violated.front().first].span;
+      std::vector<int32_t> keep;
+      for (int32_t j = 0; j < m->n_q; ++j)
+        if (dae->q[j].fixed_start_der) keep.push_back(j);
+      const std::vector<double> before(m->v0);
+      const std::string why = rt::project_velocities_by_impulse(*m, m->v0, keep);
+      double worst = 0.0;
+      for (int32_t i = 0; i < m->n_eq() && why.empty(); ++i)
+        if (rate[i]) worst = std::max(worst, std::fabs(velocity_residual(i)));
+      if (!why.empty() || !(worst <= 1e-9)) {
+        diags.report(DiagKind::inconsistent_start_velocity, at,
+                     {fmt::format("{:.6g}", violated.front().second)});
+        diags.note(at, why.empty() ? fmt::format("after the mass-weighted projection with the "
+                                                 "velocities declared fixed = true kept, the "
+                                                 "residual is {:.6g}",
+                                                 worst)
+                                   : "the projection cannot be made: " + why);
+        diags.help(
+            "free the velocities that must change (fixed = false), or give consistent "
+            "start velocities");
+        return finish(false);
+      }
+      diags.report(DiagKind::start_velocities_projected, at,
+                   {fmt::format("{:.6g}", violated.front().second)});
+      std::string changes;
+      for (int32_t j = 0; j < m->n_q; ++j) {
+        const auto s = static_cast<size_t>(m->qd_slot[j]);
+        if (m->v0[s] == before[s]) continue;
+        changes += fmt::format("{}der({}) {:.6g} -> {:.6g}", changes.empty() ? "" : ", ",
+                               m->q[j].name, before[s], m->v0[s]);
+      }
+      diags.note(at, "changed: " + (changes.empty() ? std::string("nothing") : changes));
+      if (!keep.empty()) {
+        std::string kept;
+        for (int32_t j : keep) kept += (kept.empty() ? "" : ", ") + ("der(" + m->q[j].name + ")");
+        diags.note(at, "kept (fixed = true): " + kept);
+      }
+    }
   }
 
   m->code_owner = state;

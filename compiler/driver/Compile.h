@@ -44,6 +44,13 @@ struct CompileOptions {
   std::string cpu;
   // Return the kernels' object files in CompileResult::object_files (an FMU links them).
   bool keep_object_files = false;
+  // Start velocities that violate the velocity form of the position constraints are replaced
+  // by their mass-weighted projection (an impulse of the constraint forces,
+  // rt::project_velocities_by_impulse; velocities declared fixed = true are kept), with a
+  // warning that lists every change, instead of the error inconsistent_start_velocity; a
+  // mechanism's start assembly then leaves its velocities to it (docs/language.md, "Initial
+  // equations").
+  bool project_start_velocities = false;
 };
 
 struct PassTiming {

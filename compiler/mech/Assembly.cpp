@@ -22,7 +22,8 @@ double eval_start(const FlatVar& v, const std::vector<double>& vals) {
 bool assemble_mechanism(FlatModel& flat, sym::Context& cx, DerivativeTable& ders,
                         const std::vector<AssemblyCoord>& coords,
                         const std::vector<ClosureRow>& rows, const std::vector<ClosureRow>& extra,
-                        DiagnosticEngine& diags, std::vector<bool>& keep, bool remove_redundant) {
+                        DiagnosticEngine& diags, std::vector<bool>& keep, bool remove_redundant,
+                        bool assemble_velocities) {
   // all rows: the mandatory ones (model equations, unit quaternions) first, then loop rows
   std::vector<const ClosureRow*> all;
   for (const auto& r : extra) all.push_back(&r);
@@ -148,9 +149,10 @@ bool assemble_mechanism(FlatModel& flat, sym::Context& cx, DerivativeTable& ders
     return false;
   }
 
-  // ---- velocities: the differentiated constraints, minimum-norm change
-  if (m > 0) {
-    jacobian(J);
+  // ---- velocities: the differentiated constraints, minimum-norm change (unless the compiler's
+  // mass-weighted projection does it: CompileOptions::project_start_velocities)
+  if (m > 0) jacobian(J);
+  if (m > 0 && assemble_velocities) {
     Eigen::VectorXd rd(static_cast<Eigen::Index>(m));
     for (size_t i = 0; i < m; ++i) rd[i] = sym::evaluate(rate[i], vals);
     if (rd.lpNorm<Eigen::Infinity>() > tol && !free_v.empty()) {

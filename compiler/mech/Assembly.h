@@ -41,6 +41,6 @@ bool assemble_mechanism(FlatModel& flat, sym::Context& cx, DerivativeTable& ders
                         const std::vector<AssemblyCoord>& coords,
                         const std::vector<ClosureRow>& rows, const std::vector<ClosureRow>& extra,
                         DiagnosticEngine& diags, std::vector<bool>& keep,
-                        bool remove_redundant = true);
+                        bool remove_redundant = true, bool assemble_velocities = true);
 
 }  // namespace mbs::mech

@@ -1119,7 +1119,8 @@ bool Lowering::assemble() {
     r.user = true;
     extra.push_back(r);
   }
-  return assemble_mechanism(flat_, cx_, ders_, ac, closure_, extra, diags_, keep_);
+  return assemble_mechanism(flat_, cx_, ders_, ac, closure_, extra, diags_, keep_,
+                            /*remove_redundant=*/true, opt_.assemble_velocities);
 }
 
 void Lowering::multipliers() {

@@ -38,6 +38,10 @@ struct MechOptions {
   // nullspace that the uniqueness analysis finds), keep the efforts of prescribed joints as
   // unknowns, and add the reaction outputs.
   bool inverse_dynamics = false;
+  // The start assembly makes the velocities that are not fixed consistent (minimum-norm change);
+  // false leaves them to the compiler's mass-weighted projection
+  // (CompileOptions::project_start_velocities).
+  bool assemble_velocities = true;
 };
 
 // Lowers the elements of flat.mech_elements. Returns false when errors were reported. When

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "runtime/linalg/DenseLu.h"
+
 namespace mbs::rt {
 
 ConstraintKinematics::ConstraintKinematics(const CompiledModel& model) : m_(model) {
@@ -71,6 +73,76 @@ int32_t ConstraintKinematics::bias(const double* v, std::span<double> gamma) {
   int32_t st = m_.init_residual(v_.data(), f_.data());
   for (size_t k = 0; k < rows_.size(); ++k) gamma[k] = f_[static_cast<size_t>(rows_[k])];
   return st;
+}
+
+}  // namespace mbs::rt
+
+namespace mbs::rt {
+
+bool impulse_form(const CompiledModel& m) {
+  int32_t dynamic = 0, position = 0;
+  for (EquationLevel l : m.eq_level) {
+    dynamic += l == EquationLevel::Dynamic ? 1 : 0;
+    position += l == EquationLevel::Position ? 1 : 0;
+  }
+  return m.n_y == 0 && dynamic == m.n_q && position == m.n_z && dynamic + position == m.n_eq();
+}
+
+std::string project_velocities_by_impulse(const CompiledModel& m, std::span<double> v,
+                                          std::span<const int32_t> keep) {
+  if (m.n_z == 0) return "";
+  if (!impulse_form(m))
+    return "the velocities are made consistent by an impulse only in models whose equations are "
+           "equations of motion with position-level constraints and their multipliers (no "
+           "first-order states, no velocity-level or algebraic rows)";
+  ConstraintKinematics ck(m);
+  const int32_t nr = ck.n_rows(), nq = m.n_q, nk = static_cast<int32_t>(keep.size());
+  const int32_t n = m.n_q + m.n_z + nk;
+  if (nr == 0) return "";
+  // unknowns [dqd | Lambda | the holding impulses of `keep`], rows [dynamic | G | kept]
+  std::vector<int32_t> kkt_row(static_cast<size_t>(m.n_eq()), -1);
+  int32_t next = 0;
+  for (int32_t i = 0; i < m.n_eq(); ++i)
+    if (m.eq_level[static_cast<size_t>(i)] == EquationLevel::Dynamic) kkt_row[i] = next++;
+  std::vector<int32_t> row, col;
+  std::vector<double> val;
+  std::vector<double> mass(static_cast<size_t>(m.mass_matrix.nnz()));
+  std::vector<double> jz(static_cast<size_t>(m.jac_z.nnz()));
+  std::vector<double> G(static_cast<size_t>(nr) * static_cast<size_t>(nq));
+  std::vector<double> x(static_cast<size_t>(n), 0.0);
+  std::span<double> gd(x.data() + next, static_cast<size_t>(nr));
+  const bool ok = m.mass_matrix.values(v.data(), mass.data()) == 0 &&
+                  m.jac_z.values(v.data(), jz.data()) == 0 && ck.jacobian(v.data(), G) == 0 &&
+                  ck.velocity(v.data(), gd) == 0;
+  if (!ok) return "the impulse that makes the velocities consistent could not be evaluated";
+  for (int32_t e = 0; e < m.mass_matrix.nnz(); ++e) {
+    const int32_t r = kkt_row[m.mass_matrix.row[e]], c = m.mass_matrix.col[e];
+    if (r < 0 || c >= nq) continue;
+    row.push_back(r), col.push_back(c), val.push_back(mass[e]);
+  }
+  for (int32_t e = 0; e < m.jac_z.nnz(); ++e) {
+    const int32_t r = kkt_row[m.jac_z.row[e]];
+    if (r < 0) continue;
+    row.push_back(r), col.push_back(nq + m.jac_z.col[e]), val.push_back(jz[e]);
+  }
+  for (int32_t k = 0; k < nr; ++k)
+    for (int32_t j = 0; j < nq; ++j)
+      if (const double g = G[static_cast<size_t>(k) * nq + j]; g != 0.0)
+        row.push_back(next + k), col.push_back(j), val.push_back(g);
+  for (int32_t k = 0; k < nk; ++k) {  // dqd_j = 0, held by an impulse on coordinate j
+    const int32_t j = keep[static_cast<size_t>(k)], held = nq + m.n_z + k;
+    row.push_back(held), col.push_back(j), val.push_back(1.0);
+    row.push_back(j), col.push_back(held), val.push_back(1.0);
+  }
+  for (double& r : gd) r = -r;  // G dqd = -(G qd + g_t)
+  DenseLu lu;
+  lu.setup(n, row, col);
+  if (lu.factor(val.data()) != 0)
+    return "the system of the impulse that makes the velocities consistent is singular";
+  lu.solve(x.data());
+  for (int32_t j : keep) x[static_cast<size_t>(j)] = 0.0;  // to rounding already; exactly
+  for (int32_t i = 0; i < nq; ++i) v[static_cast<size_t>(m.qd_slot[i])] += x[i];
+  return "";
 }
 
 }  // namespace mbs::rt

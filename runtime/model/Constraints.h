@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "runtime/model/CompiledModel.h"
@@ -44,5 +45,23 @@ class ConstraintKinematics {
   bool own_ = false;                // the model's constraint_* kernels are used
   std::vector<double> f_, jac_, v_;
 };
+
+// Whether the model's equations are equations of motion with position-level constraints and
+// their multipliers only: n_q dynamic rows, n_z position rows, no ODE1 states (the system of
+// project_velocities_by_impulse is then square).
+bool impulse_form(const CompiledModel& m);
+
+// Makes the velocities in v consistent with the position-level constraints by an impulse of the
+// constraint forces: the equations of motion integrated over an instant give
+//   M dqd + (dF/dz) Lambda = 0  (the dynamic rows; Lambda the impulse of the multipliers),
+// and the velocity form of the constraints holds afterwards, G (qd + dqd) + g_t = 0. For a
+// mechanism this is the mass-weighted projection of the velocities on the constraints. The
+// coordinates in `keep` keep their velocities (each adds dqd_j = 0 with a multiplier of its own:
+// the impulse of a force that holds it). Adds dqd to v's qd slots. Returns "" when done (also
+// for a model without constraints), else why it could not be done (the model is not of
+// impulse_form, a kernel failed, the system is singular). Used after a reinit at an event
+// (Integrator) and for --project-start-velocities (the compiler).
+std::string project_velocities_by_impulse(const CompiledModel& m, std::span<double> v,
+                                          std::span<const int32_t> keep = {});
 
 }  // namespace mbs::rt

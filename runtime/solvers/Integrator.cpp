@@ -14,18 +14,6 @@ namespace mbs::rt {
 
 namespace {
 
-// Whether the equations are equations of motion with position-level constraints and their
-// multipliers only: n_q dynamic rows, n_z position rows, no ODE1 states (the impulse of
-// Integrator::project_velocities is then a square system).
-bool impulse_form(const CompiledModel& m) {
-  int32_t dynamic = 0, position = 0;
-  for (EquationLevel l : m.eq_level) {
-    dynamic += l == EquationLevel::Dynamic ? 1 : 0;
-    position += l == EquationLevel::Position ? 1 : 0;
-  }
-  return m.n_y == 0 && dynamic == m.n_q && position == m.n_z && dynamic + position == m.n_eq();
-}
-
 std::string location_of(const SourceRef& s) {
   return s.file.empty() ? std::string("model") : fmt::format("{}:{}:{}", s.file, s.line, s.col);
 }
@@ -199,63 +187,17 @@ bool Integrator::switched(const std::vector<double>& now) const {
   return false;
 }
 
-// An impulse of the constraint forces makes the velocities consistent again after a reinit:
-// the equations of motion integrated over the instant of the event give
-//   M dqd + (dF/dz) Lambda = 0  (the dynamic rows; Lambda the impulse of the multipliers),
-// and the velocity form of the position constraints must hold afterwards,
-//   G (qd + dqd) + g_t = 0.
-// For a mechanism this is the mass-weighted projection of the new velocities on the
-// constraints. Nothing to do for a model without constraints (impulse_form() was checked at
-// creation for the others).
+// An impulse of the constraint forces makes the velocities consistent again after a reinit
+// (rt::project_velocities_by_impulse). Nothing to do for a model without constraints
+// (impulse_form() was checked at creation for the others).
 bool Integrator::project_velocities() {
-  const CompiledModel& m = model_;
-  if (m.n_z == 0 || !impulse_form(m)) return true;
-  ConstraintKinematics ck(m);
-  const int32_t nr = ck.n_rows(), nq = m.n_q, n = m.n_q + m.n_z;
-  if (nr == 0) return true;
-  std::vector<int32_t> kkt_row(static_cast<size_t>(m.n_eq()), -1);
-  int32_t next = 0;
-  for (int32_t i = 0; i < m.n_eq(); ++i)
-    if (m.eq_level[static_cast<size_t>(i)] == EquationLevel::Dynamic) kkt_row[i] = next++;
-  std::vector<int32_t> row, col;
-  std::vector<double> val;
-  const double* v = ws_.v.data();
-  std::vector<double> mass(static_cast<size_t>(m.mass_matrix.nnz()));
-  std::vector<double> jz(static_cast<size_t>(m.jac_z.nnz()));
-  std::vector<double> G(static_cast<size_t>(nr) * static_cast<size_t>(nq));
-  std::vector<double> x(static_cast<size_t>(n), 0.0);
-  std::span<double> gd(x.data() + next, static_cast<size_t>(nr));
-  const bool ok = m.mass_matrix.values(v, mass.data()) == 0 && m.jac_z.values(v, jz.data()) == 0 &&
-                  ck.jacobian(v, G) == 0 && ck.velocity(v, gd) == 0;
-  const auto failed = [&](const char* why) {
-    FailureRecord f = step_record(FailureKind::EventFailed, h_last_, h_min_);
-    f.message = render_failure(f, m) + fmt::format("note: {}\n", why);
-    failure_ = std::move(f);
-    return false;
-  };
-  if (!ok) return failed("the impulse that makes the velocities consistent could not be evaluated");
-  for (int32_t e = 0; e < m.mass_matrix.nnz(); ++e) {
-    const int32_t r = kkt_row[m.mass_matrix.row[e]], c = m.mass_matrix.col[e];
-    if (r < 0 || c >= nq) continue;
-    row.push_back(r), col.push_back(c), val.push_back(mass[e]);
-  }
-  for (int32_t e = 0; e < m.jac_z.nnz(); ++e) {
-    const int32_t r = kkt_row[m.jac_z.row[e]];
-    if (r < 0) continue;
-    row.push_back(r), col.push_back(nq + m.jac_z.col[e]), val.push_back(jz[e]);
-  }
-  for (int32_t k = 0; k < nr; ++k)
-    for (int32_t j = 0; j < nq; ++j)
-      if (const double g = G[static_cast<size_t>(k) * nq + j]; g != 0.0)
-        row.push_back(next + k), col.push_back(j), val.push_back(g);
-  for (double& r : gd) r = -r;  // G dqd = -(G qd + g_t)
-  DenseLu lu;
-  lu.setup(n, row, col);
-  if (lu.factor(val.data()) != 0)
-    return failed("the system of the impulse that makes the velocities consistent is singular");
-  lu.solve(x.data());
-  for (int32_t i = 0; i < nq; ++i) ws_.v[static_cast<size_t>(m.qd_slot[i])] += x[i];
-  return true;
+  if (model_.n_z == 0 || !impulse_form(model_)) return true;
+  const std::string why = project_velocities_by_impulse(model_, ws_.v);
+  if (why.empty()) return true;
+  FailureRecord f = step_record(FailureKind::EventFailed, h_last_, h_min_);
+  f.message = render_failure(f, model_) + fmt::format("note: {}\n", why);
+  failure_ = std::move(f);
+  return false;
 }
 
 bool Integrator::prepare_events() {

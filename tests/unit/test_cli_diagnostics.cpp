@@ -99,6 +99,8 @@ std::vector<std::string> kinds_of(const Case& c) {
       o.start_overrides[kv.substr(0, kv.find('='))] = std::stod(kv.substr(kv.find('=') + 1));
     } else if (w == "--model" && i + 1 < words.size()) {
       o.model = words[++i];
+    } else if (w == "--project-start-velocities") {
+      o.project_start_velocities = true;
     } else if (o.file.empty()) {
       o.file = std::string(MBS_SOURCE_DIR) + "/" + w;
     }

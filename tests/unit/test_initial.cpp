@@ -243,3 +243,93 @@ end U;
 
 }  // namespace
 }  // namespace mbs
+
+namespace mbs {
+namespace {
+
+// --project-start-velocities (CompileOptions::project_start_velocities)
+CompileResult compile_projected(const std::string& name, const std::string& text,
+                                bool project = true) {
+  CompileOptions o;
+  o.file = testutil::temp_path(name + ".mbs");
+  o.project_start_velocities = project;
+  std::ofstream(o.file) << text;
+  std::ostringstream emit, diag;
+  CompileResult r = compile(o, emit, diag);
+  r.diagnostic_kinds.push_back(diag.str());  // the text, last
+  return r;
+}
+
+const char* const kRod = R"mbs(
+model Rod "a point mass on a rod (mass 2 along x, 3 along y) with a velocity partly along it"
+  parameter Real L = 1;
+  Real x(start = 0.6), y(start = -0.8);
+  Real vx(start = 1), vy(start = 0.5);
+  Real lambda;
+equation
+  der(x) = vx;
+  der(y) = vy;
+  2*der(vx) = -2*x*lambda;
+  3*der(vy) = -3*9.81 - 2*y*lambda;
+  x^2 + y^2 = L^2;
+end Rod;
+)mbs";
+
+TEST(StartVelocityProjection, IsTheMassWeightedProjectionOnTheConstraint) {
+  const CompileResult r = compile_projected("rod", kRod);
+  ASSERT_TRUE(r.ok) << r.diagnostic_kinds.back();
+  EXPECT_NE(r.diagnostic_kinds.back().find("der(x) 1 -> 0.847458"), std::string::npos)
+      << r.diagnostic_kinds.back();
+  // closed form: v = v0 - M^-1 G^T (G M^-1 G^T)^-1 G v0, G = [2x, 2y], M = diag(2, 3)
+  const double x = 0.6, y = -0.8, g1 = 2 * x, g2 = 2 * y, vx0 = 1, vy0 = 0.5;
+  const double mu = (g1 * vx0 + g2 * vy0) / (g1 * g1 / 2 + g2 * g2 / 3);
+  const rt::CompiledModel& m = *r.model;
+  EXPECT_NEAR(m.v0[static_cast<size_t>(m.qd_slot[0])], vx0 - g1 / 2 * mu, 1e-14);
+  EXPECT_NEAR(m.v0[static_cast<size_t>(m.qd_slot[1])], vy0 - g2 / 3 * mu, 1e-14);
+  // without the option the same start is refused
+  const CompileResult refused = compile_projected("rod_refused", kRod, false);
+  EXPECT_FALSE(refused.ok);
+  EXPECT_NE(refused.diagnostic_kinds.back().find("--project-start-velocities"), std::string::npos);
+}
+
+TEST(StartVelocityProjection, KeepsTheVelocitiesDeclaredFixed) {
+  // vy fixed: only vx can change, and x vx + y vy = 0 gives it
+  std::string text = kRod;
+  text.replace(text.find("vy(start = 0.5)"), 15, "vy(start = 0.5, fixed = true)");
+  const CompileResult r = compile_projected("rod_fixed", text);
+  ASSERT_TRUE(r.ok) << r.diagnostic_kinds.back();
+  const rt::CompiledModel& m = *r.model;
+  EXPECT_EQ(m.v0[static_cast<size_t>(m.qd_slot[1])], 0.5);
+  EXPECT_NEAR(m.v0[static_cast<size_t>(m.qd_slot[0])], 0.8 * 0.5 / 0.6, 1e-14);
+  // both fixed: nothing can move, an error that says so
+  text.replace(text.find("vx(start = 1)"), 13, "vx(start = 1, fixed = true)");
+  const CompileResult both = compile_projected("rod_both", text);
+  EXPECT_FALSE(both.ok);
+  EXPECT_NE(both.diagnostic_kinds.back().find("with the velocities declared fixed = true kept"),
+            std::string::npos)
+      << both.diagnostic_kinds.back();
+}
+
+TEST(StartVelocityProjection, AFourBarGetsTheVelocitiesItsAssemblyGives) {
+  // one degree of freedom: with the crank's speed fixed, the other velocities are unique, so
+  // the mass-weighted projection must agree with the start assembly's minimum-norm change
+  const std::string text =
+      clitest::slurp(std::string(MBS_SOURCE_DIR) + "/examples/mechanics/four_bar.mbs");
+  const CompileResult projected = compile_projected("four_bar_projected", text);
+  const CompileResult assembled = compile_projected("four_bar_assembled", text, false);
+  ASSERT_TRUE(projected.ok) << projected.diagnostic_kinds.back();
+  ASSERT_TRUE(assembled.ok) << assembled.diagnostic_kinds.back();
+  EXPECT_NE(projected.diagnostic_kinds.back().find("start velocities violate"), std::string::npos);
+  const rt::CompiledModel &p = *projected.model, &a = *assembled.model;
+  ASSERT_EQ(p.n_q, a.n_q);
+  double moved = 0;
+  for (int32_t j = 0; j < p.n_q; ++j) {
+    const auto s = static_cast<size_t>(p.qd_slot[j]);
+    EXPECT_NEAR(p.v0[s], a.v0[static_cast<size_t>(a.qd_slot[j])], 1e-12) << p.q[j].name;
+    moved = std::max(moved, std::fabs(p.v0[s]));
+  }
+  EXPECT_GT(moved, 1.0) << "the velocities are not all zero";
+}
+
+}  // namespace
+}  // namespace mbs

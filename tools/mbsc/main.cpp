@@ -199,6 +199,10 @@ int main(int argc, char** argv) {
   app.add_flag("--reactions", copts.reactions,
                "multibody: write every joint's transmitted wrench (<joint>.reaction_f[1..3], "
                "reaction_t[1..3], frame_a axes, about frame_b's origin) to the result file");
+  app.add_flag("--project-start-velocities", copts.project_start_velocities,
+               "replace start velocities that violate the constraints by their mass-weighted "
+               "projection (velocities declared fixed = true are kept), with a warning that "
+               "lists the changes, instead of the error");
   app.add_option("--recursive-depth", copts.recursive_depth,
                  "multibody: keep twists, accelerations and wrenches as unknowns when the tree "
                  "is deeper than this (-1: automatic, deeper than 24)")
