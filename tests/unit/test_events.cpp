@@ -8,8 +8,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <numbers>
 #include <span>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -382,6 +384,86 @@ TEST(Events, ExactSensitivitiesAreRefused) {
   d.dp.assign(m->parameters.size(), 0.0);
   d.start.assign(static_cast<size_t>(2 * m->n_q + m->n_y), 0.0);
   EXPECT_THROW(solver->enable_sensitivities({d}), rt::SolverSetupError);
+}
+
+std::string example_text(const std::string& name) {
+  std::ifstream in(std::string(MBS_SOURCE_DIR) + "/examples/" + name);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EXPECT_FALSE(ss.str().empty()) << name;
+  return ss.str();
+}
+
+// examples/relief_valve.mbs: the pressure rises linearly (integrated exactly by every method)
+// until the valve cracks at t1 = pc C / Q, then relaxes exponentially to pc + Q/kv.
+TEST(Events, ReliefValveOpensAtTheClosedFormTimeWithEveryIntegrator) {
+  auto m = testutil::compile_source("relief", example_text("relief_valve.mbs"));
+  ASSERT_TRUE(m);
+  const double Q = 2e-4, C = 1e-11, pc = 1.2345e7, kv = 4e-11, t1 = pc * C / Q, tau = C / kv;
+  const auto exact = [&](double t) {
+    return t <= t1 ? Q * t / C : pc + Q / kv * (1 - std::exp(-(t - t1) / tau));
+  };
+  const int p = output_column(*m, "p");
+  for (rt::SolverKind kind : kAll) {
+    SCOPED_TRACE(std::string(rt::solver_name(kind)));
+    rt::SolverOptions o = options(kind, 2.0);
+    o.output_every = 1;
+    const testutil::Run r = testutil::simulate(*m, o);
+    ASSERT_EQ(r.status, rt::SolveStatus::Finished);
+    EXPECT_EQ(r.stats.events, 1);
+    const std::vector<size_t> at = event_rows(r);
+    ASSERT_EQ(at.size(), 1u);
+    EXPECT_NEAR(r.t[at[0]], t1, 1e-10);
+    EXPECT_NEAR(r.rows[at[0]][static_cast<size_t>(p)], pc, 1e-10 * pc);
+    // second-order implicit methods on the exponential: h^2-accurate; the explicit ones far better
+    const bool implicit = kind == rt::SolverKind::GenAlpha || kind == rt::SolverKind::Newmark ||
+                          kind == rt::SolverKind::Trapezoidal;
+    for (size_t i = 0; i < r.t.size(); ++i)
+      EXPECT_NEAR(r.rows[i][static_cast<size_t>(p)], exact(r.t[i]), (implicit ? 3e-7 : 1e-9) * pc)
+          << r.t[i];
+  }
+}
+
+// examples/switched_spring_chain.mbs: an undamped chain whose last mass meets a stop spring.
+// Its energy is conserved; the methods keep it to their accuracy only when the contacts and
+// releases are located (the same model with noEvent drifts by orders of magnitude more).
+TEST(Events, SwitchedSpringInAChainConservesEnergyOnlyWhenLocated) {
+  const std::string text = example_text("switched_spring_chain.mbs");
+  std::string quiet_text = text;
+  const std::string from =
+      "  if x[3] > gap then\n    fs = ks*(x[3] - gap);\n  else\n    fs = 0;\n"
+      "  end if;\n";
+  ASSERT_NE(quiet_text.find(from), std::string::npos);
+  quiet_text.replace(quiet_text.find(from), from.size(),
+                     "  fs = noEvent(if x[3] > gap then ks*(x[3] - gap) else 0);\n");
+  auto located = testutil::compile_source("switched_chain", text);
+  auto quiet = testutil::compile_source("switched_chain_quiet", quiet_text);
+  ASSERT_TRUE(located && quiet);
+  const auto drift = [](const rt::CompiledModel& m, const testutil::Run& r) {
+    const auto e = static_cast<size_t>(output_column(m, "E"));
+    double worst = 0;
+    for (const auto& row : r.rows) worst = std::max(worst, std::fabs(row[e] - r.rows[0][e]));
+    return worst;
+  };
+  struct Case {
+    rt::SolverKind kind;
+    double bound;  // the located run's energy drift over 5 s at h = 1e-3
+  };
+  for (const Case c : {Case{rt::SolverKind::Trapezoidal, 1e-10}, Case{rt::SolverKind::Rk4, 2e-7},
+                       Case{rt::SolverKind::Dopri5, 2e-8}}) {
+    SCOPED_TRACE(std::string(rt::solver_name(c.kind)));
+    rt::SolverOptions o = options(c.kind, 5.0);
+    o.output_every = 1;
+    const testutil::Run a = testutil::simulate(*located, o);
+    const testutil::Run b = testutil::simulate(*quiet, o);
+    ASSERT_EQ(a.status, rt::SolveStatus::Finished);
+    ASSERT_EQ(b.status, rt::SolveStatus::Finished);
+    EXPECT_EQ(a.stats.events, 14);
+    EXPECT_EQ(b.stats.events, 0);
+    EXPECT_NEAR(a.rows[0][static_cast<size_t>(output_column(*located, "E"))], 2.75, 1e-12);
+    EXPECT_LT(drift(*located, a), c.bound);
+    EXPECT_GT(drift(*quiet, b), 100 * drift(*located, a));
+  }
 }
 
 }  // namespace
