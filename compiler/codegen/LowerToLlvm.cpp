@@ -7,6 +7,14 @@
 //     ; status: 0, or 1 + index of the first output that is NaN or +-inf (a select chain for
 //     ; a few outputs, a loop over out for many)
 //
+// A kernel with more than kChunkNodes inner nodes is split into internal functions
+// `name.part<k>(v, out, tmp)` of at most that many nodes each, called in order by `name`: the
+// time of LLVM's optimisation and register allocation grows faster than linearly with the size
+// of one function, so bounded functions keep code generation linear in the model's size. A value
+// computed in one part and used by a later one is stored in `tmp`, a stack array of `name`
+// (at most kMaxCrossing values; a kernel that would need more stays one function). Outputs are
+// stored in the part that computes them; the status is the loop over out.
+//
 // The IR implements exactly the semantics of the interpreter (sym::evaluate): sums and products
 // combine their operands left to right in stored order, no fast-math flags are set (so LLVM
 // cannot reassociate or contract into fma: results are reproducible against the interpreter),
@@ -121,6 +129,10 @@ bool is_boolean(Op op) {
 
 // Kernels with at most this many outputs compute their status by a select chain.
 constexpr uint64_t kStatusChainMax = 32;
+// Inner nodes per function of a split kernel (see the file comment), and the most values that
+// may cross from one part to a later one (the stack array of the kernel: 512 KiB).
+constexpr size_t kChunkNodes = 4096;
+constexpr size_t kMaxCrossing = 65536;
 
 class KernelLowering {
  public:
@@ -133,27 +145,30 @@ class KernelLowering {
     // of the function (register pressure, and with it code generation time, stays bounded)
     std::unordered_map<Expr, std::vector<size_t>> outputs_of;
     for (size_t i = 0; i < k.outputs.size(); ++i) outputs_of[k.outputs[i]].push_back(i);
-    llvm::Function* fn = declare_kernel(k.name);
-    begin_body(fn);
     auto store = [&](Expr n) {
       auto it = outputs_of.find(n);
       if (it == outputs_of.end()) return;
       llvm::Value* x = value(n);
       for (size_t i : it->second) b_.CreateStore(x, b_.CreateConstInBoundsGEP1_64(f64_, out_, i));
     };
-    for (Expr n : order) {
-      if (n->nargs > 0) emit(n);
-      store(n);
+    llvm::Function* fn = declare_kernel(k.name);
+    const bool split = lower_split(k, order, fn, store);
+    if (!split) {
+      begin_body(fn);
+      for (Expr n : order) {
+        if (n->nargs > 0) emit(n);
+        store(n);
+      }
     }
     // Status: the first output that is NaN or +-inf. A few outputs: a select chain over their
-    // values (straight-line code, cheapest to compile and run); many: a loop over what was
-    // stored (a chain would keep every value live to the end of the function).
+    // values (straight-line code, cheapest to compile and run); many, or a split kernel: a loop
+    // over what was stored (a chain would keep every value live to the end of the function).
     const uint64_t count = k.outputs.size();
     if (count == 0) {
       b_.CreateRet(b_.getInt32(0));
       return;
     }
-    if (count <= kStatusChainMax) {
+    if (count <= kStatusChainMax && !split) {
       llvm::Value* status = b_.getInt32(0);
       auto* inf = llvm::ConstantFP::getInfinity(f64_);
       for (size_t i = count; i-- > 0;) {
@@ -189,6 +204,74 @@ class KernelLowering {
   }
 
  private:
+  // The parts of a kernel with more than kChunkNodes inner nodes (see the file comment): emits
+  // them and, into fn's entry block, the calls; returns false (nothing emitted) for a kernel
+  // that stays one function. Leaves the builder at the end of fn's entry block.
+  template <class Store>
+  bool lower_split(const KernelSpec& k, const std::vector<Expr>& order, llvm::Function* fn,
+                   Store& store) {
+    size_t inner = 0;
+    for (Expr n : order) inner += n->nargs > 0 ? 1 : 0;
+    if (inner <= kChunkNodes) return false;
+    // parts: consecutive runs of the topological order with kChunkNodes inner nodes each
+    sym::detail::NodeMap<uint32_t> part_of(order.size());
+    std::vector<size_t> part_begin{0};
+    size_t in_part = 0;
+    for (size_t i = 0; i < order.size(); ++i) {
+      if (order[i]->nargs > 0 && in_part == kChunkNodes) {
+        part_begin.push_back(i);
+        in_part = 0;
+      }
+      in_part += order[i]->nargs > 0 ? 1 : 0;
+      part_of.insert(order[i], static_cast<uint32_t>(part_begin.size() - 1));
+    }
+    part_begin.push_back(order.size());
+    // the inner nodes a later part reads: a slot of tmp each
+    sym::detail::NodeMap<uint32_t> slot;
+    uint32_t n_slots = 0;
+    for (Expr n : order)
+      for (uint32_t a = 0; a < n->nargs; ++a) {
+        Expr arg = n->args[a];
+        if (arg->nargs == 0 || *part_of.find(arg) == *part_of.find(n)) continue;
+        if (slot.insert(arg, n_slots).second) ++n_slots;
+      }
+    if (n_slots > kMaxCrossing) return false;
+    auto* ptr = llvm::PointerType::getUnqual(m_.getContext());
+    auto* part_type = llvm::FunctionType::get(b_.getVoidTy(), {ptr, ptr, ptr}, false);
+    std::vector<llvm::Function*> parts;
+    for (size_t p = 0; p + 1 < part_begin.size(); ++p) {
+      auto* part = llvm::Function::Create(part_type, llvm::Function::InternalLinkage,
+                                          k.name + ".part" + std::to_string(p), m_);
+      part->addFnAttr(llvm::Attribute::NoInline);  // the point is bounded functions
+      part->addFnAttr(llvm::Attribute::NoUnwind);
+      part->addFnAttr(llvm::Attribute::WillReturn);
+      for (unsigned i = 0; i < 3; ++i) {
+        part->addParamAttr(i, llvm::Attribute::NoCapture);
+        part->addParamAttr(i, llvm::Attribute::NoUndef);
+      }
+      part->addParamAttr(0, llvm::Attribute::ReadOnly);
+      begin_body(part);
+      tmp_ = part->getArg(2);
+      tmp_->setName("tmp");
+      tmp_slot_ = &slot;
+      for (size_t i = part_begin[p]; i < part_begin[p + 1]; ++i) {
+        Expr n = order[i];
+        if (n->nargs > 0) emit(n);
+        store(n);
+        if (const uint32_t* s = slot.find(n))
+          b_.CreateStore(value(n), b_.CreateConstInBoundsGEP1_64(f64_, tmp_, *s));
+      }
+      b_.CreateRetVoid();
+      parts.push_back(part);
+    }
+    tmp_ = nullptr;
+    tmp_slot_ = nullptr;
+    begin_body(fn);
+    llvm::Value* tmp = b_.CreateAlloca(f64_, b_.getInt64(std::max<uint32_t>(n_slots, 1)), "tmp");
+    for (llvm::Function* part : parts) b_.CreateCall(part, {v_, out_, tmp});
+    return true;
+  }
+
   // i32 name(ptr nocapture readonly v, ptr nocapture out), external.
   llvm::Function* declare_kernel(const std::string& name) {
     auto* ptr = llvm::PointerType::getUnqual(m_.getContext());
@@ -226,6 +309,8 @@ class KernelLowering {
       d = b_.CreateUIToFP(*t, f64_);
     } else if (n->is_const()) {
       d = constant(n->value);
+    } else if (const uint32_t* s = tmp_slot_ ? tmp_slot_->find(n) : nullptr) {
+      d = b_.CreateLoad(f64_, b_.CreateConstInBoundsGEP1_64(f64_, tmp_, *s));  // an earlier part's
     } else if (n->is_symbol()) {
       llvm::Value* p = b_.CreateConstInBoundsGEP1_64(f64_, v_, n->symbol);
       bool named = !m_.getContext().shouldDiscardValueNames() && n->symbol < cx_.symbol_count();
@@ -372,6 +457,8 @@ class KernelLowering {
   llvm::Type* f64_;
   llvm::Value* v_ = nullptr;
   llvm::Value* out_ = nullptr;
+  llvm::Value* tmp_ = nullptr;                                // a part's tmp argument
+  const sym::detail::NodeMap<uint32_t>* tmp_slot_ = nullptr;  // nodes kept in tmp
   sym::detail::NodeMap<llvm::Value*> values_;
   sym::detail::NodeMap<llvm::Value*> truths_;
 };

@@ -669,7 +669,34 @@ TEST_F(Codegen, HugeKernelTakesTheFastPathNextToNormalOnes) {
               sym::topological_order(huge.outputs).size(), ms_since(t0));
   EXPECT_NE(ir.find("define i32 @small("), std::string::npos);
   EXPECT_NE(ir.find("define i32 @huge("), std::string::npos);
+  // split into functions of bounded size (LowerToLlvm.cpp, kChunkNodes)
+  EXPECT_NE(ir.find("@huge.part1("), std::string::npos);
+  EXPECT_EQ(ir.find("@small.part0("), std::string::npos);
   compare_with_interpreter(cx, *jit, kernels, sym.size(), 3, 17);
+}
+
+TEST_F(Codegen, ASplitKernelAgreesWithTheInterpreter) {
+  // random expressions of every op (comparisons, selects, libm calls) sharing subexpressions,
+  // in one kernel of more than kChunkNodes inner nodes: values, booleans and shared nodes cross
+  // from one part to the next through the kernel's tmp array
+  RandomExpr gen(cx, sym, 77);
+  KernelSpec big{"big", {}};
+  std::vector<Expr> pool(sym.begin(), sym.end());
+  while (sym::topological_order(big.outputs).size() < 12000) {
+    Expr e = gen(6);
+    // reuse earlier outputs, so that later parts read nodes of earlier ones
+    e = cx.add(e, cx.mul(cx.num(0.25), pool[pool.size() / 2 + (pool.size() - 1) / 3]));
+    pool.push_back(e);
+    big.outputs.push_back(e);
+  }
+  for (int level : {0, 2}) {
+    std::string ir;
+    auto jit = compile_or_fail(cx, {&big, 1}, level, &ir);
+    ASSERT_NE(jit, nullptr);
+    EXPECT_NE(ir.find("@big.part2("), std::string::npos);
+    const Agreement a = compare_with_interpreter(cx, *jit, {&big, 1}, sym.size(), 6, 5);
+    EXPECT_GT(a.identical, a.compared / 2);
+  }
 }
 
 }  // namespace
