@@ -8,10 +8,12 @@
 // solvers start from (SymbolicDae's init_residual rows), the position- and velocity-level
 // constraints themselves and the velocity form of the position-level ones (those rows that
 // contain a free start; the others stay checks of the fixed starts, reported by the driver as
-// before), and the initial equations. Gauss-Newton with minimum-norm steps on the expression
-// interpreter, as the mechanism's start assembly (compiler/mech/Assembly.cpp): the system may be
-// over-determined but consistent (a constraint that the fixed starts already satisfy), and a
-// free start that nothing determines keeps its start value, with a warning.
+// before), and the initial equations. On the expression interpreter, as the mechanism's start
+// assembly (compiler/mech/Assembly.cpp): [qdd | yd | z] by Newton on the index-reduced rows,
+// the free starts by reduced Gauss-Newton with minimum-norm steps (Initial.cpp), with a
+// homotopy when that fails. The system may be over-determined but consistent (a constraint that
+// the fixed starts already satisfy), and a free start that nothing determines keeps its start
+// value, with a warning.
 #pragma once
 
 #include <vector>
