@@ -14,6 +14,12 @@ namespace {
 // after that full factorization, the order is considered stale and the matrix is refactored with
 // fresh pivoting. Relative, so a badly but consistently scaled matrix does not trigger it.
 constexpr double kRcondDropLimit = 1e-6;
+// A full factorization chooses its pivots on the max-row-scaled matrix (KLU's default scaling).
+// With the pivots fixed, row scaling changes the factors only by a diagonal, so the
+// refactorizations run unscaled (klu_refactor then skips computing and applying the scale
+// factors every time; klu_solve skips them too) and the pivot ratio is measured on that form.
+constexpr int kScalePivoting = 2;
+constexpr int kScaleNone = -1;
 }  // namespace
 
 struct KluSolver::State {
@@ -38,12 +44,19 @@ struct KluSolver::State {
 
   int32_t full_factor() {
     if (numeric) klu_free_numeric(&numeric, &common);
+    common.scale = kScalePivoting;
     numeric = klu_factor(ap.data(), ai.data(), ax.data(), symbolic, &common);
     ++full_factors;
     if (!numeric || common.status != KLU_OK) {
       if (common.status == KLU_SINGULAR) return singular_result();
       if (common.status == KLU_OUT_OF_MEMORY) throw std::bad_alloc();
       return 1;
+    }
+    // the same pivots, unscaled (frees the scale factors once; see kScalePivoting)
+    common.scale = kScaleNone;
+    if (!klu_refactor(ap.data(), ai.data(), ax.data(), symbolic, numeric, &common) ||
+        common.status != KLU_OK) {
+      return singular_result();
     }
     klu_rcond(symbolic, numeric, &common);
     rcond_at_full_factor = common.rcond;

@@ -10,17 +10,24 @@ namespace mbs::rt {
 
 namespace {
 
-// Modified Newton: the factorization is reused while the iteration contracts at least this fast
-// per iteration (theta = ||dx_k|| / ||dx_k-1||) ...
+// Modified Newton (docs/solvers.md, "Newton strategy"). theta = ||dx_k|| / ||dx_k-1|| is the
+// observed contraction rate; theta / (1 - theta) ||dx_k|| estimates the distance of the iterate
+// from the solution (the sum of the remaining updates), which the convergence test compares with
+// the tolerance. A matrix from an earlier step is recomputed at the current iterate when it
+// contracts slower than kThetaRefresh, or when at that rate it would need more than
+// kStaleMaxIterations iterations in all.
 constexpr double kThetaRefresh = 0.25;
-// ... and converges within this many iterations; otherwise it is recomputed at the current
-// iterate. With a matrix computed in the same attempt, a ratio above kThetaDiverge while the
-// update is still outside the tolerance is divergence.
-constexpr int32_t kStaleMaxIterations = 4;
+constexpr int32_t kStaleMaxIterations = 3;
+// With a matrix computed in the same attempt, a ratio above kThetaDiverge while the update is
+// still outside the tolerance is divergence.
 constexpr double kThetaDiverge = 1.0;
 // Multiplier updates that shrink by less than this per iteration with a fresh matrix have
 // reached their rounding floor.
 constexpr double kThetaStagnant = 0.5;
+// When a matrix kept from an earlier step had to be recomputed within a step, the next steps
+// start with a new matrix: 1 step, then 2, 4, ... up to kMaxFreshSteps while reusing keeps
+// failing (back to 1 after a step in which the kept matrix converged).
+constexpr int32_t kMaxFreshSteps = 32;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 int32_t argmax_abs(const std::vector<double>& r) {
@@ -249,7 +256,8 @@ void NewmarkFamily::save_method(std::vector<double>& out) {
   for (const auto* x : {&q0_, &qd0_, &a0_, &y0_, &x0_, &x_prev_, &x_prev2_}) save_vector(out, *x);
   out.insert(out.end(), {h_prev_, h_prev2_, static_cast<double>(n_history_)});
   out.insert(out.end(), {matrix_valid_ ? 1.0 : 0.0, refresh_next_ ? 1.0 : 0.0, matrix_cq_, theta_,
-                         row_scale_h_});
+                         row_scale_h_, static_cast<double>(fresh_backoff_),
+                         static_cast<double>(fresh_steps_left_)});
   save_vector(out, row_scale_);
   const auto nnz = static_cast<size_t>(matrix_->nnz());
   out.push_back(static_cast<double>(nnz));
@@ -262,8 +270,8 @@ bool NewmarkFamily::restore_method(std::span<const double> in, size_t& pos) {
   size_t p = pos;
   for (const auto* x : vectors)
     if (!check_vector(in, p, x->size())) return false;
-  if (in.size() - p < 3 + 5) return false;
-  p += 3 + 5;
+  if (in.size() - p < 3 + 7) return false;
+  p += 3 + 7;
   if (!check_vector(in, p, row_scale_.size())) return false;
   if (p >= in.size() || in[p] != static_cast<double>(nnz) || in.size() - p - 1 < nnz) return false;
   for (auto* x : vectors) load_vector(in, pos, *x);
@@ -276,7 +284,9 @@ bool NewmarkFamily::restore_method(std::span<const double> in, size_t& pos) {
   matrix_cq_ = in[pos + 2];
   theta_ = in[pos + 3];
   row_scale_h_ = in[pos + 4];
-  pos += 5;
+  fresh_backoff_ = static_cast<int32_t>(in[pos + 5]);
+  fresh_steps_left_ = static_cast<int32_t>(in[pos + 6]);
+  pos += 7;
   load_vector(in, pos, row_scale_);
   ++pos;  // the count of the matrix values, checked above
   std::copy_n(in.begin() + static_cast<std::ptrdiff_t>(pos), nnz, matrix_values_);
@@ -502,9 +512,25 @@ bool NewmarkFamily::attempt(double h) {
 
   matrix_fresh_ = false;
   attempt_iterations_ = 0;
-  if (full_newton_ || !matrix_valid_ || refresh_next_ || matrix_cq_ != cq_) {
-    if (!refresh_newton_matrix()) return false;
-  }
+  const bool fresh_step = fresh_steps_left_ > 0;
+  if (fresh_step) --fresh_steps_left_;
+  // kept: the matrix comes from an earlier step (modified Newton across steps)
+  const bool kept =
+      !(full_newton_ || !matrix_valid_ || refresh_next_ || matrix_cq_ != cq_ || fresh_step);
+  if (!kept && !refresh_newton_matrix()) return false;
+  bool kept_failed = false;  // the kept matrix was recomputed within this attempt
+  // Bookkeeping of a converged attempt: a kept matrix that had to be recomputed makes the next
+  // steps start with a new one (1, 2, 4, ... steps while that keeps happening).
+  const auto converged = [&](double theta) {
+    if (theta > kThetaRefresh) refresh_next_ = true;  // converged, but slowly
+    if (kept_failed) {
+      fresh_backoff_ = std::min(std::max(1, 2 * fresh_backoff_), kMaxFreshSteps);
+      fresh_steps_left_ = fresh_backoff_;
+    } else if (kept) {
+      fresh_backoff_ = 0;
+    }
+    return true;
+  };
 
   const double rtol = options_.rtol, atol = options_.atol;
   double* r = ws_.residual.data();
@@ -555,13 +581,9 @@ bool NewmarkFamily::attempt(double h) {
     // (NaN right after a refresh). Full Newton: the ratio of consecutive updates of the attempt.
     // (An exact update, prev_norm = 0, contracts perfectly.)
     double theta = theta_;
-    if (full_newton_) {
-      if (it > 1) theta = theta_ = prev_norm > 0.0 ? norm / prev_norm : 0.0;
-      since_refresh = it;
-    } else {
-      if (since_refresh > 0) theta = theta_ = prev_norm > 0.0 ? norm / prev_norm : 0.0;
-      ++since_refresh;
-    }
+    const bool measured = full_newton_ ? it > 1 : since_refresh > 0;  // in this attempt
+    if (measured) theta = theta_ = prev_norm > 0.0 ? norm / prev_norm : 0.0;
+    since_refresh = full_newton_ ? it : since_refresh + 1;
     prev_norm = norm;
     if (verbosity_ >= 2) [[unlikely]] {
       fmt::print(stderr,
@@ -571,21 +593,32 @@ bool NewmarkFamily::attempt(double h) {
     }
     // Converged when the update is within the tolerance. The first update after a refresh is
     // only trusted once a second one has shown that the iteration contracts (at small steps q
-    // hardly depends on qdd, so a single small update proves nothing).
-    if (norm <= 1.0 && !std::isnan(theta)) {
-      if (theta > kThetaRefresh) refresh_next_ = true;  // converged, but slowly
-      return true;
+    // hardly depends on qdd, so a single small update proves nothing). (A test on the estimated
+    // error theta / (1 - theta) |dx| instead, as in production DAE codes, saves iterations but
+    // loses the margin the constraint and multiplier tests rely on: docs/solvers.md.)
+    if (!std::isnan(theta) && norm <= 1.0) {
+      return converged(theta);
     }
     // Multipliers of index-3 constraints are only determined to O(eps / (beta' h^2)): at small
     // steps their updates stagnate above the tolerance. With a fresh matrix, the rest converged
     // and no more progress in the multipliers, they have reached that floor: accept.
     if (matrix_fresh_ && since_refresh >= 2 && state_norm <= 1.0 && theta >= kThetaStagnant) {
-      return true;
+      return converged(theta);
     }
-    if (norm > 1.0 && (theta > kThetaRefresh || (!matrix_fresh_ && it >= kStaleMaxIterations))) {
+    // A kept matrix is recomputed at the current iterate when it contracts slowly or, at the
+    // measured rate, would need more than kStaleMaxIterations iterations in all (the test above
+    // holds after j more when theta^(j+1) / (1 - theta) norm <= 1).
+    bool slow = theta > kThetaRefresh;
+    if (!slow && measured && !matrix_fresh_ && norm > 1.0) {
+      const double more =
+          theta > 0.0 ? std::log((1.0 - theta) / (theta * norm)) / std::log(theta) : 0.0;
+      slow = static_cast<double>(it) + more > static_cast<double>(kStaleMaxIterations);
+    }
+    if (norm > 1.0 && (slow || (!matrix_fresh_ && it >= kStaleMaxIterations))) {
       if (!matrix_fresh_ && !full_newton_) {
         if (!refresh_newton_matrix()) return false;
         since_refresh = 0;
+        kept_failed = true;
         continue;
       }
       if (theta > kThetaDiverge) {

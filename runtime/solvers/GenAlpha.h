@@ -110,9 +110,11 @@ class NewmarkFamily final : public Integrator {
   // Modified Newton: the factorization is kept across iterations and steps.
   bool matrix_valid_ = false;
   bool refresh_next_ = true;
-  double matrix_cq_ = 0.0;     // c_q = beta' h^2 the matrix was computed with
-  bool matrix_fresh_ = false;  // computed during the current attempt
-  double theta_ = 0.0;         // last contraction rate seen with this matrix (NaN: none yet)
+  double matrix_cq_ = 0.0;        // c_q = beta' h^2 the matrix was computed with
+  bool matrix_fresh_ = false;     // computed during the current attempt
+  double theta_ = 0.0;            // last contraction rate seen with this matrix (NaN: none yet)
+  int32_t fresh_backoff_ = 0;     // steps that start with a new matrix after a kept one failed
+  int32_t fresh_steps_left_ = 0;  // of those, still to come
   // Sensitivities per direction (direction-major): S of q, qd, a, y and x at the last point.
   std::vector<double> sq_, sqd_, sa_, sy_, sx_;
   std::vector<double> fp_values_, jq_values_, jqd_values_, jy_values_, j_exact_;
