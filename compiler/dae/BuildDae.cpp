@@ -144,11 +144,14 @@ struct Builder {
         if (auto it = flat.var_of_symbol.find(s);
             it != flat.var_of_symbol.end() && flat.vars[it->second].role != VarRole::Variable)
           continue;
-        const auto [base, k] = base_of(s);
+        // no structured binding: clang 14 (the fuzz build) cannot capture one in a lambda
+        const std::pair<uint32_t, int> of = base_of(s);
+        const uint32_t base = of.first;
+        const int k = of.second;
         std::string why =
             k == 0 ? "it is no unknown of the model"
             : std::find_if(dae.z.begin(), dae.z.end(),
-                           [&](const DaeUnknown& u) { return u.symbol == base; }) != dae.z.end()
+                           [base](const DaeUnknown& u) { return u.symbol == base; }) != dae.z.end()
                 ? fmt::format("'{}' is algebraic, its derivative is not computed",
                               cx.symbol_name(base))
                 : fmt::format("the model integrates '{}' to a lower order", cx.symbol_name(base));
