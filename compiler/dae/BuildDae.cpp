@@ -230,6 +230,16 @@ struct Builder {
           r.scale = scale;
           b.reinits.push_back(std::move(r));
         }
+        for (const FlatReinit& fa : fb.assigns) {  // the variable is its own slot
+          DaeReinit a;
+          a.name = cx.symbol_name(fa.var);
+          a.span = fa.span;
+          a.text = fa.text;
+          a.value = resolve(fa.value);
+          a.state = fa.var;
+          a.discrete = true;
+          b.reinits.push_back(std::move(a));
+        }
         w.branches.push_back(std::move(b));
       }
       dae.whens.push_back(std::move(w));
@@ -451,6 +461,8 @@ std::optional<SymbolicDae> Builder::run() {
       unknown_var[v.symbol] = i;
     else if (v.role == VarRole::Input)
       input_var[v.symbol] = i;
+    else if (v.role == VarRole::Discrete)
+      dae.discretes.push_back(v.symbol);
     else
       dae.parameters.push_back(v.symbol);
     if (v.start) start[v.symbol] = v.start;
@@ -771,7 +783,7 @@ std::optional<SymbolicDae> Builder::run() {
   for (size_t i = 0; i < dae.eliminated.size(); ++i)
     eliminated_by_name.emplace(dae.eliminated[i].name, static_cast<int32_t>(i));
   for (const auto& v : flat.vars) {
-    if (v.role == VarRole::Input) {  // a column reading the input's slot
+    if (v.role == VarRole::Input || v.role == VarRole::Discrete) {  // a column reading its slot
       dae.outputs.push_back(
           {v.name, cx.symbol(v.symbol), v.output_role, v.span, -1, v.unit, v.description, false});
       continue;
@@ -782,6 +794,9 @@ std::optional<SymbolicDae> Builder::run() {
                            el == eliminated_by_name.end() ? -1 : el->second, v.unit, v.description,
                            v.output});
   }
+  dae.pre_symbols = flat.pre_symbols;
+  dae.initial_symbol = flat.initial_symbol;
+  dae.terminal_symbol = flat.terminal_symbol;
   if (!resolve_whens()) return std::nullopt;
   if (!resolve_initial_equations()) return std::nullopt;
   for (Expr e : flat.no_event) dae.no_event.push_back(resolve(e));
@@ -809,6 +824,7 @@ void print_dae(std::ostream& os, const sym::Context& cx, const SymbolicDae& dae)
   for (const auto& u : dae.q) os << "  ODE2       " << u.name << loc(u.span) << "\n";
   for (const auto& u : dae.y) os << "  ODE1       " << u.name << loc(u.span) << "\n";
   for (const auto& u : dae.z) os << "  algebraic  " << u.name << loc(u.span) << "\n";
+  for (uint32_t d : dae.discretes) os << "  discrete   " << cx.symbol_name(d) << "\n";
   for (const auto& e : dae.eliminated)
     os << "  eliminated " << e.name << " = " << sym::to_string(cx, e.value) << "  (" << e.how << ")"
        << loc(e.span) << "\n";
@@ -827,6 +843,14 @@ void print_dae(std::ostream& os, const sym::Context& cx, const SymbolicDae& dae)
     for (const auto& u : *list) {
       if (u.free_start) os << "  free start  " << u.name << "\n";
       if (u.free_start_der) os << "  free start  der(" << u.name << ")\n";
+    }
+  for (const auto& w : dae.whens)
+    for (size_t b = 0; b < w.branches.size(); ++b) {
+      os << (b == 0 ? "when " : "elsewhen ") << sym::to_string(cx, w.branches[b].condition)
+         << (b == 0 ? loc(w.span) : std::string()) << "\n";
+      for (const auto& r : w.branches[b].reinits)
+        os << (r.discrete ? "  " + r.name + " := " : "  reinit(" + r.name + ", ")
+           << sym::to_string(cx, r.value) << (r.discrete ? "" : ")") << "\n";
     }
 }
 

@@ -79,6 +79,7 @@ struct Elimination {
 struct DaeReinit {
   uint32_t state = 0;
   double scale = 1.0;
+  bool discrete = false;      // an assignment `x = e` of a discrete variable (state: x itself)
   sym::Expr value = nullptr;  // in the unknowns, eliminations substituted
   std::string name;           // x as written in the model
   Span span;
@@ -108,7 +109,10 @@ struct SymbolicDae {
   std::vector<DaeInitialEquation> initial_equations;  // FlatModel's, resolved
   std::vector<sym::Expr> no_event;                    // FlatModel's, resolved
   std::vector<uint32_t> parameters;  // parameter symbols (values: FlatModel bindings)
-  BodyBalance body_balance;          // inverse dynamics: FlatModel's, eliminations substituted
+  std::vector<uint32_t> discretes;   // discrete variables (values: FlatVar::value at the start)
+  std::vector<std::pair<uint32_t, uint32_t>> pre_symbols;  // FlatModel's
+  int64_t initial_symbol = -1, terminal_symbol = -1;       // FlatModel's
+  BodyBalance body_balance;  // inverse dynamics: FlatModel's, eliminations substituted
 };
 
 // Builds the DAE: alias and explicit-auxiliary elimination, order reduction of derivatives above

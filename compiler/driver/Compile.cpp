@@ -471,9 +471,20 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
           m->reinit_source.push_back(source_ref(sources, r.span, r.text));
         }
         m->branch_first_reinit.push_back(static_cast<int32_t>(m->reinit_slot.size()));
+        bool at_start = false;
+        if (dae->initial_symbol >= 0)
+          for (uint32_t sy : sym::free_symbols(b.condition))
+            at_start |= static_cast<int64_t>(sy) == dae->initial_symbol;
+        m->branch_initial.push_back(at_start ? 1 : 0);
       }
       m->when_first_branch.push_back(static_cast<int32_t>(m->branch_source.size()));
     }
+    for (const auto& [x, p] : dae->pre_symbols) {
+      m->pre_value_slot.push_back(static_cast<int32_t>(x));
+      m->pre_slot.push_back(static_cast<int32_t>(p));
+    }
+    m->slot_initial = static_cast<int32_t>(dae->initial_symbol);
+    m->slot_terminal = static_cast<int32_t>(dae->terminal_symbol);
   }
   for (const auto& o : dae->outputs) {
     m->output_names.push_back(o.name);
@@ -521,8 +532,9 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
     if (level != rt::EquationLevel::Position && level != rt::EquationLevel::Velocity) continue;
     const rt::SourceRef at = source_ref(sources, dae->equations[i].span, "");
     for (uint32_t s : sym::free_symbols(dae->equations[i].residual))
-      if (auto it = flat->var_of_symbol.find(s);
-          it != flat->var_of_symbol.end() && flat->vars[it->second].role != VarRole::Variable)
+      if (auto it = flat->var_of_symbol.find(s); it != flat->var_of_symbol.end() &&
+                                                 flat->vars[it->second].role != VarRole::Variable &&
+                                                 flat->vars[it->second].role != VarRole::Discrete)
         flat->mark_compile_time(
             s, fmt::format("the start values' check against the constraint at {}:{}:{}", at.file,
                            at.line, at.col));
@@ -557,8 +569,8 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
     bool constant = true;
     for (sym::Expr e : kernels.newton_matrix.spec.outputs) {
       for (uint32_t s : sym::free_symbols(sym::substitute(cx, e, zero)))
-        if (!param_value.count(s) ||
-            flat->vars[flat->var_of_symbol.at(s)].role == VarRole::Input)  // changes over a run
+        if (!param_value.count(s) || flat->vars[flat->var_of_symbol.at(s)].role == VarRole::Input ||
+            flat->vars[flat->var_of_symbol.at(s)].role == VarRole::Discrete)  // changes over a run
           constant = false;
       if (!constant) break;
     }
@@ -568,6 +580,8 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
   // initial symbol vector: parameters, then start values from the initial_values kernel
   m->v0.assign(m->n_v, 0.0);
   for (const auto& [s, x] : param_value) m->v0[s] = x;
+  for (size_t i = 0; i < m->pre_slot.size(); ++i)  // pre(x) = x outside events
+    m->v0[m->pre_slot[i]] = m->v0[m->pre_value_slot[i]];
   std::vector<double> start(kernels.initial_values.outputs.size());
   int32_t st = m->initial_values(m->v0.data(), start.data());
   size_t k = 0;

@@ -76,6 +76,17 @@ void relation_crossings(sym::Context& cx, Expr c, F&& add) {
       add(cx.sub(n->arg(0), n->arg(1)));
 }
 
+// The symbols that do not change between events: parameters, discrete variables and their pre,
+// initial() and terminal().
+std::unordered_set<uint32_t> event_constants(const SymbolicDae& dae) {
+  std::unordered_set<uint32_t> c(dae.parameters.begin(), dae.parameters.end());
+  c.insert(dae.discretes.begin(), dae.discretes.end());
+  for (const auto& [x, p] : dae.pre_symbols) c.insert(p);
+  if (dae.initial_symbol >= 0) c.insert(static_cast<uint32_t>(dae.initial_symbol));
+  if (dae.terminal_symbol >= 0) c.insert(static_cast<uint32_t>(dae.terminal_symbol));
+  return c;
+}
+
 // The crossing functions of the switches in the residuals: the relations a < b (a - b) in the
 // condition of an if-expression, the argument of abs and sign, a - b of min(a, b) and
 // max(a, b); only those that change in time (depend on a symbol other than a parameter), and not
@@ -87,7 +98,7 @@ void relation_crossings(sym::Context& cx, Expr c, F&& add) {
 std::vector<Expr> switch_crossings(const SymbolicDae& dae, sym::Context& cx) {
   for (const auto& e : dae.equations)
     if (e.level == rt::EquationLevel::Position || e.level == rt::EquationLevel::Velocity) return {};
-  std::unordered_set<uint32_t> parameters(dae.parameters.begin(), dae.parameters.end());
+  const std::unordered_set<uint32_t> parameters = event_constants(dae);
   std::unordered_set<Expr> quiet(dae.no_event.begin(), dae.no_event.end());
   std::vector<Expr> roots;
   for (const auto& e : dae.equations) roots.push_back(e.residual);
@@ -300,11 +311,19 @@ ModelKernels build_kernels(const SymbolicDae& dae, sym::Context& cx, bool invers
     k.event_reinit.name = "event_reinit";
     std::vector<Expr> conditions;
     std::unordered_set<Expr> seen;
+    // a relation of values that change only at events (discrete variables, parameters) has no
+    // crossing to locate: it changes at an event, where the conditions are evaluated again
+    const std::unordered_set<uint32_t> constants = event_constants(dae);
+    const auto continuous = [&](Expr e) {
+      for (uint32_t sy : sym::free_symbols(e))
+        if (!constants.count(sy)) return true;
+      return false;
+    };
     for (const auto& w : dae.whens) {
       for (const auto& b : w.branches) {
         conditions.push_back(b.condition);
         relation_crossings(cx, b.condition, [&](Expr crossing) {
-          if (!crossing->is_const() && seen.insert(crossing).second)
+          if (!crossing->is_const() && continuous(crossing) && seen.insert(crossing).second)
             k.events.outputs.push_back(crossing);
         });
         for (const auto& r : b.reinits) k.event_reinit.outputs.push_back(r.value);

@@ -34,11 +34,15 @@ sym::Expr DerivativeTable::total_derivative(sym::Expr e) {
 
 void print_flat_model(std::ostream& os, const sym::Context& cx, const FlatModel& m) {
   os << "flat model " << m.name << "\n";
-  size_t nvar = 0, npar = 0, ninput = 0;
+  size_t nvar = 0, npar = 0, ninput = 0, ndiscrete = 0;
   for (const auto& v : m.vars)
-    (v.role == VarRole::Variable ? nvar : v.role == VarRole::Input ? ninput : npar)++;
+    (v.role == VarRole::Variable   ? nvar
+     : v.role == VarRole::Input    ? ninput
+     : v.role == VarRole::Discrete ? ndiscrete
+                                   : npar)++;
   os << "  " << nvar << " variables, " << npar << " parameters/constants, ";
   if (ninput > 0) os << ninput << " inputs, ";
+  if (ndiscrete > 0) os << ndiscrete << " discrete, ";
   os << m.equations.size() << " equations\n";
   static const char* types[] = {"Real", "Integer", "Boolean"};
   for (const auto& v : m.vars) {
@@ -46,6 +50,7 @@ void print_flat_model(std::ostream& os, const sym::Context& cx, const FlatModel&
        << (v.role == VarRole::Parameter  ? "parameter "
            : v.role == VarRole::Constant ? "constant "
            : v.role == VarRole::Input    ? "input "
+           : v.role == VarRole::Discrete ? "discrete "
                                          : "")
        << (v.flow ? "flow " : "") << types[static_cast<int>(v.type)] << " " << v.name;
     if (v.binding) os << " = " << sym::to_string(cx, v.binding);
@@ -77,6 +82,8 @@ void print_flat_model(std::ostream& os, const sym::Context& cx, const FlatModel&
       os << (b == 0 ? "when " : "elsewhen ") << sym::to_string(cx, br.condition);
       if (b == 0 && w.span.valid()) os << "  @" << w.span.line << ":" << w.span.col;
       os << "\n";
+      for (const auto& a : br.assigns)
+        os << "  " << cx.symbol_name(a.var) << " := " << sym::to_string(cx, a.value) << "\n";
       for (const auto& r : br.reinits)
         os << "  reinit(" << cx.symbol_name(r.var) << ", " << sym::to_string(cx, r.value) << ")\n";
     }

@@ -8,6 +8,7 @@
 #include <iosfwd>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "compiler/diag/Diagnostics.h"
@@ -20,7 +21,11 @@ enum class ScalarType : uint8_t { Real, Integer, Boolean };
 // Input: an `input Real` declared in the model itself, a known function of time that the caller
 // sets (held constant over a step): not an unknown, a slot in v like a parameter, its value the
 // start value (CompiledModel::inputs).
-enum class VarRole : uint8_t { Variable, Parameter, Constant, Input };
+// Discrete: a variable that changes only at events: declared `discrete`, or the target of an
+// assignment `x = e` in a when-equation (docs/language.md, "Discrete variables"). Not an unknown:
+// a slot in v like an input, its value at the start the start value; between events it is
+// constant (der = 0).
+enum class VarRole : uint8_t { Variable, Parameter, Constant, Input, Discrete };
 // Where a parameter's value was given: its declaration (`parameter Real m = 1`), a modifier of
 // an enclosing component (`Mass m1(m = 2)`), or the command line (`--set m1.m=2`).
 enum class ValueOrigin : uint8_t { None, Declaration, Modifier, Override };
@@ -136,6 +141,10 @@ struct FlatWhenBranch {
   Span condition_span;
   std::string condition_text;
   std::vector<FlatReinit> reinits;
+  // `x = e` of a discrete variable x, in an order where an assignment that reads another's new
+  // value comes after it; e is in the values before the event (the new values of the branch's
+  // earlier assignments substituted).
+  std::vector<FlatReinit> assigns;
 };
 
 // A when-equation: at an event, the first branch whose condition became true fires (Modelica's
@@ -157,6 +166,12 @@ struct FlatModel {
   // determine the start values declared `fixed = false` (compiler/dae/Initial.h)
   std::vector<FlatEquation> initial_equations;
   std::vector<FlatWhen> whens;  // when-equations, in source order
+  // pre(x) of each discrete variable x that the model reads: (x, the symbol of pre(x)). Outside
+  // an event pre(x) = x; during an event's iteration pre(x) is x before the iteration.
+  std::vector<std::pair<uint32_t, uint32_t>> pre_symbols;
+  // The symbols of initial() and terminal() when the model uses them (1.0 at the start's and at
+  // the end's event, 0.0 otherwise), else -1.
+  int64_t initial_symbol = -1, terminal_symbol = -1;
   // The values of noEvent(...) and smooth(p, ...) written in the model: the switches inside them
   // (if-expressions, abs, sign, min, max) do not stop the solvers at their changes
   // (docs/language.md, "Events").

@@ -19,6 +19,7 @@
 #include <set>
 #include <sstream>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "compiler/syntax/Parser.h"
 #include "runtime/io/Suggest.h"
@@ -314,6 +315,11 @@ class Flattener {
   bool add_switched_if(const ast::Equation& eq, Scope s, const std::string& origin);
   bool varies_in_time(Expr e) const;
   void add_reinit(const ast::Equation& eq, Scope s);
+  void add_assignment(const ast::Equation& eq, Scope s);
+  bool add_when_if(const ast::Equation& eq, Scope s, const std::vector<Expr>& conditions,
+                   const std::string& origin);
+  uint32_t pre_symbol_of(uint32_t var);
+  void finish_discrete();
   void add_connect(const ast::Equation& eq, Scope s);
   void add_initial_equations(const ast::ClassDef& def, Instance& inst);
   Instance* resolve_connector(const ast::Expr& ref, Scope s, bool& outside);
@@ -341,6 +347,22 @@ class Flattener {
   size_t iterations_ = 0;           // bodies of comprehensions and reductions evaluated so far
   // Inside the body of a when-equation: the branch being filled (reinit, pre allowed).
   FlatWhenBranch* when_body_ = nullptr;
+  // While the condition of a when-equation is evaluated (initial(), terminal() allowed).
+  bool when_condition_ = false;
+  // ---- discrete variables (docs/language.md, "Discrete variables"), checked by finish_discrete
+  // the when-equation (index into flat_.whens) and the span of the first assignment of a variable
+  std::unordered_map<uint32_t, std::pair<size_t, Span>> assigned_in_when_;
+  // a variable that is the left side `x = ...` of a continuous equation: its first such equation
+  std::unordered_map<uint32_t, Span> continuous_lhs_;
+  // pre(x), edge(x), change(x) as used: the variable, the operator, where, inside a when or not
+  struct PreUse {
+    uint32_t var;
+    std::string op;
+    Span span;
+    bool in_when;
+  };
+  std::vector<PreUse> pre_uses_;
+  std::unordered_map<uint32_t, uint32_t> pre_symbol_;  // variable -> the symbol of pre(x)
   // Inside an `initial equation` section: its equations go to FlatModel::initial_equations.
   bool initial_section_ = false;
   // lazy binding evaluation state per var: 0 not yet, 1 in progress, 2 done, 3 failed
@@ -614,6 +636,8 @@ std::unique_ptr<Instance> Flattener::make_component(Instance& parent, const ast:
   if (c.variability == ast::Variability::Parameter && role == VarRole::Variable)
     role = VarRole::Parameter;
   if (c.variability == ast::Variability::Constant) role = VarRole::Constant;
+  if (c.variability == ast::Variability::Discrete && role == VarRole::Variable)
+    role = VarRole::Discrete;
   std::string path = parent.path.empty() ? c.name : parent.path + "." + c.name;
 
   // resolve the type: builtin, short class (type X = Real(...)) or a class
@@ -1572,25 +1596,62 @@ Value Flattener::eval_call(const ast::Expr& e, Scope s) {
       return ders_.total_derivative(x);
     });
   }
-  if (name == "initial" && e.ref.size() == 1) {
-    diags_.report(DiagKind::unsupported, e.span, {"the event operator initial()"});
-    diags_.help(
-        "conditions at the start are written as an 'initial equation' section (docs/language.md, "
-        "\"Initial equations\")");
-    throw BuildError{};
-  }
-  if (name == "pre") {
-    // Inside a when-equation every value is taken at the event before any reinit is applied,
-    // so pre(x) there is x itself (there are no discrete variables yet).
-    need(1, 1);
-    if (!when_body_ || s.frame) {
-      diags_.report(DiagKind::pre_outside_when, e.ref.front().span);
+  if ((name == "initial" || name == "terminal") && e.ref.size() == 1) {
+    // 1.0 at the event of the start (the end), 0.0 otherwise: only a when-condition can see it
+    need(0, 0);
+    if (!when_condition_ || s.frame) {
+      diags_.report(DiagKind::unsupported, e.span,
+                    {"the event operator " + name + "() outside the condition of a when-equation"});
       diags_.help(
-          "pre(x) is the value of x just before an event; it is used in the reinit(...) of a "
-          "when-equation");
+          name == "initial"
+              ? "write 'when initial() then ... end when;' for assignments at the start, or "
+                "an 'initial equation' section (docs/language.md, \"Initial equations\")"
+              : "write 'when terminal() then ... end when;' for assignments at the end");
       throw BuildError{};
     }
-    return arg(0);
+    int64_t& sy = name == "initial" ? flat_.initial_symbol : flat_.terminal_symbol;
+    if (sy < 0) {
+      sy = cx_.new_symbol(name + "()");
+      ders_.set_constant(static_cast<uint32_t>(sy));
+    }
+    return Value::of(cx_.symbol(static_cast<uint32_t>(sy)));
+  }
+  if (name == "pre" || name == "edge" || name == "change") {
+    // pre(x): x just before the event (of a continuous x: x itself inside a when, where every
+    // value is taken before the event's changes); edge(b) = b and not pre(b); change(x) =
+    // x <> pre(x). Which variables are discrete is known at the end (finish_discrete).
+    need(1, 1);
+    if (s.frame) {
+      diags_.report(
+          DiagKind::unsupported, e.ref.front().span,
+          {"the event operator " + name + "() inside function '" + s.frame->fn->full_name + "'"});
+      diags_.help("a function maps its inputs to its outputs; pass " + name + "(x) as an input");
+      throw BuildError{};
+    }
+    Value x = arg(0);
+    Value out = x;
+    out.type = name == "pre" ? x.type : ScalarType::Boolean;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const Expr xe = x.elems[i];
+      const auto it =
+          xe->is_symbol() ? flat_.var_of_symbol.find(xe->symbol) : flat_.var_of_symbol.end();
+      const bool variable =
+          it != flat_.var_of_symbol.end() && (flat_.vars[it->second].role == VarRole::Variable ||
+                                              flat_.vars[it->second].role == VarRole::Discrete);
+      if (!variable)
+        fail(DiagKind::event_operator_argument, e.args[0]->span,
+             {name,
+              it == flat_.var_of_symbol.end()
+                  ? "'" + expr_to_string(*e.args[0]) + "' is not a variable"
+                  : "'" + flat_.vars[it->second].name + "' is a parameter, constant or input"});
+      const uint32_t p = pre_symbol_of(xe->symbol);
+      pre_uses_.push_back({xe->symbol, name, e.span, when_body_ != nullptr || when_condition_});
+      const Expr pe = cx_.symbol(p);
+      out.elems[i] = name == "pre"    ? pe
+                     : name == "edge" ? cx_.binary(sym::Op::And, xe, cx_.unary(sym::Op::Not, pe))
+                                      : cx_.binary(sym::Op::Ne, xe, pe);
+    }
+    return out;
   }
   if (name == "noEvent" || name == "smooth" || name == "homotopy") {
     if (name == "smooth") {  // smooth(p, e): e is p times differentiable: no switch events
@@ -2419,7 +2480,8 @@ void Flattener::elaborate_scalar(Instance& inst) {
     return &it->second;
   };
   if (auto ov = options_.start_overrides.find(fv.name);
-      ov != options_.start_overrides.end() && fv.role == VarRole::Variable) {
+      ov != options_.start_overrides.end() &&
+      (fv.role == VarRole::Variable || fv.role == VarRole::Discrete)) {
     // --start NAME=VALUE replaces the model's start value (its span stays for messages)
     const ModEntry* a = attr("start");
     flat_.vars[inst.var].start = cx_.num(ov->second);
@@ -2450,6 +2512,10 @@ void Flattener::elaborate_scalar(Instance& inst) {
     if (!v.is_string) fail(DiagKind::attribute_type, a->value->span, {"unit", "a string"});
     flat_.vars[inst.var].unit = v.str;
   }
+  if (fv.role == VarRole::Discrete && m.value)
+    fail(DiagKind::unsupported, m.value->span.valid() ? m.value->span : fv.span,
+         {"a value binding for the discrete variable '" + fv.name +
+          "' (it would never change); give it a start value, e.g. '(start = ...)'"});
   if (fv.role != VarRole::Variable) {
     binding_of(inst.var, fv.span);
     return;
@@ -2529,13 +2595,13 @@ void Flattener::add_equations(const ast::EquationList& eqs, Scope s, const std::
 
 void Flattener::add_equation(const ast::Equation& eq, Scope s, const std::string& origin) {
   if (when_body_ && eq.kind != ast::EquationKind::Call && eq.kind != ast::EquationKind::For &&
-      eq.kind != ast::EquationKind::If) {
+      eq.kind != ast::EquationKind::If && eq.kind != ast::EquationKind::Simple) {
     if (eq.kind == ast::EquationKind::When) fail(DiagKind::when_nested, eq.span);
     diags_.report(DiagKind::when_equation_body, eq.span,
-                  {eq.kind == ast::EquationKind::Connect ? "connect" : "an equation"});
+                  {eq.kind == ast::EquationKind::Connect ? "connect" : "an equation of outputs"});
     diags_.help(
-        "mbs has no discrete variables yet: a when-equation changes states with reinit(x, e); "
-        "write continuous equations outside it");
+        "a when-equation assigns discrete variables (x = e) and changes states with "
+        "reinit(x, e); write connections and continuous equations outside it");
     throw BuildError{};
   }
   if (initial_section_ &&
@@ -2558,6 +2624,10 @@ void Flattener::add_equation(const ast::Equation& eq, Scope s, const std::string
       add_reinit(eq, s);
       return;
     case ast::EquationKind::Simple: {
+      if (when_body_) {
+        add_assignment(eq, s);
+        return;
+      }
       Value l = eval(*eq.lhs, s);
       Value r = eval(*eq.rhs, s);
       if (l.is_string || r.is_string)
@@ -2596,6 +2666,8 @@ void Flattener::add_equation(const ast::Equation& eq, Scope s, const std::string
                       "declare it without `input`");
           throw BuildError{};
         }
+        if (l.elems[i]->is_symbol() && !initial_section_)
+          continuous_lhs_.emplace(l.elems[i]->symbol, eq.span);
         FlatEquation fe;
         fe.residual = cx_.sub(l.elems[i], r.elems[i]);
         fe.span = eq.span;
@@ -2680,22 +2752,12 @@ void Flattener::add_equation(const ast::Equation& eq, Scope s, const std::string
 
 // ---- when-equations (docs/language.md, "Events")
 
-namespace {
-
-// The first comparison of Real values for equality in a condition, or null.
-sym::Expr equality_in(sym::Expr c) {
-  for (sym::Expr n : sym::topological_order(std::span<const sym::Expr>(&c, 1)))
-    if (n->op == sym::Op::Eq || n->op == sym::Op::Ne) return n;
-  return nullptr;
-}
-
-}  // namespace
-
 // True when e depends on time, a variable, a derivative or an input (not only on parameters).
 bool Flattener::varies_in_time(Expr e) const {
   for (uint32_t sy : sym::free_symbols(e)) {
     auto it = flat_.var_of_symbol.find(sy);
-    if (sy == flat_.time_symbol || ders_.integral_of(sy) >= 0 ||
+    if (sy == flat_.time_symbol || static_cast<int64_t>(sy) == flat_.initial_symbol ||
+        static_cast<int64_t>(sy) == flat_.terminal_symbol || ders_.integral_of(sy) >= 0 ||
         (it != flat_.var_of_symbol.end() && flat_.vars[it->second].role != VarRole::Parameter &&
          flat_.vars[it->second].role != VarRole::Constant))
       return true;
@@ -2731,6 +2793,7 @@ bool Flattener::add_switched_if(const ast::Equation& eq, Scope s, const std::str
     switched |= varies_in_time(conditions.back());
   }
   if (!switched) return false;
+  if (when_body_) return add_when_if(eq, s, conditions, origin);
   if (eq.branches.size() != eq.conditions.size() + 1) {
     diags_.report(DiagKind::if_equation_unbalanced, eq.span, {"it needs an else branch"});
     diags_.help("add 'else' with as many equations as the other branches");
@@ -2783,17 +2846,19 @@ void Flattener::add_when(const ast::Equation& eq, Scope s, const std::string& or
   for (size_t i = 0; i < eq.branches.size() && i < eq.conditions.size(); ++i) {
     const ast::Expr& ce = *eq.conditions[i];
     FlatWhenBranch b;
-    b.condition = scalar_of(eval(ce, s), ce.span, "a when-condition");
+    when_condition_ = true;
+    try {
+      b.condition = scalar_of(eval(ce, s), ce.span, "a when-condition");
+    } catch (...) {
+      when_condition_ = false;
+      throw;
+    }
+    when_condition_ = false;
     b.condition_span = ce.span;
     b.condition_text = source_text(ce.span);
     if (!varies_in_time(b.condition)) {
       diags_.report(DiagKind::when_condition_constant, ce.span);
       diags_.help("a when-condition is a relation of time or of variables, e.g. 'x < 0'");
-      throw BuildError{};
-    }
-    if (equality_in(b.condition)) {
-      diags_.report(DiagKind::when_condition_equality, ce.span, {b.condition_text});
-      diags_.help("write the crossing as a relation, e.g. 'x >= 0' or 'x < 0'");
       throw BuildError{};
     }
     when_body_ = &b;
@@ -2843,6 +2908,11 @@ void Flattener::add_reinit(const ast::Equation& eq, Scope s) {
   for (size_t i = 0; i < x.size(); ++i) {
     Expr e = x.elems[i];
     auto it = e->is_symbol() ? flat_.var_of_symbol.find(e->symbol) : flat_.var_of_symbol.end();
+    if (it != flat_.var_of_symbol.end() && flat_.vars[it->second].role == VarRole::Discrete)
+      fail(DiagKind::reinit_target, target.span,
+           {"'" + flat_.vars[it->second].name +
+            "' is a discrete variable: a when-equation assigns it with '" +
+            flat_.vars[it->second].name + " = e'"});
     if (it == flat_.var_of_symbol.end() || flat_.vars[it->second].role != VarRole::Variable ||
         flat_.vars[it->second].type != ScalarType::Real)
       fail(DiagKind::reinit_target, target.span,
@@ -2857,6 +2927,267 @@ void Flattener::add_reinit(const ast::Equation& eq, Scope s) {
     r.span = eq.span;
     r.text = x.size() > 1 ? fmt::format("{}  (element {})", text, i + 1) : text;
     when_body_->reinits.push_back(std::move(r));
+  }
+}
+
+// `x = e` inside a when-equation: x becomes a discrete variable that takes e at the event
+// (finish_discrete checks the rest).
+void Flattener::add_assignment(const ast::Equation& eq, Scope s) {
+  const ast::Expr& target = *eq.lhs;
+  if (target.kind != ast::ExprKind::Ref)
+    fail(DiagKind::when_assign_target, target.span,
+         {"'" + expr_to_string(target) + "' is an expression"});
+  Value x = eval(target, s);
+  Value value = eval(*eq.rhs, s);
+  if (x.is_string || value.is_string || x.shape != value.shape)
+    fail(DiagKind::shape_mismatch, eq.span,
+         {fmt::format("the two sides of the equation have shapes {} and {}", shape_str(x.shape),
+                      shape_str(value.shape))});
+  const std::string text = source_text(eq.span);
+  const size_t when_index = flat_.whens.size();  // the when being filled is pushed at its end
+  for (size_t i = 0; i < x.size(); ++i) {
+    const Expr e = x.elems[i];
+    const auto it =
+        e->is_symbol() ? flat_.var_of_symbol.find(e->symbol) : flat_.var_of_symbol.end();
+    if (it == flat_.var_of_symbol.end() || (flat_.vars[it->second].role != VarRole::Variable &&
+                                            flat_.vars[it->second].role != VarRole::Discrete))
+      fail(DiagKind::when_assign_target, target.span,
+           {it == flat_.var_of_symbol.end()
+                ? "'" + expr_to_string(target) + "' is not a variable"
+                : "'" + flat_.vars[it->second].name + "' is a parameter, constant or input"});
+    const std::string& name = flat_.vars[it->second].name;
+    for (const FlatReinit& a : when_body_->assigns)
+      if (a.var == e->symbol)
+        fail(DiagKind::when_assign_twice, eq.span, {name, "twice by the same branch"});
+    if (auto [at, fresh] = assigned_in_when_.try_emplace(e->symbol, when_index, eq.span);
+        !fresh && at->second.first != when_index) {
+      diags_.report(DiagKind::when_assign_twice, eq.span, {name, "by two when-equations"});
+      diags_.note(at->second.second, "first assigned here");
+      diags_.help(
+          "a discrete variable is assigned by one when-equation only; give it one when with "
+          "'elsewhen' branches for the other conditions");
+      throw BuildError{};
+    }
+    FlatReinit a;
+    a.var = e->symbol;
+    a.value = value.elems[i];
+    a.span = eq.span;
+    a.text = x.size() > 1 ? fmt::format("{}  (element {})", text, i + 1) : text;
+    when_body_->assigns.push_back(std::move(a));
+  }
+}
+
+// An if-equation inside a when-equation whose conditions are evaluated at the event: every
+// variable that a branch assigns (reinitialises) takes select(c1, e1, select(c2, ...)), where a
+// branch that does not assign it keeps its value (pre(x) of a discrete x, x of a state).
+bool Flattener::add_when_if(const ast::Equation& eq, Scope s, const std::vector<Expr>& conditions,
+                            const std::string& origin) {
+  FlatWhenBranch* outer = when_body_;
+  std::vector<FlatWhenBranch> parts(eq.branches.size());
+  for (size_t i = 0; i < eq.branches.size(); ++i) {
+    when_body_ = &parts[i];
+    try {
+      add_equations(eq.branches[i], s, origin);
+    } catch (...) {
+      when_body_ = outer;
+      throw;
+    }
+  }
+  when_body_ = outer;
+  // the targets in order of first appearance, the assignments (reinits) of each branch by target
+  const auto merge = [&](bool assigns) {
+    std::vector<uint32_t> targets;
+    std::vector<const FlatReinit*> first;
+    for (const FlatWhenBranch& p : parts)
+      for (const FlatReinit& r : assigns ? p.assigns : p.reinits)
+        if (std::find(targets.begin(), targets.end(), r.var) == targets.end()) {
+          targets.push_back(r.var);
+          first.push_back(&r);
+        }
+    for (size_t t = 0; t < targets.size(); ++t) {
+      const uint32_t x = targets[t];
+      const auto value_in = [&](size_t b) -> Expr {
+        if (b < parts.size())
+          for (const FlatReinit& r : assigns ? parts[b].assigns : parts[b].reinits)
+            if (r.var == x) return r.value;
+        return assigns ? cx_.symbol(pre_symbol_of(x)) : cx_.symbol(x);
+      };
+      if (assigns) pre_uses_.push_back({x, "pre", first[t]->span, true});
+      // no else branch: the value is kept when no condition holds
+      Expr v = value_in(conditions.size());
+      for (size_t i = conditions.size(); i-- > 0;) v = cx_.select(conditions[i], value_in(i), v);
+      std::vector<FlatReinit>& into = assigns ? outer->assigns : outer->reinits;
+      for (const FlatReinit& r : into)
+        if (r.var == x)
+          fail(assigns ? DiagKind::when_assign_twice : DiagKind::reinit_twice, first[t]->span,
+               assigns ? std::vector<std::string>{cx_.symbol_name(x), "twice by the same branch"}
+                       : std::vector<std::string>{cx_.symbol_name(x)});
+      FlatReinit r = *first[t];
+      r.value = v;
+      r.span = eq.span;
+      r.text = source_text(eq.span);
+      into.push_back(std::move(r));
+    }
+  };
+  merge(true);
+  merge(false);
+  return true;
+}
+
+uint32_t Flattener::pre_symbol_of(uint32_t var) {
+  auto it = pre_symbol_.find(var);
+  if (it != pre_symbol_.end()) return it->second;
+  const uint32_t p = cx_.new_symbol("pre(" + cx_.symbol_name(var) + ")");
+  ders_.set_constant(p);
+  pre_symbol_.emplace(var, p);
+  return p;
+}
+
+// At the end of flattening: the variables assigned in when-equations become discrete; pre, edge
+// and change are checked (of a continuous x, pre(x) inside a when is x); conditions that compare
+// continuous values for equality are refused; each branch's assignments are ordered so that one
+// that reads another's new value comes after it (a cycle is an algebraic loop), and the new values
+// are substituted into the later assignments and the reinits of the branch.
+void Flattener::finish_discrete() {
+  std::unordered_set<uint32_t> discrete;
+  for (const FlatVar& v : flat_.vars)
+    if (v.role == VarRole::Discrete) discrete.insert(v.symbol);
+  std::vector<uint32_t> assigned;
+  for (const auto& [sym, at] : assigned_in_when_) assigned.push_back(sym);
+  std::sort(assigned.begin(), assigned.end());
+  for (uint32_t sym : assigned) {
+    FlatVar& v = flat_.vars[flat_.var_of_symbol.at(sym)];
+    const Span at = assigned_in_when_.at(sym).second;
+    if (ders_.has_der(sym)) {
+      diags_.report(DiagKind::discrete_defined, at,
+                    {v.name, " assigned in this when-equation",
+                     "its derivative der(" + v.name + ") is zero, not an unknown"});
+      diags_.help("integrate a continuous variable and change it at events with reinit(x, e)");
+      throw BuildError{};
+    }
+    if (v.role == VarRole::Variable) {
+      v.role = VarRole::Discrete;
+      ders_.set_constant(sym);
+    }
+    discrete.insert(sym);
+  }
+  std::vector<std::pair<uint32_t, Span>> defined(continuous_lhs_.begin(), continuous_lhs_.end());
+  std::sort(defined.begin(), defined.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [sym, span] : defined) {
+    if (!discrete.count(sym)) continue;
+    const FlatVar& v = flat_.vars[flat_.var_of_symbol.at(sym)];
+    const auto at = assigned_in_when_.find(sym);
+    diags_.report(
+        DiagKind::discrete_defined, span,
+        {v.name,
+         at == assigned_in_when_.end() ? " declared discrete" : " assigned in a when-equation",
+         "no continuous equation may define it"});
+    diags_.note(at == assigned_in_when_.end() ? v.span : at->second.second,
+                at == assigned_in_when_.end() ? "declared here" : "assigned here");
+    diags_.help(
+        "a discrete variable keeps its value between events; to compute a continuous value, use "
+        "another variable");
+    throw BuildError{};
+  }
+  // pre, edge and change
+  std::unordered_map<uint32_t, Expr> pre_of_continuous;
+  std::unordered_set<uint32_t> pre_listed;
+  for (const PreUse& u : pre_uses_) {
+    const uint32_t p = pre_symbol_.at(u.var);
+    if (discrete.count(u.var)) {
+      if (pre_listed.insert(u.var).second) flat_.pre_symbols.emplace_back(u.var, p);
+      continue;
+    }
+    const std::string& name = flat_.vars[flat_.var_of_symbol.at(u.var)].name;
+    if (u.op != "pre")
+      fail(DiagKind::event_operator_argument, u.span,
+           {u.op, "'" + name +
+                      "' is continuous; edge and change take a discrete variable (assigned in a "
+                      "when-equation, or declared discrete)"});
+    if (!u.in_when) {
+      diags_.report(DiagKind::pre_outside_when, u.span);
+      diags_.help(
+          "pre(x) of a continuous x is its value just before an event; it is used in a "
+          "when-equation (pre of a discrete variable can be used anywhere)");
+      throw BuildError{};
+    }
+    pre_of_continuous.emplace(p, cx_.symbol(u.var));
+  }
+  const auto continuous_symbol = [&](uint32_t sy) {
+    if (sy == flat_.time_symbol || ders_.integral_of(sy) >= 0) return true;
+    auto it = flat_.var_of_symbol.find(sy);
+    return it != flat_.var_of_symbol.end() && (flat_.vars[it->second].role == VarRole::Variable ||
+                                               flat_.vars[it->second].role == VarRole::Input);
+  };
+  for (FlatWhen& w : flat_.whens) {
+    for (FlatWhenBranch& b : w.branches) {
+      if (!pre_of_continuous.empty()) {
+        b.condition = sym::substitute(cx_, b.condition, pre_of_continuous);
+        for (FlatReinit& r : b.reinits) r.value = sym::substitute(cx_, r.value, pre_of_continuous);
+        for (FlatReinit& a : b.assigns) a.value = sym::substitute(cx_, a.value, pre_of_continuous);
+      }
+      // equality of continuous values cannot be located (of discrete ones it is an event test)
+      for (Expr n : sym::topological_order(std::span<const Expr>(&b.condition, 1))) {
+        if (n->op != sym::Op::Eq && n->op != sym::Op::Ne) continue;
+        bool continuous = false;
+        for (uint32_t sy : sym::free_symbols(n)) continuous |= continuous_symbol(sy);
+        if (!continuous) continue;
+        diags_.report(DiagKind::when_condition_equality, b.condition_span, {b.condition_text});
+        diags_.help("write the crossing as a relation, e.g. 'x >= 0' or 'x < 0'");
+        throw BuildError{};
+      }
+      for (const FlatReinit& r : b.reinits)
+        if (discrete.count(r.var))
+          fail(DiagKind::reinit_target, r.span,
+               {"'" + cx_.symbol_name(r.var) +
+                "' is a discrete variable: a when-equation assigns it with '" +
+                cx_.symbol_name(r.var) + " = e'"});
+      // order: depth-first over "reads the new value of"
+      const size_t n = b.assigns.size();
+      std::unordered_map<uint32_t, size_t> index;
+      for (size_t k = 0; k < n; ++k) index.emplace(b.assigns[k].var, k);
+      std::vector<std::vector<size_t>> reads(n);
+      for (size_t k = 0; k < n; ++k)
+        for (uint32_t sy : sym::free_symbols(b.assigns[k].value))
+          if (auto it = index.find(sy); it != index.end()) reads[k].push_back(it->second);
+      std::vector<uint8_t> state(n, 0);  // 0 new, 1 on the path, 2 done
+      std::vector<size_t> order, path;
+      std::function<void(size_t)> visit = [&](size_t k) {
+        if (state[k] == 2) return;
+        if (state[k] == 1) {
+          std::string cycle;
+          auto from = std::find(path.begin(), path.end(), k);
+          for (auto i = from; i != path.end(); ++i)
+            cycle += cx_.symbol_name(b.assigns[*i].var) + " -> ";
+          cycle += cx_.symbol_name(b.assigns[k].var);
+          diags_.report(DiagKind::when_algebraic_loop, b.assigns[k].span,
+                        {"each new value depends on the next: " + cycle});
+          diags_.help(
+              "inside a when-equation 'x' is the new value of x; write pre(x) for its value "
+              "before the event, e.g. 'n = pre(n) + 1'");
+          throw BuildError{};
+        }
+        state[k] = 1;
+        path.push_back(k);
+        for (size_t r : reads[k]) visit(r);
+        path.pop_back();
+        state[k] = 2;
+        order.push_back(k);
+      };
+      for (size_t k = 0; k < n; ++k) visit(k);
+      std::vector<FlatReinit> sorted;
+      std::unordered_map<uint32_t, Expr> new_value;
+      for (size_t k : order) {
+        FlatReinit a = b.assigns[k];
+        a.value = sym::substitute(cx_, a.value, new_value);
+        new_value.emplace(a.var, a.value);
+        sorted.push_back(std::move(a));
+      }
+      b.assigns = std::move(sorted);
+      if (!new_value.empty())
+        for (FlatReinit& r : b.reinits) r.value = sym::substitute(cx_, r.value, new_value);
+    }
   }
 }
 
@@ -3025,18 +3356,22 @@ std::optional<FlatModel> Flattener::run(const ast::ClassDef& model) {
     instantiate_members(root, cls, ModEntry{}, 0);
     elaborate(root);
     generate_connection_equations(root);
+    finish_discrete();
     // every parameter's value, with the parameters it refers to resolved (cycles reported)
     for (size_t i = 0; i < flat_.vars.size(); ++i) {
       FlatVar& v = flat_.vars[i];
       if (v.role == VarRole::Variable) continue;
       try {
-        if (v.role == VarRole::Input) {
+        if (v.role == VarRole::Input || v.role == VarRole::Discrete) {
           // its value at the start: the binding (`input Real u = 2`, --set u=2) or `start`
           const bool bound = v.binding != nullptr;
           const Expr e = bound ? v.binding : v.start ? v.start : cx_.zero();
           const Span at = bound ? (v.value_span.valid() ? v.value_span : v.span)
                                 : (v.start ? v.start_span : v.span);
-          const double x = structural(e, at, "the start value of input '" + v.name + "'");
+          const double x = structural(
+              e, at,
+              std::string("the start value of ") +
+                  (v.role == VarRole::Input ? "input '" : "discrete variable '") + v.name + "'");
           flat_.vars[i].value = x;
           continue;
         }

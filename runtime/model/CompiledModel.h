@@ -230,6 +230,17 @@ struct CompiledModel {
   std::vector<int32_t> reinit_slot;
   std::vector<double> reinit_scale;
   std::vector<SourceRef> reinit_source;  // per reinit: the reinit equation
+  // Discrete variables (docs/language.md, "Discrete variables") have slots of their own; a
+  // reinit slot may be one (an assignment x = e in a when). pre(x) of a discrete x that the model
+  // reads: pre_slot[k] holds the value of v[pre_value_slot[k]] before the event's current
+  // iteration (equal to it outside events).
+  std::vector<int32_t> pre_value_slot, pre_slot;
+  // The slots of initial() and terminal() (-1 when the model does not use them): 1.0 while the
+  // conditions of the event at the start (the end) are evaluated, else 0.0.
+  int32_t slot_initial = -1, slot_terminal = -1;
+  // Per branch (or empty): 1 when its condition reads initial(): at the start it fires when its
+  // condition is true (Modelica: only such when-equations are active at the initialization).
+  std::vector<uint8_t> branch_initial;
   bool has_events() const { return events.fn != nullptr; }
   int32_t n_whens() const {
     return when_first_branch.empty() ? 0 : static_cast<int32_t>(when_first_branch.size()) - 1;

@@ -21,7 +21,7 @@ static_assert(sizeof(SparseKernel) == 104, "SparseKernel changed: update ModelIm
 static_assert(sizeof(SourceRef) == 72, "SourceRef changed: update ModelImage.cpp");
 static_assert(sizeof(Unknown) == 104, "Unknown changed: update ModelImage.cpp");
 static_assert(sizeof(OutputSource) == 168, "OutputSource changed: update ModelImage.cpp");
-static_assert(sizeof(CompiledModel) == 3616, "CompiledModel changed: update ModelImage.cpp");
+static_assert(sizeof(CompiledModel) == 3696, "CompiledModel changed: update ModelImage.cpp");
 #endif
 
 // Primitive values: fixed-width little-endian integers, doubles as their IEEE bits, strings
@@ -250,6 +250,11 @@ void transfer(IO& io, CompiledModel& m) {
   xfer(io, m.reinit_slot);
   xfer(io, m.reinit_scale);
   xfer(io, m.reinit_source);
+  xfer(io, m.pre_value_slot);
+  xfer(io, m.pre_slot);
+  xfer(io, m.slot_initial);
+  xfer(io, m.slot_terminal);
+  xfer(io, m.branch_initial);
 }
 
 // The sizes every slot index and pattern must respect; "" or the first inconsistency. A damaged
@@ -292,9 +297,15 @@ std::string check_consistency(const CompiledModel& m) {
         m.reinit_scale.size() != nr || m.reinit_source.size() != nr || m.n_crossings < 0 ||
         m.n_switches < 0 || m.n_switches > m.n_crossings ||
         m.events.n_out != m.n_crossings + static_cast<int32_t>(nb) ||
-        m.event_reinit.n_out != static_cast<int32_t>(nr))
+        m.event_reinit.n_out != static_cast<int32_t>(nr) ||
+        (!m.branch_initial.empty() && m.branch_initial.size() != nb))
       return "event tables";
   }
+  if (!slots_ok(m.pre_slot, m.pre_value_slot.size()) ||
+      !slots_ok(m.pre_value_slot, m.pre_slot.size()) ||
+      (m.slot_initial != -1 && !slot_ok(m.slot_initial)) ||
+      (m.slot_terminal != -1 && !slot_ok(m.slot_terminal)))
+    return "slots of the discrete variables";
   for (EquationLevel l : m.eq_level)
     if (l > EquationLevel::Algebraic) return "an equation level out of range";
   for (EquationLevel l : m.z_level)

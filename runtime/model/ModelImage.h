@@ -18,8 +18,9 @@
 
 namespace mbs::rt {
 
-constexpr uint32_t kModelImageVersion = 5;  // 2: output_interface; 3: inputs; 4: events;
-                                            // 5: start_compile_time (initial equations)
+constexpr uint32_t kModelImageVersion = 6;  // 2: output_interface; 3: inputs; 4: events;
+                                            // 5: start_compile_time (initial equations);
+                                            // 6: discrete variables, initial(), terminal()
 
 // The image of `m` (without code_owner and the kernels' function pointers).
 std::string write_model_image(const CompiledModel& m);

@@ -280,6 +280,7 @@ SolveStatus ExplicitRk::run(const Observer& observer) {
       if (const int e = emit(observer)) status = stopped(e);
     }
   }
+  if (status == SolveStatus::Finished && !terminal_event()) status = SolveStatus::Failed;
   event_observer_ = nullptr;
   progress_.finish();
   stats_.wall_time +=
@@ -316,7 +317,7 @@ SolveStatus ExplicitRk::initialize() {
     return SolveStatus::Failed;
   }
   mark_initialized();
-  return SolveStatus::Ok;
+  return initial_event() ? SolveStatus::Ok : SolveStatus::Failed;
 }
 
 bool ExplicitRk::derivative(double t, const double* xi, double* d) {

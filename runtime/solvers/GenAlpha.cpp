@@ -216,7 +216,7 @@ SolveStatus NewmarkFamily::initialize() {
   matrix_valid_ = false;
   if (n_directions_ > 0 && !initialize_sensitivities()) return SolveStatus::Failed;
   mark_initialized();
-  return SolveStatus::Ok;
+  return initial_event() ? SolveStatus::Ok : SolveStatus::Failed;
 }
 
 bool NewmarkFamily::restart() {

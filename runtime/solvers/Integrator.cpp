@@ -247,27 +247,7 @@ bool Integrator::fire_events() {
       stop_requested_ = true;
     }
   }
-  reinit_values_.resize(static_cast<size_t>(m.event_reinit.n_out));
-  if (m.event_reinit.n_out > 0) {
-    const int32_t st = m.event_reinit(ws_.v.data(), reinit_values_.data());
-    if (st != 0) {
-      AttemptFailure a;
-      a.kind = st < 0 ? FailureKind::KernelFatal : FailureKind::NonFiniteResidual;
-      a.kernel_status = st;
-      fail(a, FailurePhase::Step, h_last_, 0);
-      return false;
-    }
-  }
-  // every reinit reads the values before the event (simultaneous assignment)
-  for (const int32_t b : fired)
-    for (int32_t r = m.branch_first_reinit[b]; r < m.branch_first_reinit[b + 1]; ++r)
-      ws_.v[static_cast<size_t>(m.reinit_slot[r])] =
-          reinit_values_[static_cast<size_t>(r)] / m.reinit_scale[r];
-  if (!project_velocities()) return false;
-  take_state_from_v();
-  if (!restart()) return false;
-  if (!evaluate_events(ev_old_, h_last_)) return false;
-  events_valid_ = true;
+  if (!apply_fired()) return false;
   last_output_ = -1;  // the current point is not a grid point already written
   if (event_observer_ && *event_observer_ && !stop_requested_) {  // the row just after
     if (const int e = emit(*event_observer_); e != 0) {
@@ -275,6 +255,115 @@ bool Integrator::fire_events() {
       stop_requested_ = true;
     }
     last_output_ = -1;
+  }
+  return true;
+}
+
+bool Integrator::apply_fired() {
+  const CompiledModel& m = model_;
+  const size_t nc = static_cast<size_t>(m.n_crossings);
+  double* v = ws_.v.data();
+  for (int iteration = 0; !fired_.empty(); ++iteration) {
+    if (iteration == kMaxEventIterations) {
+      FailureRecord f = step_record(FailureKind::EventFailed, h_last_, h_min_);
+      f.branch = fired_.front();
+      f.message = render_failure(f, m) +
+                  fmt::format(
+                      "note: the event iteration did not end: after {} iterations at this instant "
+                      "the assignments still make a when-condition become true ({})\n"
+                      "help: a condition that an assignment of its own branch (or of a branch it "
+                      "makes fire) turns true again never settles; compare with pre(x), e.g. "
+                      "'when x > pre(x) then'\n",
+                      kMaxEventIterations, m.branch_source[static_cast<size_t>(f.branch)].text);
+      failure_ = std::move(f);
+      return false;
+    }
+    reinit_values_.resize(static_cast<size_t>(m.event_reinit.n_out));
+    if (m.event_reinit.n_out > 0) {
+      const int32_t st = m.event_reinit(v, reinit_values_.data());
+      if (st != 0) {
+        AttemptFailure a;
+        a.kind = st < 0 ? FailureKind::KernelFatal : FailureKind::NonFiniteResidual;
+        a.kernel_status = st;
+        fail(a, FailurePhase::Step, h_last_, 0);
+        return false;
+      }
+    }
+    // every reinit and assignment reads the values before the event (simultaneous assignment)
+    for (const int32_t b : fired_)
+      for (int32_t r = m.branch_first_reinit[b]; r < m.branch_first_reinit[b + 1]; ++r)
+        v[m.reinit_slot[r]] = reinit_values_[static_cast<size_t>(r)] / m.reinit_scale[r];
+    // the conditions with the new values, pre(x) still the values before this iteration
+    if (!evaluate_events(ev_iter_, h_last_)) return false;
+    fired_.clear();
+    for (int32_t w = 0; w < m.n_whens(); ++w)
+      for (int32_t b = m.when_first_branch[w]; b < m.when_first_branch[w + 1]; ++b) {
+        const size_t i = nc + static_cast<size_t>(b);
+        if (ev_try_[i] == 0.0 && ev_iter_[i] != 0.0) {
+          fired_.push_back(b);
+          break;
+        }
+      }
+    for (size_t k = 0; k < m.pre_slot.size(); ++k) v[m.pre_slot[k]] = v[m.pre_value_slot[k]];
+    if (!fired_.empty() && !evaluate_events(ev_try_, h_last_)) return false;
+  }
+  if (!project_velocities()) return false;
+  take_state_from_v();
+  if (!restart()) return false;
+  if (!evaluate_events(ev_old_, h_last_)) return false;
+  events_valid_ = true;
+  return true;
+}
+
+bool Integrator::initial_event() {
+  const CompiledModel& m = model_;
+  if (!m.has_events() || m.slot_initial < 0) return true;
+  const size_t nc = static_cast<size_t>(m.n_crossings);
+  ws_.v[static_cast<size_t>(m.slot_initial)] = 1.0;
+  if (!evaluate_events(ev_iter_, 0.0)) return false;
+  ws_.v[static_cast<size_t>(m.slot_initial)] = 0.0;
+  fired_.clear();
+  for (int32_t w = 0; w < m.n_whens(); ++w)
+    for (int32_t b = m.when_first_branch[w]; b < m.when_first_branch[w + 1]; ++b)
+      if (m.branch_initial[static_cast<size_t>(b)] != 0 &&
+          ev_iter_[nc + static_cast<size_t>(b)] != 0.0) {
+        fired_.push_back(b);
+        break;
+      }
+  if (fired_.empty()) return true;
+  if (!evaluate_events(ev_try_, 0.0)) return false;  // the basis of the iteration
+  ++stats_.events;
+  return apply_fired();
+}
+
+bool Integrator::terminal_event() {
+  const CompiledModel& m = model_;
+  if (!m.has_events() || m.slot_terminal < 0 || failure_) return !failure_;
+  if (!prepare_events()) return false;
+  const size_t nc = static_cast<size_t>(m.n_crossings);
+  const auto slot = static_cast<size_t>(m.slot_terminal);
+  ws_.v[slot] = 1.0;
+  if (!evaluate_events(ev_try_, h_last_)) return false;
+  fired_.clear();
+  for (int32_t w = 0; w < m.n_whens(); ++w)
+    for (int32_t b = m.when_first_branch[w]; b < m.when_first_branch[w + 1]; ++b) {
+      const size_t i = nc + static_cast<size_t>(b);
+      if (ev_old_[i] == 0.0 && ev_try_[i] != 0.0) {
+        fired_.push_back(b);
+        break;
+      }
+    }
+  if (fired_.empty()) {
+    ws_.v[slot] = 0.0;
+    return true;
+  }
+  ++stats_.events;
+  const bool ok = apply_fired();
+  ws_.v[slot] = 0.0;
+  events_valid_ = false;
+  if (!ok) return false;
+  if (event_observer_ && *event_observer_) {  // the row after (the one before was written)
+    if (emit(*event_observer_) == kEmitFailed) return false;
   }
   return true;
 }

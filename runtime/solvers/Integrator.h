@@ -212,6 +212,22 @@ class Integrator {
   // At the accepted point that ends a located step: the branches whose condition became true
   // fire (row before, reinits, restart of the method, row after); false with failure_ set.
   bool fire_events();
+  // The branches in fired_ fire at the current point, where ev_try_ holds the conditions before
+  // any change: their reinits and assignments (all values taken before them), then the event
+  // iteration: the first branch of each when whose condition rose with the new values (pre(x)
+  // still the values before the iteration) fires in turn, until none does (at most
+  // kMaxEventIterations times). Then the impulse, the method's restart and ev_old_ at the new
+  // point. False with failure_ set.
+  bool apply_fired();
+  static constexpr int kMaxEventIterations = 100;
+  // At the end of initialize(): the branches whose condition reads initial() and is true with
+  // initial() = 1 fire (no rows: the start's row shows the state after them). False with
+  // failure_ set.
+  bool initial_event();
+  // At the end of run() when t_end is reached: the branches whose condition rises with
+  // terminal() = 1 fire, and the row after them is written. False with failure_ set.
+  bool terminal_event();
+  std::vector<double> ev_iter_;
   // After the reinits of an event in a model with position-level constraints: the impulse that
   // makes the velocities consistent (mass-weighted); false with failure_ set.
   bool project_velocities();
@@ -380,6 +396,7 @@ SolveStatus Integrator::run_loop(D& self, const Observer& observer) {
       if (const int e = emit(observer)) status = stopped(e);
     }
   }
+  if (status == SolveStatus::Finished && !terminal_event()) status = SolveStatus::Failed;
   event_observer_ = nullptr;
   progress_.finish();
   stats_.wall_time +=

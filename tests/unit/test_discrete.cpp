@@ -1,0 +1,286 @@
+// Discrete variables (docs/language.md, "Discrete variables"): variables assigned in
+// when-equations, pre/edge/change, the event iteration, initial() and terminal(). Checked against
+// closed forms: the number and times of a ball's bounces, a sampled controller against the exact
+// recursion of its zero-order-hold discretisation, counters driven by edge and change through the
+// event iteration, and the energy of an undamped oscillator recorded at the start and the end.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "mech_test_util.h"
+
+namespace mbs {
+namespace {
+
+using testutil::output_column;
+
+constexpr rt::SolverKind kAll[] = {rt::SolverKind::GenAlpha,    rt::SolverKind::Newmark,
+                                   rt::SolverKind::Trapezoidal, rt::SolverKind::Rk4,
+                                   rt::SolverKind::Dopri5,      rt::SolverKind::Ode23};
+
+rt::SolverOptions options(rt::SolverKind kind, double t_end, double h = 1e-3) {
+  rt::SolverOptions o;
+  o.solver = kind;
+  o.t_end = t_end;
+  o.h = h;
+  o.output_every = 0;  // the first and last point, and the rows of the events
+  return o;
+}
+
+bool implicit(rt::SolverKind k) {
+  return k == rt::SolverKind::GenAlpha || k == rt::SolverKind::Newmark ||
+         k == rt::SolverKind::Trapezoidal;
+}
+
+// The rows at events: pairs of rows with the same time (before, after).
+std::vector<size_t> event_rows(const testutil::Run& r) {
+  std::vector<size_t> at;
+  for (size_t i = 0; i + 1 < r.t.size(); ++i)
+    if (r.t[i] == r.t[i + 1]) at.push_back(i);
+  return at;
+}
+
+double col(const testutil::Run& r, size_t row, int c) {
+  return r.rows[row][static_cast<size_t>(c)];
+}
+
+const char* const kCountingBall = R"mbs(
+model CountingBall
+  parameter Real e = 0.8, g = 9.81;
+  Real h(start = 1, fixed = true), v(start = 0, fixed = true);
+  Integer n(start = 0) "bounces so far";
+  discrete Real t_last(start = -1) "time of the last bounce";
+  discrete Real v_impact "speed of the last impact";
+equation
+  der(h) = v;
+  der(v) = -g;
+  when h < 0 then
+    reinit(v, -e * pre(v));
+    n = pre(n) + 1;
+    t_last = time;
+    v_impact = -v;
+  end when;
+end CountingBall;
+)mbs";
+
+TEST(Discrete, AssignmentsInAWhenCountAndRecordTheBouncesWithEveryIntegrator) {
+  auto m = testutil::compile_source("counting_ball", kCountingBall);
+  ASSERT_TRUE(m);
+  const int n = output_column(*m, "n"), tl = output_column(*m, "t_last"),
+            vi = output_column(*m, "v_impact"), v = output_column(*m, "v");
+  const double g = 9.81, e = 0.8, t1 = std::sqrt(2.0 / g);
+  std::vector<double> t_impact{t1}, v_impact{g * t1};
+  for (int k = 1; k < 4; ++k) {
+    v_impact.push_back(e * v_impact.back());
+    t_impact.push_back(t_impact.back() + 2.0 * v_impact.back() / g);
+  }
+  for (rt::SolverKind kind : kAll) {
+    SCOPED_TRACE(std::string(rt::solver_name(kind)));
+    const testutil::Run r = testutil::simulate(*m, options(kind, 2.5));
+    ASSERT_EQ(r.status, rt::SolveStatus::Finished);
+    EXPECT_EQ(col(r, 0, n), 0.0);  // the start values
+    EXPECT_EQ(col(r, 0, tl), -1.0);
+    EXPECT_EQ(col(r, 0, vi), 0.0);
+    const std::vector<size_t> at = event_rows(r);
+    ASSERT_EQ(at.size(), 4u);
+    for (size_t k = 0; k < at.size(); ++k) {
+      // before the event the discrete values are those of the previous one, after it the new
+      EXPECT_EQ(col(r, at[k], n), static_cast<double>(k));
+      EXPECT_EQ(col(r, at[k] + 1, n), static_cast<double>(k + 1));
+      EXPECT_NEAR(col(r, at[k] + 1, tl), t_impact[k], 1e-10);
+      EXPECT_EQ(col(r, at[k] + 1, tl), r.t[at[k]]);
+      // the right sides read the values before the event: -v before the reinit
+      EXPECT_EQ(col(r, at[k] + 1, vi), -col(r, at[k], v));
+      EXPECT_NEAR(col(r, at[k] + 1, vi), v_impact[k], 1e-9);
+    }
+    EXPECT_EQ(col(r, r.rows.size() - 1, n), 4.0);
+  }
+}
+
+// A proportional controller sampled every T with a zero-order hold on the plant dx/dt = -a x + u:
+// at t_k = k T, x_{k+1} = (Phi - Gamma K) x_k with Phi = exp(-a T), Gamma = (1 - Phi) / a.
+TEST(Discrete, ASampledControllerFollowsItsExactDiscretisation) {
+  auto m = testutil::compile_source("sampled", R"mbs(
+model Sampled
+  parameter Real a = 1, K = 2, T = 0.1;
+  Real x(start = 1, fixed = true);
+  discrete Real u "the control, held between samples";
+  Integer k "samples taken";
+equation
+  der(x) = -a * x + u;
+  when initial() then
+    k = 0;
+    u = -K * x;
+  elsewhen time >= (pre(k) + 1) * T then
+    k = pre(k) + 1;
+    u = -K * x;
+  end when;
+end Sampled;
+)mbs");
+  ASSERT_TRUE(m);
+  const int x = output_column(*m, "x"), u = output_column(*m, "u"), k = output_column(*m, "k");
+  const double a = 1, K = 2, T = 0.1, phi = std::exp(-a * T), gamma = (1 - phi) / a;
+  for (rt::SolverKind kind : kAll) {
+    SCOPED_TRACE(std::string(rt::solver_name(kind)));
+    const testutil::Run r = testutil::simulate(*m, options(kind, 1.05));
+    ASSERT_EQ(r.status, rt::SolveStatus::Finished);
+    // the start: initial() fired, u = -K x0
+    EXPECT_EQ(col(r, 0, u), -K);
+    EXPECT_EQ(col(r, 0, k), 0.0);
+    const std::vector<size_t> at = event_rows(r);
+    ASSERT_EQ(at.size(), 10u);
+    double xk = 1.0;
+    const double tol = implicit(kind) ? 1e-6 : 1e-9;
+    for (size_t s = 0; s < at.size(); ++s) {
+      xk = (phi - gamma * K) * xk;
+      const size_t after = at[s] + 1;
+      EXPECT_NEAR(r.t[after], static_cast<double>(s + 1) * T, 1e-10);
+      EXPECT_EQ(col(r, after, k), static_cast<double>(s + 1));
+      EXPECT_NEAR(col(r, after, x), xk, tol);
+      EXPECT_NEAR(col(r, after, u), -K * col(r, after, x), 1e-14);
+      EXPECT_EQ(col(r, at[s], u), s == 0 ? -K : col(r, at[s - 1] + 1, u));  // held
+    }
+  }
+}
+
+// Event iteration: the bounce toggles b; change(b) and edge(b) are seen in the next iteration of
+// the same event, so m counts every bounce and c every second one (the rising edges of b).
+TEST(Discrete, EdgeAndChangeFireInTheEventIteration) {
+  auto m = testutil::compile_source("edges", R"mbs(
+model Edges
+  parameter Real e = 0.8, g = 9.81;
+  Real h(start = 1, fixed = true), v(start = 0, fixed = true);
+  Boolean b(start = false);
+  Integer m, c;
+  Integer big "bounces that leave faster than 3 m/s";
+equation
+  der(h) = v;
+  der(v) = -g;
+  when h < 0 then
+    reinit(v, -e * pre(v));
+    b = not pre(b);
+  end when;
+  when change(b) then
+    m = pre(m) + 1;
+    if v > 3 then
+      big = pre(big) + 1;
+    end if;
+  end when;
+  when edge(b) then
+    c = pre(c) + 1;
+  end when;
+end Edges;
+)mbs");
+  ASSERT_TRUE(m);
+  const int b = output_column(*m, "b"), mc = output_column(*m, "m"), c = output_column(*m, "c"),
+            big = output_column(*m, "big");
+  // speeds after the bounces (the iteration sees v after the reinit): 3.54, 2.83, 2.27, 1.81
+  const double v1 = std::sqrt(2.0 * 9.81);
+  int big_expected = 0;
+  for (int k = 1; k <= 4; ++k) big_expected += v1 * std::pow(0.8, k) > 3.0 ? 1 : 0;
+  for (rt::SolverKind kind : {rt::SolverKind::GenAlpha, rt::SolverKind::Dopri5}) {
+    SCOPED_TRACE(std::string(rt::solver_name(kind)));
+    const testutil::Run r = testutil::simulate(*m, options(kind, 2.5));
+    ASSERT_EQ(r.status, rt::SolveStatus::Finished);
+    const std::vector<size_t> at = event_rows(r);
+    ASSERT_EQ(at.size(), 4u);  // the iterations are part of one event each
+    EXPECT_EQ(r.stats.events, 4);
+    for (size_t k = 0; k < at.size(); ++k) {
+      const size_t after = at[k] + 1;
+      EXPECT_EQ(col(r, after, b), (k % 2 == 0) ? 1.0 : 0.0);
+      EXPECT_EQ(col(r, after, mc), static_cast<double>(k + 1));
+      EXPECT_EQ(col(r, after, c), static_cast<double>(k / 2 + 1));
+    }
+    EXPECT_EQ(col(r, r.rows.size() - 1, big), static_cast<double>(big_expected));
+  }
+}
+
+// initial() records the energy at the start, terminal() at the end: an undamped oscillator keeps
+// it (to the accuracy of the method), and both equal the closed form from the row they are in.
+TEST(Discrete, InitialAndTerminalRecordTheEnergyAtTheStartAndTheEnd) {
+  auto m = testutil::compile_source("energy", R"mbs(
+model Energy
+  parameter Real m = 2, k = 50;
+  Real x(start = 0.1, fixed = true), v(start = 0.3, fixed = true);
+  discrete Real e0(start = -1), e1(start = -1);
+equation
+  der(x) = v;
+  m * der(v) = -k * x;
+  when initial() then
+    e0 = 0.5 * m * v^2 + 0.5 * k * x^2;
+  end when;
+  when terminal() then
+    e1 = 0.5 * m * v^2 + 0.5 * k * x^2;
+  end when;
+end Energy;
+)mbs");
+  ASSERT_TRUE(m);
+  const int x = output_column(*m, "x"), v = output_column(*m, "v"), e0 = output_column(*m, "e0"),
+            e1 = output_column(*m, "e1");
+  const double exact = 0.5 * 2 * 0.09 + 0.5 * 50 * 0.01;
+  for (rt::SolverKind kind : {rt::SolverKind::Trapezoidal, rt::SolverKind::Rk4}) {
+    SCOPED_TRACE(std::string(rt::solver_name(kind)));
+    const testutil::Run r = testutil::simulate(*m, options(kind, 2.0));
+    ASSERT_EQ(r.status, rt::SolveStatus::Finished);
+    EXPECT_EQ(r.stats.events, 2);  // the start's and the end's
+    ASSERT_GE(r.rows.size(), 3u);
+    EXPECT_DOUBLE_EQ(col(r, 0, e0), exact);
+    EXPECT_EQ(col(r, 0, e1), -1.0);
+    const size_t last = r.rows.size() - 1;
+    // the end: the row before terminal() and the one after it
+    EXPECT_EQ(r.t[last], 2.0);
+    EXPECT_EQ(r.t[last - 1], 2.0);
+    EXPECT_EQ(col(r, last - 1, e1), -1.0);
+    const double xe = col(r, last, x), ve = col(r, last, v);
+    EXPECT_DOUBLE_EQ(col(r, last, e1), 0.5 * 2 * ve * ve + 0.5 * 50 * xe * xe);
+    EXPECT_NEAR(col(r, last, e1), exact, 1e-8);  // both methods conserve it to O(h^4)
+    EXPECT_EQ(col(r, last, e0), col(r, 0, e0));
+  }
+}
+
+TEST(Discrete, AnEventIterationThatDoesNotEndIsReported) {
+  auto m = testutil::compile_source("no_end", R"mbs(
+model NoEnd
+  Real h(start = 1, fixed = true), v(start = 0, fixed = true);
+  Integer k, n;
+equation
+  der(h) = v;
+  der(v) = -9.81;
+  when h < 0 then
+    k = pre(k) + 1;
+  end when;
+  when change(k) or change(n) then
+    n = pre(n) + 1;
+  end when;
+end NoEnd;
+)mbs");
+  ASSERT_TRUE(m);
+  auto solver = rt::make_integrator(m, options(rt::SolverKind::GenAlpha, 1.0));
+  EXPECT_EQ(solver->run(nullptr), rt::SolveStatus::Failed);
+  ASSERT_NE(solver->failure(), nullptr);
+  const std::string msg = solver->failure()->message;
+  EXPECT_NE(msg.find("event iteration did not end"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("change(k) or change(n)"), std::string::npos) << msg;
+  EXPECT_NEAR(solver->time(), std::sqrt(2.0 / 9.81), 1e-9);
+}
+
+TEST(Discrete, CachedModelKeepsItsDiscreteVariables) {
+  CompileOptions co;
+  co.cache_dir = testutil::temp_path("discrete_cache");
+  auto first = testutil::compile_source("ball_counted", kCountingBall, co);
+  auto second = testutil::compile_source("ball_counted", kCountingBall, co);
+  ASSERT_TRUE(first && second);
+  EXPECT_EQ(second->reinit_slot, first->reinit_slot);
+  EXPECT_EQ(second->pre_slot, first->pre_slot);
+  EXPECT_EQ(second->pre_value_slot, first->pre_value_slot);
+  EXPECT_EQ(second->pre_slot.size(), 1u);  // pre(n); pre(v) of the state v is v
+  const testutil::Run a = testutil::simulate(*first, options(rt::SolverKind::Rk4, 2.0));
+  const testutil::Run b = testutil::simulate(*second, options(rt::SolverKind::Rk4, 2.0));
+  EXPECT_EQ(a.t, b.t);
+  EXPECT_EQ(a.rows, b.rows);
+}
+
+}  // namespace
+}  // namespace mbs
