@@ -91,13 +91,7 @@ std::unordered_set<uint32_t> event_constants(const SymbolicDae& dae) {
 // condition of an if-expression, the argument of abs and sign, a - b of min(a, b) and
 // max(a, b); only those that change in time (depend on a symbol other than a parameter), and not
 // below a noEvent (SymbolicDae::no_event). Each once, in the order of the DAG.
-//
-// None for a model with position- or velocity-level constraints: the steps that end at an event
-// can be arbitrarily short, and the multipliers of index-3 constraints are only determined to
-// O(eps / h^2) (docs/solvers.md, "Events").
 std::vector<Expr> switch_crossings(const SymbolicDae& dae, sym::Context& cx) {
-  for (const auto& e : dae.equations)
-    if (e.level == rt::EquationLevel::Position || e.level == rt::EquationLevel::Velocity) return {};
   const std::unordered_set<uint32_t> parameters = event_constants(dae);
   std::unordered_set<Expr> quiet(dae.no_event.begin(), dae.no_event.end());
   std::vector<Expr> roots;

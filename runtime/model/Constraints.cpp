@@ -85,7 +85,7 @@ bool impulse_form(const CompiledModel& m) {
     dynamic += l == EquationLevel::Dynamic ? 1 : 0;
     position += l == EquationLevel::Position ? 1 : 0;
   }
-  return m.n_y == 0 && dynamic == m.n_q && position == m.n_z && dynamic + position == m.n_eq();
+  return m.n_y == 0 && dynamic + position == m.n_eq();
 }
 
 std::string project_velocities_by_impulse(const CompiledModel& m, std::span<double> v,

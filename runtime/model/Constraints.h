@@ -47,8 +47,10 @@ class ConstraintKinematics {
 };
 
 // Whether the model's equations are equations of motion with position-level constraints and
-// their multipliers only: n_q dynamic rows, n_z position rows, no ODE1 states (the system of
-// project_velocities_by_impulse is then square).
+// their multipliers only: dynamic and position rows, no ODE1 states (the system of
+// project_velocities_by_impulse is then square). The rows need not pair up one to one: the DAE
+// pass may have eliminated a coordinate through a constraint (a slider-crank keeps one closure
+// row and two multipliers), so that a dynamic row determines a multiplier.
 bool impulse_form(const CompiledModel& m);
 
 // Makes the velocities in v consistent with the position-level constraints by an impulse of the

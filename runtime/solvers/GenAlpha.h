@@ -64,6 +64,9 @@ class NewmarkFamily final : public Integrator {
 
   bool attempt(double h);
   void accept(double h);
+  // A short step of the event location in an index-3 model: by Taylor expansion (GenAlpha.cpp).
+  bool taylor_step(double h);
+  static constexpr double kTaylorStep = 1e-3;  // of options.h
   void write_state();  // ws_.x and the step's bases -> q, qd, qdd, y, yd, z slots of v
   bool refresh_newton_matrix();
   bool newton_failure(FailureKind kind, int32_t kernel_status, int32_t equation, int32_t unknown,
@@ -86,6 +89,7 @@ class NewmarkFamily final : public Integrator {
   double beta_p_ = 0.0, gamma_p_ = 0.0;     // beta', gamma'
   double cq_ = 0.0, cqd_ = 0.0, cy_ = 0.0;  // of the current attempt
   bool index2_ = false;                     // residual_/matrix_ are the index-2 kernels
+  bool index3_ = false;                     // position-level rows enforced at position level
   bool full_newton_ = false;                // a new matrix every iteration
   int32_t verbosity_ = 0;
   const Kernel* residual_ = nullptr;      // model.residual or model.index2_residual

@@ -251,6 +251,9 @@ class Integrator {
   double last_event_t_ = -std::numeric_limits<double>::infinity();
   std::vector<int32_t> fired_;   // the branches firing at an event
   bool stop_requested_ = false;  // the observer asked to stop at an event's row
+  // locate_event() is running: the attempts are trial steps of the event's location or the step
+  // that ends at the event (NewmarkFamily takes short ones of those by Taylor expansion)
+  bool locating_ = false;
   // restart() if one is pending (every step does this first); false with failure_ set.
   bool apply_restart();
 
@@ -423,6 +426,13 @@ template <class D>
 int Integrator::locate_event(D& self, double& h) {
   if (!evaluate_events(ev_try_, h)) return -1;
   if (!event_between(ev_try_)) return 0;
+  struct Locating {
+    bool& flag;
+    explicit Locating(bool& f) : flag(f) { flag = true; }
+    ~Locating() { flag = false; }
+    Locating(const Locating&) = delete;
+    Locating& operator=(const Locating&) = delete;
+  } locating(locating_);
   const auto nc = static_cast<size_t>(model_.n_crossings);
   const double tol = options_.event_tolerance * std::max(1.0, std::fabs(t_));
   double lo = 0.0, hi = h;  // the condition has not risen at t + lo, has at t + hi

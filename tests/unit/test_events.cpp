@@ -7,7 +7,9 @@
 // (step(), advance_to) against run(), and a model-cache round trip of the event tables.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <numbers>
 #include <span>
@@ -463,6 +465,171 @@ TEST(Events, SwitchedSpringInAChainConservesEnergyOnlyWhenLocated) {
     EXPECT_NEAR(a.rows[0][static_cast<size_t>(output_column(*located, "E"))], 2.75, 1e-12);
     EXPECT_LT(drift(*located, a), c.bound);
     EXPECT_GT(drift(*quiet, b), 100 * drift(*located, a));
+  }
+}
+
+// The slider-crank of examples/mechanics/slider_crank_backlash.mbs in its one minimal coordinate,
+// integrated independently of mbs: phi'' = (tau - M'(phi) phi'^2 / 2) / M(phi) with the mass
+// M(phi) of the loop in closed form (crank, rod and slider; the rod angle theta from
+// r sin(phi) + l sin(theta) = 0), the motor Jm psi'' = tau_m - tau, RK4 at 1e-5 with each change
+// of the gear's contact located by bisection on the step length to 1e-15.
+struct BacklashReference {
+  static constexpr double r = 0.1, l = 0.3, Jm = 2e-3, k = 20, b = 0.05, tau_m = 0.1;
+  using State = std::array<double, 4>;  // phi, phi', psi, psi'
+  static void mass(double f, double& M, double& dM) {
+    const double th = std::asin(-r * std::sin(f) / l), ct = std::cos(th), st = std::sin(th);
+    const double t1 = -r * std::cos(f) / (l * ct);                      // theta'(phi)
+    const double t2 = (r * std::sin(f) + l * st * t1 * t1) / (l * ct);  // theta''(phi)
+    // d/dphi and d2/dphi2 of the crank's centre of mass, the rod's and the slider's position
+    const double p1x = -r / 2 * std::sin(f), p1y = r / 2 * std::cos(f);
+    const double q1x = -r / 2 * std::cos(f), q1y = -r / 2 * std::sin(f);
+    const double p2x = -r * std::sin(f) - l / 2 * t1 * st, p2y = r * std::cos(f) + l / 2 * t1 * ct;
+    const double q2x = -r * std::cos(f) + l / 2 * (-t2 * st - t1 * t1 * ct);
+    const double q2y = -r * std::sin(f) + l / 2 * (t2 * ct - t1 * t1 * st);
+    const double s1 = -r * std::sin(f) - l * st * t1;
+    const double s2 = -r * std::cos(f) - l * (ct * t1 * t1 + st * t2);
+    const double I1 = 1e-3, I2 = 7.5e-3;  // the bodies' inertia about z; all masses 1
+    M = p1x * p1x + p1y * p1y + I1 + p2x * p2x + p2y * p2y + I2 * t1 * t1 + s1 * s1;
+    dM = 2 * (p1x * q1x + p1y * q1y) + 2 * (p2x * q2x + p2y * q2y) + 2 * I2 * t1 * t2 + 2 * s1 * s2;
+  }
+  static int contact(const State& x) {
+    const double d = x[2] - x[0];
+    return d > b ? 1 : d < -b ? -1 : 0;
+  }
+  static State rhs(const State& x, int c) {
+    double M = 0, dM = 0;
+    mass(x[0], M, dM);
+    const double d = x[2] - x[0], tau = c == 1 ? k * (d - b) : c == -1 ? k * (d + b) : 0.0;
+    return {x[1], (tau - 0.5 * dM * x[1] * x[1]) / M, x[3], (tau_m - tau) / Jm};
+  }
+  static State rk4(const State& x, double h, int c) {
+    const auto at = [&](const State& k, double s) {
+      State y;
+      for (int i = 0; i < 4; ++i) y[i] = x[i] + s * k[i];
+      return y;
+    };
+    const State k1 = rhs(x, c), k2 = rhs(at(k1, h / 2), c), k3 = rhs(at(k2, h / 2), c),
+                k4 = rhs(at(k3, h), c);
+    State y;
+    for (int i = 0; i < 4; ++i) y[i] = x[i] + h / 6 * (k1[i] + 2 * k2[i] + 2 * k3[i] + k4[i]);
+    return y;
+  }
+  // the times at which the contact changes until t_end
+  static std::vector<double> events(double t_end) {
+    State x{0.5, 2, 0.5, 3};
+    double t = 0;
+    const double h = 1e-5;
+    int c = contact(x);
+    std::vector<double> at;
+    while (t < t_end - 1e-15) {
+      const double hh = std::min(h, t_end - t);
+      State y = rk4(x, hh, c);
+      if (contact(y) != c) {
+        double lo = 0, hi = hh;
+        while (hi - lo > 1e-15) {
+          const double s = 0.5 * (lo + hi);
+          (contact(rk4(x, s, c)) != c ? hi : lo) = s;
+        }
+        y = rk4(x, hi, c);
+        t += hi;
+        c = contact(y);
+        at.push_back(t);
+      } else {
+        t += hh;
+      }
+      x = y;
+    }
+    return at;
+  }
+};
+
+// examples/mechanics/slider_crank_backlash.mbs: switches in a closed loop (position-level
+// constraints). Every contact and release of the gear is located, on the discrete solution to
+// the event tolerance, and at the times of the minimal-coordinate model above to the accuracy
+// of each method, converging at second order.
+TEST(Events, SliderCrankWithBacklashMeetsTheEventsOfItsMinimalCoordinateModel) {
+  auto m = testutil::compile_source("slider_crank_backlash",
+                                    example_text("mechanics/slider_crank_backlash.mbs"));
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->n_switches, 2);
+  EXPECT_GT(m->n_z, 0);
+  const std::vector<double> ref = BacklashReference::events(2.0);
+  ASSERT_EQ(ref.size(), 55u);
+  const auto phi = static_cast<size_t>(output_column(*m, "crank.phi"));
+  const auto psi = static_cast<size_t>(output_column(*m, "psi"));
+  for (rt::SolverKind kind :
+       {rt::SolverKind::GenAlpha, rt::SolverKind::Newmark, rt::SolverKind::Trapezoidal}) {
+    SCOPED_TRACE(std::string(rt::solver_name(kind)));
+    double error[2] = {0, 0};
+    for (int i = 0; i < 2; ++i) {
+      const testutil::Run r = testutil::simulate(*m, options(kind, 2.0, i == 0 ? 1e-3 : 1e-4));
+      ASSERT_EQ(r.status, rt::SolveStatus::Finished);
+      EXPECT_EQ(r.stats.events, 55);
+      const std::vector<size_t> at = event_rows(r);
+      ASSERT_EQ(at.size(), ref.size());
+      for (size_t e = 0; e < at.size(); ++e) {
+        error[i] = std::max(error[i], std::fabs(r.t[at[e]] - ref[e]));
+        // the gap is closed or opened exactly at the rows of the event
+        for (size_t row : {at[e], at[e] + 1}) {
+          const double d = r.rows[row][psi] - r.rows[row][phi];
+          EXPECT_LT(std::min(std::fabs(d - 0.05), std::fabs(d + 0.05)), 1e-10) << r.t[row];
+        }
+      }
+    }
+    EXPECT_LT(error[0], 3e-3);
+    EXPECT_LT(error[1], 3e-5);
+    EXPECT_GT(error[0] / error[1], 50.0);  // second order
+  }
+}
+
+// A time switch just after a grid point in a constrained model: the step that ends at it is
+// 1e-12 s long. Solved by Newton, the index-3 rows (scaled by 1 / (beta h^2)) turned rounding
+// into multipliers of 5e7 instead of 0.1 and a jump of 1e-4 in the crank speed; the short step
+// is now the Taylor expansion (docs/solvers.md, "Events"). The run must agree with the one
+// whose switch is on the grid point, to the effect of shifting the switch by 1e-12 s.
+TEST(Events, AShortStepToAnEventKeepsTheMultipliersOfAConstrainedModel) {
+  std::string text = example_text("mechanics/slider_crank.mbs");
+  const std::string from = "  crank.tau = torque;\n";
+  ASSERT_NE(text.find(from), std::string::npos);
+  text.replace(text.find(from), from.size(), "  crank.tau = if time > ts then 1 else 0;\n");
+  const std::string par = "  parameter Real torque";
+  ASSERT_NE(text.find(par), std::string::npos);
+  for (rt::SolverKind kind : {rt::SolverKind::GenAlpha, rt::SolverKind::Trapezoidal}) {
+    SCOPED_TRACE(std::string(rt::solver_name(kind)));
+    std::vector<testutil::Run> runs;
+    std::shared_ptr<const rt::CompiledModel> m;
+    for (const double ts : {0.1, 0.1 + 1e-12}) {
+      rt::SolverOptions o = options(kind, 1.0);
+      o.output_every = 1;
+      char line[64];
+      std::snprintf(line, sizeof line, "  parameter Real ts = %.17g;\n", ts);
+      std::string with_ts = text;
+      with_ts.insert(with_ts.find(par), line);
+      m = testutil::compile_source("slider_crank_switch", with_ts);
+      ASSERT_TRUE(m);
+      runs.push_back(testutil::simulate(*m, o));
+      ASSERT_EQ(runs.back().status, rt::SolveStatus::Finished);
+      EXPECT_EQ(runs.back().stats.events, 1);
+    }
+    const auto l1 = static_cast<size_t>(output_column(*m, "pin.lambda[1]"));
+    const auto w = static_cast<size_t>(output_column(*m, "crank.w"));
+    const std::vector<size_t> a = event_rows(runs[0]), b = event_rows(runs[1]);
+    // on the grid point the event's two rows follow the row of the grid: three at t = 0.1
+    ASSERT_EQ(a.size(), 2u);
+    ASSERT_EQ(b.size(), 1u);
+    EXPECT_NEAR(runs[1].t[b[0]], 0.1 + 1e-12, 1e-15);
+    // the row before the event: 1e-12 s after the grid point's row of the same run
+    const auto& grid = runs[1].rows[b[0] - 1];
+    const auto& before = runs[1].rows[b[0]];
+    EXPECT_EQ(runs[1].t[b[0] - 1], 0.1);
+    EXPECT_NEAR(before[l1], grid[l1], 1e-9 * std::fabs(grid[l1]));
+    EXPECT_NEAR(before[w], grid[w], 1e-9);
+    // the row after it: as after the event on the grid point (consistent multipliers)
+    const auto& after = runs[1].rows[b[0] + 1];
+    const auto& after_on_grid = runs[0].rows[a[1] + 1];
+    EXPECT_NEAR(after[l1], after_on_grid[l1], 1e-9 * std::fabs(after_on_grid[l1]));
+    EXPECT_NEAR(after[w], after_on_grid[w], 1e-9);
+    EXPECT_NEAR(runs[1].rows.back()[w], runs[0].rows.back()[w], 1e-7);
   }
 }
 

@@ -538,7 +538,10 @@ TEST(InverseDynamics, ForwardSimulationWithTheRecoveredTorqueFollowsThePrescribe
   auto run_forward = [&](const std::string& name, double scale) {
     auto mf = compile_forward(
         name,
-        fill_model(kFourBarMasses, start, "a.tau = " + hermite_torque(tk, tauk, dtauk, scale)));
+        // noEvent: the spline is C1, and an event at each knot would restart generalized-alpha,
+        // whose index-3 multipliers then oscillate for a few steps as after the start
+        fill_model(kFourBarMasses, start,
+                   "a.tau = noEvent(" + hermite_torque(tk, tauk, dtauk, scale) + ")"));
     EXPECT_TRUE(mf);
     ForwardRun r;
     if (!mf) return std::make_pair(r, std::shared_ptr<const CompiledModel>());
