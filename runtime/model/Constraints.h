@@ -66,4 +66,14 @@ bool impulse_form(const CompiledModel& m);
 std::string project_velocities_by_impulse(const CompiledModel& m, std::span<double> v,
                                           std::span<const int32_t> keep = {});
 
+// Moves the coordinates in v onto the position-level constraints g(q, t) = 0 by Newton steps of
+// the same system: dF/dqdd dq + dF/dz mu = 0, G dq = -g (for a mechanism the mass-weighted
+// least change of the coordinates), the coordinates in `keep` held, until |g| <= 1e-13
+// max(1, |q|), at most kProjectionIterations steps. Adds dq to v's q slots (the velocities are
+// left to project_velocities_by_impulse, which must follow: G has changed). Returns "" or why
+// it could not be done. Used after a reinit of coordinates at an event (Integrator).
+inline constexpr int kProjectionIterations = 20;
+std::string project_positions(const CompiledModel& m, std::span<double> v,
+                              std::span<const int32_t> keep = {});
+
 }  // namespace mbs::rt

@@ -26,9 +26,9 @@ std::shared_ptr<const CompiledModel> checked(std::shared_ptr<const CompiledModel
   if (auto err = validate(o)) throw SolverSetupError(*err);
   check_model(m);
   if (m.has_events()) {
-    // A reinit in a constrained model: new velocities are made consistent by an impulse
-    // (Integrator::project_velocities) where the equations have its form; new positions would
-    // need a projection on the position constraints, which is not implemented.
+    // A reinit in a constrained model: new positions are projected on the constraints and new
+    // velocities made consistent by an impulse (Integrator::project_velocities), both where the
+    // equations have the impulse's form.
     bool constrained = false;
     for (EquationLevel l : m.eq_level)
       constrained |= l == EquationLevel::Position || l == EquationLevel::Velocity;
@@ -38,13 +38,15 @@ std::shared_ptr<const CompiledModel> checked(std::shared_ptr<const CompiledModel
           std::find(m.q_slot.begin(), m.q_slot.end(), m.reinit_slot[r]) != m.q_slot.end();
       const bool velocity =
           std::find(m.qd_slot.begin(), m.qd_slot.end(), m.reinit_slot[r]) != m.qd_slot.end();
-      if (position || (velocity && !impulse))
+      if ((position || velocity) && !impulse)
         throw SolverSetupError(fmt::format(
             "{}: model '{}' reinitialises {} of a system with constraints ({}); {}",
             location_of(m.reinit_source[r]), m.name, position ? "a coordinate" : "a velocity",
             m.reinit_source[r].text,
-            position ? "the projection of new positions on the constraints is not implemented; "
-                       "reinitialise velocities only"
+            position ? "new positions are projected on the constraints, and new velocities "
+                       "made consistent by an impulse, only in models whose equations are "
+                       "equations of motion with position-level constraints and their "
+                       "multipliers (no first-order states, no velocity-level or algebraic rows)"
                      : "new velocities are made consistent by an impulse only in models whose "
                        "equations are equations of motion with position-level constraints and "
                        "their multipliers (no first-order states, no velocity-level or "
@@ -187,12 +189,17 @@ bool Integrator::switched(const std::vector<double>& now) const {
   return false;
 }
 
-// An impulse of the constraint forces makes the velocities consistent again after a reinit
-// (rt::project_velocities_by_impulse). Nothing to do for a model without constraints
-// (impulse_form() was checked at creation for the others).
+// Coordinates that a reinit moved are kept and the others projected on the position
+// constraints (rt::project_positions); then an impulse of the constraint forces makes the
+// velocities consistent again (rt::project_velocities_by_impulse). Nothing to do for a model
+// without constraints (impulse_form() was checked at creation for the others).
 bool Integrator::project_velocities() {
   if (model_.n_z == 0 || !impulse_form(model_)) return true;
-  const std::string why = project_velocities_by_impulse(model_, ws_.v);
+  std::vector<int32_t> moved;
+  for (int32_t i = 0; i < model_.n_q && !q_before_event_.empty(); ++i)
+    if (ws_.v[model_.q_slot[i]] != q_before_event_[static_cast<size_t>(i)]) moved.push_back(i);
+  std::string why = moved.empty() ? "" : project_positions(model_, ws_.v, moved);
+  if (why.empty()) why = project_velocities_by_impulse(model_, ws_.v);
   if (why.empty()) return true;
   FailureRecord f = step_record(FailureKind::EventFailed, h_last_, h_min_);
   f.message = render_failure(f, model_) + fmt::format("note: {}\n", why);
@@ -261,6 +268,8 @@ bool Integrator::fire_events() {
 
 bool Integrator::apply_fired() {
   const CompiledModel& m = model_;
+  q_before_event_.resize(static_cast<size_t>(m.n_q));  // project_velocities: what a reinit moved
+  for (int32_t i = 0; i < m.n_q; ++i) q_before_event_[i] = ws_.v[m.q_slot[i]];
   const size_t nc = static_cast<size_t>(m.n_crossings);
   double* v = ws_.v.data();
   for (int iteration = 0; !fired_.empty(); ++iteration) {

@@ -254,6 +254,7 @@ class Integrator {
   // locate_event() is running: the attempts are trial steps of the event's location or the step
   // that ends at the event (NewmarkFamily takes short ones of those by Taylor expansion)
   bool locating_ = false;
+  std::vector<double> q_before_event_;  // the coordinates when apply_fired() began
   // restart() if one is pending (every step does this first); false with failure_ set.
   bool apply_restart();
 

@@ -301,13 +301,21 @@ TEST(Events, AReinitInAConstrainedModelIsMadeConsistentByAnImpulse) {
         std::hypot(r.rows.back()[static_cast<size_t>(x)], r.rows.back()[static_cast<size_t>(y)]),
         1.0, 1e-9);
   }
-  // new positions of a constrained model are refused (no position projection)
+  // a new position of a constrained model: x is kept, y moves back onto the circle
   std::string text = kCartesianStop;
   text.replace(text.find("reinit(vx, 0)"), 13, "reinit(x, -0.5)");
   auto positions = testutil::compile_source("cartesian_stop_x", text);
   ASSERT_TRUE(positions);
-  EXPECT_THROW(rt::make_integrator(positions, options(rt::SolverKind::GenAlpha, 1.0)),
-               rt::SolverSetupError);
+  const testutil::Run p = testutil::simulate(*positions, options(rt::SolverKind::GenAlpha, 0.8));
+  ASSERT_EQ(p.status, rt::SolveStatus::Finished);
+  const std::vector<size_t> at = event_rows(p);
+  ASSERT_GE(at.size(), 1u);
+  const auto& moved = p.rows[at[0] + 1];
+  EXPECT_EQ(moved[static_cast<size_t>(x)], -0.5);
+  EXPECT_NEAR(moved[static_cast<size_t>(y)], -std::sqrt(0.75), 1e-12);
+  EXPECT_NEAR(-0.5 * moved[static_cast<size_t>(vx)] +
+                  moved[static_cast<size_t>(y)] * moved[static_cast<size_t>(vy)],
+              0.0, 1e-12);
 }
 
 TEST(Events, ChatteringIsReportedWithTheWhenClause) {
@@ -631,6 +639,72 @@ TEST(Events, AShortStepToAnEventKeepsTheMultipliersOfAConstrainedModel) {
     EXPECT_NEAR(after[w], after_on_grid[w], 1e-9);
     EXPECT_NEAR(runs[1].rows.back()[w], runs[0].rows.back()[w], 1e-7);
   }
+}
+
+// A reinit of a coordinate in a closed loop: the crank of examples/mechanics/slider_crank.mbs is
+// set back to phi = 0.5 at t = 0.3. The crank keeps that value, the rod and the slider move to
+// close the loop (the slider at the exact kinematics r cos(phi) + sqrt(l^2 - r^2 sin(phi)^2)),
+// and the velocities are consistent with the new configuration (the slider's speed is the time
+// derivative of the exact kinematics). Setting both joint angles to values that do not close
+// the loop cannot be done, and says so.
+TEST(Events, AReinitOfACoordinateInAClosedLoopIsProjectedOnTheConstraints) {
+  const std::string text = example_text("mechanics/slider_crank.mbs");
+  const std::string end = "end SliderCrank;";
+  ASSERT_NE(text.find(end), std::string::npos);
+  const auto with = [&](const std::string& when) {
+    std::string t = text;
+    t.insert(t.find(end), when);
+    return t;
+  };
+  auto m = testutil::compile_source(
+      "slider_crank_reinit",
+      with("  when time > 0.3 then\n    reinit(crank.phi, 0.5);\n  end when;\n"));
+  ASSERT_TRUE(m);
+  const double r = 0.1, l = 0.3;
+  const auto phi = static_cast<size_t>(output_column(*m, "crank.phi"));
+  const auto w = static_cast<size_t>(output_column(*m, "crank.w"));
+  const auto rod = static_cast<size_t>(output_column(*m, "rod_joint.phi"));
+  const auto s = static_cast<size_t>(output_column(*m, "slider.s"));
+  const auto v = static_cast<size_t>(output_column(*m, "slider.v"));
+  for (rt::SolverKind kind :
+       {rt::SolverKind::GenAlpha, rt::SolverKind::Newmark, rt::SolverKind::Trapezoidal}) {
+    SCOPED_TRACE(std::string(rt::solver_name(kind)));
+    rt::SolverOptions o = options(kind, 0.5);
+    o.output_every = 1;
+    const testutil::Run run = testutil::simulate(*m, o);
+    ASSERT_EQ(run.status, rt::SolveStatus::Finished);
+    const std::vector<size_t> at = event_rows(run);
+    ASSERT_EQ(at.size(), 1u);
+    const auto& before = run.rows[at[0]];
+    const auto& after = run.rows[at[0] + 1];
+    EXPECT_NEAR(run.t[at[0]], 0.3, 1e-12);
+    EXPECT_GT(before[phi], 1.0);  // it had turned on: the reinit moves the loop a long way
+    EXPECT_EQ(after[phi], 0.5);
+    EXPECT_GT(std::fabs(after[rod] - before[rod]), 0.1);
+    const double f = after[phi], root = std::sqrt(l * l - r * r * std::sin(f) * std::sin(f));
+    EXPECT_NEAR(after[s], r * std::cos(f) + root, 1e-12);
+    const double ds = -r * std::sin(f) - r * r * std::sin(f) * std::cos(f) / root;
+    EXPECT_NEAR(after[v], ds * after[w], 1e-10);
+    // the loop stays closed afterwards
+    for (size_t i = at[0] + 1; i < run.t.size(); ++i) {
+      const double g = run.rows[i][phi];
+      EXPECT_NEAR(run.rows[i][s],
+                  r * std::cos(g) + std::sqrt(l * l - r * r * std::sin(g) * std::sin(g)), 1e-12);
+    }
+  }
+  // both angles kept at values that do not close the loop
+  auto bad = testutil::compile_source(
+      "slider_crank_reinit_both",
+      with("  when time > 0.3 then\n    reinit(crank.phi, 0.5);\n    reinit(rod_joint.phi, 1);\n"
+           "  end when;\n"));
+  ASSERT_TRUE(bad);
+  auto solver = rt::make_integrator(bad, options(rt::SolverKind::GenAlpha, 0.5));
+  EXPECT_EQ(solver->run([](double, std::span<const double>) { return 0; }),
+            rt::SolveStatus::Failed);
+  ASSERT_TRUE(solver->failure());
+  EXPECT_EQ(solver->failure()->kind, rt::FailureKind::EventFailed);
+  EXPECT_NE(solver->failure()->message.find("singular"), std::string::npos)
+      << solver->failure()->message;
 }
 
 }  // namespace
