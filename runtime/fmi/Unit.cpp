@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <exception>
+#include <utility>
 
 #include "runtime/model/Events.h"
 
@@ -55,6 +56,7 @@ void Unit::reset() {
   start_dirty_ = true;
   parameters_changed_ = true;
   conditions_.clear();
+  initial_states_changed_ = false;
   changed();
   message_.clear();
 }
@@ -168,6 +170,7 @@ Status Unit::exit_initialization() {
     } else if (!evaluate_events(conditions_)) {
       return Status::Error;
     }
+    initial_states_changed_ = states_changed;  // reported by the event mode that follows
   }
   return Status::Ok;
 }
@@ -451,6 +454,7 @@ Status Unit::update_discrete_states(bool& states_changed) {
   states_changed = false;
   if (kind_ != Kind::ModelExchange || !initialized_)
     return error("update_discrete_states: a model-exchange unit after initialization only");
+  states_changed = std::exchange(initial_states_changed_, false);
   const CompiledModel& m = *model_;
   if (!m.has_events()) return Status::Ok;
   if (!evaluate_events(ev_now_)) return Status::Error;

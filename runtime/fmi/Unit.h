@@ -83,7 +83,8 @@ class Unit {
   Status get_event_indicators(std::span<double> z);
   // Event mode: the first branch of each when whose condition rose since the last event or
   // completed integrator step fires at the current point, with the event iteration, as the
-  // integrator's events do. `states_changed`: a reinit changed a continuous state.
+  // integrator's events do. `states_changed`: a reinit changed a continuous state (at the first
+  // call after initialization also one of the event at the start).
   Status update_discrete_states(bool& states_changed);
   // After an integrator step the importer accepted: `enter_event_mode` when a condition rose
   // (the event is then left to event mode); else the conditions of this point are the ones the
@@ -156,6 +157,7 @@ class Unit {
   // scratch
   std::vector<double> conditions_, ev_now_, ev_after_, ev_reinit_, ev_states_;
   std::vector<int32_t> fired_;
+  bool initial_states_changed_ = false;  // the event at the start changed a state: not yet told
   std::string message_;
 };
 

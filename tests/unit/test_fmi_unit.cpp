@@ -427,6 +427,29 @@ end Energy;
     }
   }
 
+  // a reinit at the start: the first event mode after initialization says the states changed
+  const Fixture kick = make(testutil::compile_source("fmi_unit_kick", R"mbs(
+model Kick
+  Real x(start = 0, fixed = true), v(start = 0, fixed = true);
+equation
+  der(x) = v;
+  der(v) = 0;
+  when initial() then
+    reinit(v, 3);
+  end when;
+end Kick;
+)mbs"),
+                            {});
+  auto k = kick.unit(Unit::Kind::ModelExchange);
+  ASSERT_EQ(k->exit_initialization(), Status::Ok) << k->message();
+  std::vector<double> xv(2);
+  ASSERT_EQ(k->get_continuous_states(xv), Status::Ok);
+  EXPECT_EQ(xv, (std::vector<double>{0.0, 3.0}));
+  ASSERT_EQ(k->update_discrete_states(changed), Status::Ok);
+  EXPECT_TRUE(changed);
+  ASSERT_EQ(k->update_discrete_states(changed), Status::Ok);
+  EXPECT_FALSE(changed);
+
   const Fixture g = make(testutil::compile_source("fmi_unit_no_end", R"mbs(
 model NoEnd
   Real h(start = 1, fixed = true), v(start = 0, fixed = true);
