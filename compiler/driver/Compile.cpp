@@ -15,6 +15,7 @@
 #include <set>
 #include <sstream>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "compiler/codegen/Jit.h"
 #include "compiler/dae/Dae.h"
@@ -486,12 +487,14 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
     m->slot_initial = static_cast<int32_t>(dae->initial_symbol);
     m->slot_terminal = static_cast<int32_t>(dae->terminal_symbol);
   }
+  const std::unordered_set<uint32_t> discrete(dae->discretes.begin(), dae->discretes.end());
   for (const auto& o : dae->outputs) {
     m->output_names.push_back(o.name);
     m->output_role.push_back(o.role);
     m->output_unit.push_back(o.unit);
     m->output_description.push_back(o.description);
     m->output_interface.push_back(o.interface_output ? 1 : 0);
+    m->output_discrete.push_back(o.value->is_symbol() && discrete.count(o.value->symbol) ? 1 : 0);
     rt::OutputSource src;
     src.declaration = source_ref(sources, o.declared, o.name);
     if (o.eliminated >= 0) {

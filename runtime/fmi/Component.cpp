@@ -165,6 +165,11 @@ Status Component::terminate() {
                                        Phase::Initialization});
       s != Status::Ok)
     return s;
+  // model exchange: terminal() (Unit::terminate); a failure there ends in the error mode
+  if (phase_ != Phase::Initialization && phase_ != Phase::StepMode) {
+    const Status t = unit_.terminate();
+    if (t != Status::Ok) return failed("terminate", t, true);
+  }
   phase_ = Phase::Terminated;
   return Status::Ok;
 }
@@ -239,8 +244,19 @@ Status Component::enter_event_mode() {
   return Status::Ok;
 }
 
-Status Component::update_discrete_states(const char* fn) {
-  return allowed(fn, {Phase::EventMode});  // no discrete states, no events: nothing changes
+Status Component::update_discrete_states(const char* fn, EventInfo* info) {
+  if (Status s = allowed(fn, {Phase::EventMode}); s != Status::Ok) return s;
+  bool states_changed = false;
+  if (kind_ == Unit::Kind::ModelExchange) {
+    const Status s = unit_.update_discrete_states(states_changed);
+    if (s != Status::Ok) return failed(fn, s, true);
+    if (states_changed) log(Status::Ok, fmt::format("{}: event at t = {}", fn, unit_.time()));
+  }
+  if (info) {
+    *info = EventInfo{};
+    info->values_changed = states_changed;
+  }
+  return Status::Ok;
 }
 
 Status Component::enter_continuous_time_mode() {
@@ -254,6 +270,10 @@ Status Component::completed_integrator_step(bool* enter_event_mode, bool* termin
     return s;
   if (enter_event_mode) *enter_event_mode = false;
   if (terminate_simulation) *terminate_simulation = false;
+  bool enter = false;
+  const Status s = unit_.completed_integrator_step(enter);
+  if (s != Status::Ok) return failed("completedIntegratorStep", s, true);
+  if (enter_event_mode) *enter_event_mode = enter;
   return Status::Ok;
 }
 
@@ -295,17 +315,19 @@ Status Component::get_derivatives(double* dx, size_t n) {
 }
 
 Status Component::get_event_indicators(double* z, size_t n) {
-  (void)z;
   if (Status s = allowed("getEventIndicators",
                          {Phase::Initialization, Phase::EventMode, Phase::ContinuousTimeMode,
                           Phase::Terminated, Phase::Error});
       s != Status::Ok)
     return s;
-  if (n != 0) {
-    log(Status::Error, fmt::format("getEventIndicators: {} asked, the FMU has none", n));
+  const size_t have = kind_ == Unit::Kind::ModelExchange ? unit_.n_event_indicators() : 0;
+  if (n != have || (!z && n > 0)) {
+    log(Status::Error, fmt::format("getEventIndicators: {} asked{}, the FMU has {}", n,
+                                   z || n == 0 ? "" : " (null)", have));
     return Status::Error;
   }
-  return Status::Ok;
+  if (n == 0) return Status::Ok;
+  return failed("getEventIndicators", unit_.get_event_indicators({z, n}), false);
 }
 
 Status Component::get_nominals(double* x, size_t n) {
@@ -326,7 +348,7 @@ Status Component::get_number_of_states(size_t* n) {
 
 Status Component::get_number_of_event_indicators(size_t* n) {
   if (!n) return not_available("getNumberOfEventIndicators", "null pointer");
-  *n = 0;
+  *n = kind_ == Unit::Kind::ModelExchange ? unit_.n_event_indicators() : 0;
   return Status::Ok;
 }
 

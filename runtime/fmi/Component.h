@@ -83,9 +83,19 @@ class Component {
   // Co-simulation. last_successful_time (may be null): the time reached.
   Status do_step(double t_current, double h, double* last_successful_time);
 
-  // Model exchange (no events: event indicators 0, nothing changes in event mode).
+  // Model exchange. Events (docs/fmu.md, "Model exchange"): the event indicators are the
+  // model's zero-crossing functions; update_discrete_states performs the event (Unit::
+  // update_discrete_states) and reports in `info` (may be null) what the importer must know.
+  struct EventInfo {
+    bool discrete_states_need_update = false;  // never: the event iteration ends inside
+    bool terminate_simulation = false;
+    bool nominals_changed = false;
+    bool values_changed = false;           // a reinit changed a continuous state
+    bool next_event_time_defined = false;  // no time events
+    double next_event_time = 0.0;
+  };
   Status enter_event_mode();
-  Status update_discrete_states(const char* fn);
+  Status update_discrete_states(const char* fn, EventInfo* info);
   Status enter_continuous_time_mode();
   Status completed_integrator_step(bool* enter_event_mode, bool* terminate_simulation);
   Status set_time(double t);

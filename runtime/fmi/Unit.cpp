@@ -7,6 +7,9 @@
 #include <cmath>
 #include <cstring>
 #include <exception>
+#include <utility>
+
+#include "runtime/model/Events.h"
 
 namespace mbs::rt::fmi {
 
@@ -52,6 +55,8 @@ void Unit::reset() {
   cs_rhs_.reset();
   start_dirty_ = true;
   parameters_changed_ = true;
+  conditions_.clear();
+  initial_states_changed_ = false;
   changed();
   message_.clear();
 }
@@ -147,6 +152,26 @@ Status Unit::exit_initialization() {
   initialized_ = true;
   parameters_changed_ = true;
   changed();
+  if (kind_ == Kind::ModelExchange && m.has_events()) {
+    // the event at the start, as Integrator::initialize ends: the branches whose condition reads
+    // initial() and is true with initial() = 1 fire, with the event iteration
+    bool states_changed = false;
+    if (m.slot_initial >= 0) {
+      v_[static_cast<size_t>(m.slot_initial)] = 1.0;
+      changed();
+      const bool ok = evaluate_events(ev_now_);
+      v_[static_cast<size_t>(m.slot_initial)] = 0.0;
+      changed();
+      if (!ok) return Status::Error;
+      initial_branches(m, ev_now_, fired_);
+    }
+    if (m.slot_initial >= 0 && !fired_.empty()) {
+      if (!evaluate_events(ev_now_) || !fire(ev_now_, states_changed)) return Status::Error;
+    } else if (!evaluate_events(conditions_)) {
+      return Status::Error;
+    }
+    initial_states_changed_ = states_changed;  // reported by the event mode that follows
+  }
   return Status::Ok;
 }
 
@@ -203,6 +228,9 @@ Status Unit::get_float64(std::span<const uint32_t> vrs, std::span<double> values
     } else if (v->column >= 0) {
       if (!ensure_outputs()) return Status::Error;
       values[k] = outputs_[static_cast<size_t>(v->column)];
+    } else if (v->indicator >= 0) {
+      if (!evaluate_events(ev_now_)) return Status::Error;
+      values[k] = ev_now_[static_cast<size_t>(v->indicator)];
     } else if (v->slot >= 0) {
       values[k] = symbols()[static_cast<size_t>(v->slot)];
     } else {
@@ -364,6 +392,114 @@ Status Unit::get_nominals(std::span<double> x) {
   return Status::Ok;
 }
 
+// ---- model exchange's events
+
+bool Unit::evaluate_events(std::vector<double>& out) {
+  const CompiledModel& m = *model_;
+  if (!m.has_events()) {
+    out.clear();
+    return true;
+  }
+  if (rhs_ && !ensure_derivatives()) return false;
+  if (!initialized_ && !rebuild_start()) return false;
+  const std::span<const double> v = symbols();
+  out.resize(static_cast<size_t>(m.events.n_out));
+  const int32_t st = m.events(v.data(), out.data());
+  if (st < 0) {  // a non-finite value only changes no sign
+    message_ = fmt::format("the events kernel failed at t = {} (status {})", time(), st);
+    return false;
+  }
+  return true;
+}
+
+bool Unit::fire(std::vector<double>& basis, bool& states_changed) {
+  const CompiledModel& m = *model_;
+  // the current point with its derivatives: the reinits' values may read them
+  const std::span<const double> now = symbols();
+  v_.assign(now.begin(), now.end());
+  const std::vector<int32_t>& states = vars_->states;
+  ev_states_.resize(states.size());
+  for (size_t k = 0; k < states.size(); ++k)
+    ev_states_[k] = v_[static_cast<size_t>(vars_->vars[static_cast<size_t>(states[k])].slot)];
+  const EventOutcome e = apply_event(m, v_, fired_, basis, ev_after_, ev_reinit_);
+  changed();
+  parameters_changed_ = true;  // a discrete value may enter the leading matrix
+  if (e.kind == EventOutcome::Kind::NotSettled) {
+    message_ = fmt::format("the event at t = {} does not end\n{}", time(),
+                           event_iteration_note(m, e.branch));
+    return false;
+  }
+  if (e.kind == EventOutcome::Kind::KernelFailed) {
+    message_ = fmt::format("the event at t = {}: the {} kernel failed (status {})", time(),
+                           e.reinit_kernel ? "reinit" : "events", e.kernel_status);
+    return false;
+  }
+  for (size_t k = 0; k < states.size(); ++k)
+    states_changed |=
+        ev_states_[k] != v_[static_cast<size_t>(vars_->vars[static_cast<size_t>(states[k])].slot)];
+  return evaluate_events(conditions_);
+}
+
+Status Unit::get_event_indicators(std::span<double> z) {
+  if (z.size() != n_event_indicators())
+    return error(fmt::format("get_event_indicators: {} values for {} event indicators", z.size(),
+                             n_event_indicators()));
+  if (z.empty()) return Status::Ok;
+  if (!evaluate_events(ev_now_)) return Status::Error;
+  std::copy_n(ev_now_.begin(), z.size(), z.begin());
+  return Status::Ok;
+}
+
+Status Unit::update_discrete_states(bool& states_changed) {
+  states_changed = false;
+  if (kind_ != Kind::ModelExchange || !initialized_)
+    return error("update_discrete_states: a model-exchange unit after initialization only");
+  states_changed = std::exchange(initial_states_changed_, false);
+  const CompiledModel& m = *model_;
+  if (!m.has_events()) return Status::Ok;
+  if (!evaluate_events(ev_now_)) return Status::Error;
+  rising_branches(m, conditions_, ev_now_, fired_);
+  if (fired_.empty()) {  // a switch, or a condition that fell: nothing fires
+    conditions_.swap(ev_now_);
+    return Status::Ok;
+  }
+  return fire(ev_now_, states_changed) ? Status::Ok : Status::Error;
+}
+
+Status Unit::completed_integrator_step(bool& enter_event_mode) {
+  enter_event_mode = false;
+  if (kind_ != Kind::ModelExchange || !initialized_)
+    return error("completed_integrator_step: a model-exchange unit after initialization only");
+  const CompiledModel& m = *model_;
+  if (!m.has_events()) return Status::Ok;
+  if (!evaluate_events(ev_now_)) return Status::Error;
+  rising_branches(m, conditions_, ev_now_, fired_);
+  enter_event_mode = !fired_.empty();
+  if (!enter_event_mode) conditions_.swap(ev_now_);
+  return Status::Ok;
+}
+
+Status Unit::terminate() {
+  const CompiledModel& m = *model_;
+  if (kind_ != Kind::ModelExchange || !initialized_ || !m.has_events() || m.slot_terminal < 0)
+    return Status::Ok;
+  // as Integrator::terminal_event: the conditions here with terminal() = 0 and = 1
+  if (!evaluate_events(ev_now_)) return Status::Error;
+  const auto slot = static_cast<size_t>(m.slot_terminal);
+  v_[slot] = 1.0;
+  changed();
+  std::vector<double> at_end;
+  bool ok = evaluate_events(at_end);
+  if (ok) {
+    rising_branches(m, ev_now_, at_end, fired_);
+    bool states_changed = false;
+    if (!fired_.empty()) ok = fire(at_end, states_changed);
+  }
+  v_[slot] = 0.0;
+  changed();
+  return ok ? Status::Ok : Status::Error;
+}
+
 Status Unit::directional_derivative(std::span<const uint32_t> unknowns,
                                     std::span<const uint32_t> knowns, std::span<const double> seed,
                                     std::span<double> sensitivity) {
@@ -433,6 +569,7 @@ Status Unit::get_state(State& s) {
   if (integrator_ && !integrator_->save(s.integrator))
     return error("the state of a failed co-simulation step cannot be saved");
   s.v = v_;
+  s.conditions = conditions_;
   for (const auto& [name, value] : instance_.parameters_set())
     s.parameters.emplace_back(name, value);
   for (const auto& [name, value] : instance_.starts_set()) s.starts.emplace_back(name, value);
@@ -451,6 +588,9 @@ Status Unit::set_state(const State& s) {
     return error("the FMU state is not one of this model");
   if (s.initialized && kind_ == Kind::CoSimulation && s.integrator.empty())
     return error("the FMU state has no integrator state");
+  if (s.initialized && kind_ == Kind::ModelExchange && m.has_events() &&
+      s.conditions.size() != static_cast<size_t>(m.events.n_out))
+    return error("the FMU state has no conditions of the model's events");
   Instance inst(model_);
   try {
     for (const auto& [name, value] : s.parameters) inst.set_parameter(name, value);
@@ -482,6 +622,7 @@ Status Unit::set_state(const State& s) {
   rhs_ = std::move(rhs);
   instance_ = std::move(inst);
   v_ = s.v;
+  conditions_ = s.conditions;
   inputs_ = s.inputs;
   start_ = s.start;
   stop_ = s.has_stop ? std::optional<double>(s.stop) : std::nullopt;
@@ -495,7 +636,7 @@ Status Unit::set_state(const State& s) {
 namespace {
 
 constexpr char kMagic[8] = {'m', 'b', 's', 'f', 'm', 'u', 's', 't'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;  // 2: the conditions of model exchange's events
 
 struct Writer {
   std::vector<uint8_t> out;
@@ -579,6 +720,7 @@ std::vector<uint8_t> Unit::serialize(const State& s) const {
   w.str(model_->name);
   w.vec(s.integrator);
   w.vec(s.v);
+  w.vec(s.conditions);
   w.pairs(s.parameters);
   w.pairs(s.starts);
   w.vec(s.inputs);
@@ -601,6 +743,7 @@ Status Unit::deserialize(std::span<const uint8_t> bytes, State& s) {
   State t;
   t.integrator = r.vec();
   t.v = r.vec();
+  t.conditions = r.vec();
   t.parameters = r.pairs();
   t.starts = r.pairs();
   t.inputs = r.vec();

@@ -75,6 +75,23 @@ class Unit {
   Status get_continuous_states(std::span<double> x);
   Status get_derivatives(std::span<double> dx);
   Status get_nominals(std::span<double> x);  // 1.0 each
+
+  // ---- model exchange's events (docs/fmu.md, "Model exchange"; runtime/model/Events.h)
+  // The zero-crossing functions of the events kernel at the current point (CompiledModel::
+  // n_crossings: the relations of the when-conditions, then the switches).
+  size_t n_event_indicators() const { return static_cast<size_t>(model_->n_crossings); }
+  Status get_event_indicators(std::span<double> z);
+  // Event mode: the first branch of each when whose condition rose since the last event or
+  // completed integrator step fires at the current point, with the event iteration, as the
+  // integrator's events do. `states_changed`: a reinit changed a continuous state (at the first
+  // call after initialization also one of the event at the start).
+  Status update_discrete_states(bool& states_changed);
+  // After an integrator step the importer accepted: `enter_event_mode` when a condition rose
+  // (the event is then left to event mode); else the conditions of this point are the ones the
+  // next event compares with.
+  Status completed_integrator_step(bool& enter_event_mode);
+  // The end of a model-exchange run: the branches whose condition rises with terminal() = 1 fire.
+  Status terminate();
   // After initialization: d derivatives / d states along `seed` (one value per known), from the
   // symbolic Jacobians (co-simulation too, at the integrator's point, for a model without
   // constraints). Any other pair of unknowns and knowns: Error.
@@ -86,6 +103,7 @@ class Unit {
   struct State {
     std::vector<double> integrator;  // Integrator::save (co-simulation after initialization)
     std::vector<double> v;           // the unit's symbol vector
+    std::vector<double> conditions;  // model exchange: the events kernel the next event compares
     std::vector<std::pair<std::string, double>> parameters, starts;  // what the Instance holds
     std::vector<double> inputs;
     double start = 0.0;
@@ -110,6 +128,11 @@ class Unit {
   bool ensure_outputs();
   bool ensure_derivatives();
   void changed() { outputs_valid_ = derivatives_valid_ = false; }
+  // The events kernel at the current point (with its derivatives after initialization).
+  bool evaluate_events(std::vector<double>& out);
+  // Fires fired_ at the current point, where `basis` holds the events kernel there (after
+  // initialization, model exchange); then conditions_ at the new point.
+  bool fire(std::vector<double>& basis, bool& states_changed);
   int32_t input_index(const Variable& v) const;
 
   std::shared_ptr<const CompiledModel> model_;
@@ -130,6 +153,11 @@ class Unit {
   std::unique_ptr<ExplicitRk> cs_rhs_;      // co-simulation: for directional derivatives
   std::vector<double> outputs_, derivatives_, seed_, direction_;
   bool outputs_valid_ = false, derivatives_valid_ = false;
+  // model exchange's events: the conditions at the last event or completed integrator step, and
+  // scratch
+  std::vector<double> conditions_, ev_now_, ev_after_, ev_reinit_, ev_states_;
+  std::vector<int32_t> fired_;
+  bool initial_states_changed_ = false;  // the event at the start changed a state: not yet told
   std::string message_;
 };
 

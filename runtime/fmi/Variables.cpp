@@ -1,6 +1,8 @@
 // The FMU's variable table (Variables.h).
 #include "runtime/fmi/Variables.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <limits>
 #include <set>
@@ -47,6 +49,8 @@ std::string fmu_variables(const CompiledModel& m, const std::vector<std::string>
       v.causality = Causality::Output;
       found.insert(v.name);
     }
+    if (c < m.output_discrete.size() && m.output_discrete[c] != 0)
+      v.variability = Variability::Discrete;
     const std::string name = v.name;
     by_name[name] = add(std::move(v));
   }
@@ -166,6 +170,19 @@ std::string fmu_variables(const CompiledModel& m, const std::vector<std::string>
       const int32_t index = add(std::move(v));
       t.parameters.push_back(index);
     }
+  }
+  for (int32_t k = 0; k < m.n_crossings; ++k) {
+    Variable v;
+    v.name = fmt::format("_eventIndicator[{}]", k + 1);
+    v.initial = Initial::Calculated;
+    v.indicator = k;
+    v.description =
+        k >= m.n_crossings - m.n_switches
+            ? "zero-crossing function of a switch (an if-expression, abs, sign, min or max)"
+            : "zero-crossing function of a relation in a when-condition";
+    if (by_name.count(v.name))
+      return "the FMU's event indicator '" + v.name + "' has the name of a model variable";
+    t.event_indicators.push_back(add(std::move(v)));
   }
   for (size_t i = 0; i < t.vars.size(); ++i)
     if (t.vars[i].causality == Causality::Output) t.outputs.push_back(static_cast<int32_t>(i));
@@ -326,14 +343,6 @@ std::vector<std::string> declared_outputs(const CompiledModel& m) {
 }
 
 std::string model_exchange_obstacle(const CompiledModel& m) {
-  if (m.n_whens() > 0) {
-    const SourceRef& at = m.branch_source.front();
-    return "the model has events (when " + at.text + " at " + at.file + ":" +
-           std::to_string(at.line) +
-           "), which model exchange would hand to the importer as event indicators; this "
-           "export does not provide them yet, so export it for co-simulation (its solver "
-           "locates and applies the events)";
-  }
   if (m.n_z == 0) return {};
   for (int32_t i = 0; i < m.n_eq(); ++i) {
     const EquationLevel level = m.eq_level[static_cast<size_t>(i)];

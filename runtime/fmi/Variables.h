@@ -6,7 +6,8 @@
 // eliminated ones included, the inputs too: CompiledModel::inputs) in column order; then the state
 // derivatives the model has no variable for (`der(q)` and `der(q,2)` of a second-order coordinate
 // q, `der(y)` of a first-order y; FMI's structured names); then the parameters in CompiledModel
-// order.
+// order; then the solver's parameters; then one `_eventIndicator[k]` per zero-crossing function
+// of the model (CompiledModel::n_crossings: FMI 3 lists event indicators as variables).
 #pragma once
 
 #include <cstdint>
@@ -19,7 +20,7 @@
 namespace mbs::rt::fmi {
 
 enum class Causality : uint8_t { Independent, Parameter, Input, Output, Local };
-enum class Variability : uint8_t { Fixed, Tunable, Continuous };
+enum class Variability : uint8_t { Fixed, Tunable, Discrete, Continuous };
 enum class Initial : uint8_t { None, Exact, Approx, Calculated };
 
 struct Variable {
@@ -32,20 +33,23 @@ struct Variable {
   double start = 0.0;
   std::string unit, description;
   int32_t derivative_of = -1;  // index (in the table) of the variable this is the derivative of
-  // where its value is: a slot of the symbol vector v, an output column, or a solver option (an
-  // index of rt::option_table(); a parameter of the FMU's solver) -- exactly one >= 0
+  // where its value is: a slot of the symbol vector v, an output column, a solver option (an
+  // index of rt::option_table(); a parameter of the FMU's solver), or an output of the events
+  // kernel (a zero-crossing function: an event indicator) -- exactly one >= 0
   int32_t slot = -1;
   int32_t column = -1;
   int32_t option = -1;
+  int32_t indicator = -1;
 };
 
 struct VariableTable {
-  std::vector<Variable> vars;        // in value-reference order
-  std::vector<int32_t> states;       // indices into vars: [q | qd | y]
-  std::vector<int32_t> derivatives;  // indices into vars, one per state, in state order
-  std::vector<int32_t> outputs;      // indices of the Output variables
-  std::vector<int32_t> inputs;       // indices of the Input variables (CompiledModel order)
-  std::vector<int32_t> parameters;   // indices of the Parameter variables (solver options too)
+  std::vector<Variable> vars;             // in value-reference order
+  std::vector<int32_t> states;            // indices into vars: [q | qd | y]
+  std::vector<int32_t> derivatives;       // indices into vars, one per state, in state order
+  std::vector<int32_t> outputs;           // indices of the Output variables
+  std::vector<int32_t> inputs;            // indices of the Input variables (CompiledModel order)
+  std::vector<int32_t> parameters;        // indices of the Parameter variables (solver options too)
+  std::vector<int32_t> event_indicators;  // indices of the event indicators, in kernel order
 };
 
 // The variables `m` declares `output` in the model itself (CompiledModel::output_interface), the
@@ -88,7 +92,9 @@ std::vector<std::vector<int32_t>> output_dependencies(
 
 // "" when model exchange can be offered for `m` (its DAE is an ODE after the compiler's
 // eliminations: no algebraic unknowns, so the derivatives follow from the states by one linear
-// solve with the mass matrix), else why not, for the export-time message.
+// solve with the mass matrix), else why not, for the export-time message. Events are no
+// obstacle: the zero-crossing functions are the event indicators (docs/fmu.md, "Model
+// exchange").
 std::string model_exchange_obstacle(const CompiledModel& m);
 
 }  // namespace mbs::rt::fmi

@@ -150,6 +150,9 @@ struct CompiledModel {
   // Per output (or empty): 1 when the variable is declared `output` in the model itself (not in
   // one of its components): an output of an exported FMU (runtime/fmi/Variables.h).
   std::vector<uint8_t> output_interface;
+  // Per output (or empty): 1 when the variable is discrete (it changes only at events: an FMU
+  // declares it variability="discrete"; docs/language.md, "Discrete variables").
+  std::vector<uint8_t> output_discrete;
 
   // d outputs / dz (outputs x n_z): how the outputs depend on the algebraic unknowns (the joint
   // wrenches of a mechanism on its multipliers and efforts, for inverse dynamics). Optional.

@@ -21,7 +21,7 @@ static_assert(sizeof(SparseKernel) == 104, "SparseKernel changed: update ModelIm
 static_assert(sizeof(SourceRef) == 72, "SourceRef changed: update ModelImage.cpp");
 static_assert(sizeof(Unknown) == 104, "Unknown changed: update ModelImage.cpp");
 static_assert(sizeof(OutputSource) == 168, "OutputSource changed: update ModelImage.cpp");
-static_assert(sizeof(CompiledModel) == 3696, "CompiledModel changed: update ModelImage.cpp");
+static_assert(sizeof(CompiledModel) == 3720, "CompiledModel changed: update ModelImage.cpp");
 #endif
 
 // Primitive values: fixed-width little-endian integers, doubles as their IEEE bits, strings
@@ -200,6 +200,7 @@ void transfer(IO& io, CompiledModel& m) {
   xfer(io, m.output_unit);
   xfer(io, m.output_description);
   xfer(io, m.output_interface);
+  xfer(io, m.output_discrete);
   xfer(io, m.outputs_z);
   xfer(io, m.constraint_g);
   xfer(io, m.constraint_gd);
@@ -320,6 +321,8 @@ std::string check_consistency(const CompiledModel& m) {
   if (m.output_names.size() != static_cast<size_t>(m.outputs.n_out)) return "output names";
   if (!m.output_interface.empty() && m.output_interface.size() != m.output_names.size())
     return "output interface flags";
+  if (!m.output_discrete.empty() && m.output_discrete.size() != m.output_names.size())
+    return "output discrete flags";
   std::string bad;
   for_each_kernel(m, [&](const char* name, const Kernel& k) {
     if (k.n_out < 0 && bad.empty()) bad = std::string("kernel ") + name;

@@ -6,6 +6,7 @@
 
 #include "runtime/linalg/DenseLu.h"
 #include "runtime/model/Constraints.h"
+#include "runtime/model/Events.h"
 #include "runtime/solvers/Explicit.h"
 #include "runtime/solvers/GenAlpha.h"
 #include "runtime/solvers/ModelCheck.h"
@@ -216,20 +217,10 @@ bool Integrator::prepare_events() {
 
 bool Integrator::fire_events() {
   const CompiledModel& m = model_;
-  const size_t nc = static_cast<size_t>(m.n_crossings);
   if (!evaluate_events(ev_try_, h_last_)) return false;
   // the first branch of each when whose condition rose
   std::vector<int32_t>& fired = fired_;
-  fired.clear();
-  for (int32_t w = 0; w < m.n_whens(); ++w) {
-    for (int32_t b = m.when_first_branch[w]; b < m.when_first_branch[w + 1]; ++b) {
-      const size_t i = nc + static_cast<size_t>(b);
-      if (ev_old_[i] == 0.0 && ev_try_[i] != 0.0) {
-        fired.push_back(b);
-        break;
-      }
-    }
-  }
+  rising_branches(m, ev_old_, ev_try_, fired);
   const bool switch_changed = switched(ev_try_);
   if (fired.empty() && !switch_changed) {  // cannot happen: the step was located on one
     ev_old_.swap(ev_try_);
@@ -270,51 +261,21 @@ bool Integrator::apply_fired() {
   const CompiledModel& m = model_;
   q_before_event_.resize(static_cast<size_t>(m.n_q));  // project_velocities: what a reinit moved
   for (int32_t i = 0; i < m.n_q; ++i) q_before_event_[i] = ws_.v[m.q_slot[i]];
-  const size_t nc = static_cast<size_t>(m.n_crossings);
-  double* v = ws_.v.data();
-  for (int iteration = 0; !fired_.empty(); ++iteration) {
-    if (iteration == kMaxEventIterations) {
-      FailureRecord f = step_record(FailureKind::EventFailed, h_last_, h_min_);
-      f.branch = fired_.front();
-      f.message = render_failure(f, m) +
-                  fmt::format(
-                      "note: the event iteration did not end: after {} iterations at this instant "
-                      "the assignments still make a when-condition become true ({})\n"
-                      "help: a condition that an assignment of its own branch (or of a branch it "
-                      "makes fire) turns true again never settles; compare with pre(x), e.g. "
-                      "'when x > pre(x) then'\n",
-                      kMaxEventIterations, m.branch_source[static_cast<size_t>(f.branch)].text);
-      failure_ = std::move(f);
-      return false;
-    }
-    reinit_values_.resize(static_cast<size_t>(m.event_reinit.n_out));
-    if (m.event_reinit.n_out > 0) {
-      const int32_t st = m.event_reinit(v, reinit_values_.data());
-      if (st != 0) {
-        AttemptFailure a;
-        a.kind = st < 0 ? FailureKind::KernelFatal : FailureKind::NonFiniteResidual;
-        a.kernel_status = st;
-        fail(a, FailurePhase::Step, h_last_, 0);
-        return false;
-      }
-    }
-    // every reinit and assignment reads the values before the event (simultaneous assignment)
-    for (const int32_t b : fired_)
-      for (int32_t r = m.branch_first_reinit[b]; r < m.branch_first_reinit[b + 1]; ++r)
-        v[m.reinit_slot[r]] = reinit_values_[static_cast<size_t>(r)] / m.reinit_scale[r];
-    // the conditions with the new values, pre(x) still the values before this iteration
-    if (!evaluate_events(ev_iter_, h_last_)) return false;
-    fired_.clear();
-    for (int32_t w = 0; w < m.n_whens(); ++w)
-      for (int32_t b = m.when_first_branch[w]; b < m.when_first_branch[w + 1]; ++b) {
-        const size_t i = nc + static_cast<size_t>(b);
-        if (ev_try_[i] == 0.0 && ev_iter_[i] != 0.0) {
-          fired_.push_back(b);
-          break;
-        }
-      }
-    for (size_t k = 0; k < m.pre_slot.size(); ++k) v[m.pre_slot[k]] = v[m.pre_value_slot[k]];
-    if (!fired_.empty() && !evaluate_events(ev_try_, h_last_)) return false;
+  const EventOutcome e = apply_event(m, ws_.v, fired_, ev_try_, ev_iter_, reinit_values_);
+  if (e.kind == EventOutcome::Kind::NotSettled) {
+    FailureRecord f = step_record(FailureKind::EventFailed, h_last_, h_min_);
+    f.branch = e.branch;
+    f.message = render_failure(f, m) + event_iteration_note(m, e.branch);
+    failure_ = std::move(f);
+    return false;
+  }
+  if (e.kind == EventOutcome::Kind::KernelFailed) {
+    AttemptFailure a;
+    a.kind = e.reinit_kernel && e.kernel_status > 0 ? FailureKind::NonFiniteResidual
+                                                    : FailureKind::KernelFatal;
+    a.kernel_status = e.kernel_status;
+    fail(a, FailurePhase::Step, h_last_, 0);
+    return false;
   }
   if (!project_velocities()) return false;
   take_state_from_v();
@@ -327,18 +288,10 @@ bool Integrator::apply_fired() {
 bool Integrator::initial_event() {
   const CompiledModel& m = model_;
   if (!m.has_events() || m.slot_initial < 0) return true;
-  const size_t nc = static_cast<size_t>(m.n_crossings);
   ws_.v[static_cast<size_t>(m.slot_initial)] = 1.0;
   if (!evaluate_events(ev_iter_, 0.0)) return false;
   ws_.v[static_cast<size_t>(m.slot_initial)] = 0.0;
-  fired_.clear();
-  for (int32_t w = 0; w < m.n_whens(); ++w)
-    for (int32_t b = m.when_first_branch[w]; b < m.when_first_branch[w + 1]; ++b)
-      if (m.branch_initial[static_cast<size_t>(b)] != 0 &&
-          ev_iter_[nc + static_cast<size_t>(b)] != 0.0) {
-        fired_.push_back(b);
-        break;
-      }
+  initial_branches(m, ev_iter_, fired_);
   if (fired_.empty()) return true;
   if (!evaluate_events(ev_try_, 0.0)) return false;  // the basis of the iteration
   ++stats_.events;
@@ -349,19 +302,10 @@ bool Integrator::terminal_event() {
   const CompiledModel& m = model_;
   if (!m.has_events() || m.slot_terminal < 0 || failure_) return !failure_;
   if (!prepare_events()) return false;
-  const size_t nc = static_cast<size_t>(m.n_crossings);
   const auto slot = static_cast<size_t>(m.slot_terminal);
   ws_.v[slot] = 1.0;
   if (!evaluate_events(ev_try_, h_last_)) return false;
-  fired_.clear();
-  for (int32_t w = 0; w < m.n_whens(); ++w)
-    for (int32_t b = m.when_first_branch[w]; b < m.when_first_branch[w + 1]; ++b) {
-      const size_t i = nc + static_cast<size_t>(b);
-      if (ev_old_[i] == 0.0 && ev_try_[i] != 0.0) {
-        fired_.push_back(b);
-        break;
-      }
-    }
+  rising_branches(m, ev_old_, ev_try_, fired_);
   if (fired_.empty()) {
     ws_.v[slot] = 0.0;
     return true;

@@ -214,12 +214,11 @@ class Integrator {
   bool fire_events();
   // The branches in fired_ fire at the current point, where ev_try_ holds the conditions before
   // any change: their reinits and assignments (all values taken before them), then the event
-  // iteration: the first branch of each when whose condition rose with the new values (pre(x)
-  // still the values before the iteration) fires in turn, until none does (at most
-  // kMaxEventIterations times). Then the impulse, the method's restart and ev_old_ at the new
-  // point. False with failure_ set.
+  // iteration (rt::apply_event, runtime/model/Events.h): the first branch of each when whose
+  // condition rose with the new values (pre(x) still the values before the iteration) fires in
+  // turn, until none does (at most kMaxEventIterations times). Then the impulse, the method's
+  // restart and ev_old_ at the new point. False with failure_ set.
   bool apply_fired();
-  static constexpr int kMaxEventIterations = 100;
   // At the end of initialize(): the branches whose condition reads initial() and is true with
   // initial() = 1 fire (no rows: the start's row shows the state after them). False with
   // failure_ set.

@@ -277,7 +277,7 @@ TEST(FmiComponent, ModelExchangeModes) {
   ASSERT_EQ(c->enter_initialization(), Status::Ok);
   ASSERT_EQ(c->exit_initialization(), Status::Ok);
   EXPECT_EQ(c->phase(), Phase::EventMode);
-  EXPECT_EQ(c->update_discrete_states("fmi2NewDiscreteStates"), Status::Ok);
+  EXPECT_EQ(c->update_discrete_states("fmi2NewDiscreteStates", nullptr), Status::Ok);
   EXPECT_EQ(c->completed_integrator_step(nullptr, nullptr), Status::Error);  // event mode
   ASSERT_EQ(c->enter_continuous_time_mode(), Status::Ok);
   // explicit Euler by the importer: x'' = -4 x

@@ -318,6 +318,162 @@ TEST(FmiUnit, ModelExchangeRefusedWithConstraints) {
   EXPECT_NEAR(x * x + y * y, 1.0, 1e-8);
 }
 
+// Model exchange of a model with events (docs/fmu.md, "Model exchange"): the importer puts the
+// state past a crossing; completed_integrator_step asks for event mode (the condition rose),
+// update_discrete_states fires the when (reinit and assignment from the values before), a second
+// update fires nothing; an FMU state taken before the event carries the conditions, so the event
+// fires again from it.
+TEST(FmiUnit, ModelExchangeEventsFireInEventMode) {
+  const Fixture f = make(testutil::compile_source("fmi_unit_ball", R"mbs(
+model Ball
+  parameter Real e = 0.8;
+  Real h(start = 1, fixed = true), v(start = 0, fixed = true);
+  Integer n(start = 0);
+equation
+  der(h) = v;
+  der(v) = -9.81;
+  when h < 0 then
+    reinit(v, -e * pre(v));
+    n = pre(n) + 1;
+  end when;
+end Ball;
+)mbs"),
+                         {"n"});
+  auto u = f.unit(Unit::Kind::ModelExchange);
+  ASSERT_EQ(u->n_event_indicators(), 1u);
+  ASSERT_EQ(u->exit_initialization(), Status::Ok) << u->message();
+  std::vector<double> z(1), x(2);
+  ASSERT_EQ(u->get_event_indicators(z), Status::Ok) << u->message();
+  EXPECT_EQ(z[0], 1.0);  // h - 0
+  std::vector<double> two(2);
+  EXPECT_EQ(u->get_event_indicators(two), Status::Error);
+  bool enter = true, changed = true;
+  ASSERT_EQ(u->update_discrete_states(changed), Status::Ok);
+  EXPECT_FALSE(changed);
+  ASSERT_EQ(u->completed_integrator_step(enter), Status::Ok);
+  EXPECT_FALSE(enter);
+  ASSERT_EQ(u->set_continuous_states(std::vector<double>{-0.01, -2.0}), Status::Ok);
+  ASSERT_EQ(u->get_event_indicators(z), Status::Ok);
+  EXPECT_EQ(z[0], -0.01);
+  ASSERT_EQ(u->completed_integrator_step(enter), Status::Ok);
+  EXPECT_TRUE(enter);
+  Unit::State before;
+  ASSERT_EQ(u->get_state(before), Status::Ok);
+  for (int pass = 0; pass < 2; ++pass) {
+    SCOPED_TRACE(pass == 0 ? "the event" : "again from the FMU state before it");
+    EXPECT_EQ(get(*u, f.vr("n")), 0.0);
+    ASSERT_EQ(u->update_discrete_states(changed), Status::Ok) << u->message();
+    EXPECT_TRUE(changed);
+    ASSERT_EQ(u->get_continuous_states(x), Status::Ok);
+    EXPECT_EQ(x[0], -0.01);
+    EXPECT_EQ(x[1], 0.8 * 2.0);
+    EXPECT_EQ(get(*u, f.vr("n")), 1.0);
+    ASSERT_EQ(u->update_discrete_states(changed), Status::Ok);  // nothing rose since
+    EXPECT_FALSE(changed);
+    EXPECT_EQ(get(*u, f.vr("n")), 1.0);
+    ASSERT_EQ(u->completed_integrator_step(enter), Status::Ok);
+    EXPECT_FALSE(enter);
+    // the state's bytes carry the conditions too
+    const std::vector<uint8_t> bytes = u->serialize(before);
+    Unit::State back;
+    ASSERT_EQ(u->deserialize(bytes, back), Status::Ok) << u->message();
+    EXPECT_EQ(back.conditions, before.conditions);
+    ASSERT_EQ(u->set_state(back), Status::Ok) << u->message();
+  }
+}
+
+// initial() is true at the event of exit_initialization, terminal() at terminate; an event
+// iteration that does not end is an error with the integrator's note.
+TEST(FmiUnit, ModelExchangeInitialTerminalAndAnIterationThatDoesNotEnd) {
+  const Fixture f = make(testutil::compile_source("fmi_unit_energy", R"mbs(
+model Energy
+  parameter Real k = 4;
+  Real x(start = 1, fixed = true), v(start = 0, fixed = true);
+  discrete Real e0, e1;
+  Integer starts(start = 0);
+equation
+  der(x) = v;
+  der(v) = -k * x;
+  when initial() then
+    e0 = 0.5 * v^2 + 0.5 * k * x^2;
+    starts = pre(starts) + 1;
+  end when;
+  when terminal() then
+    e1 = 0.5 * v^2 + 0.5 * k * x^2;
+  end when;
+end Energy;
+)mbs"),
+                         {});
+  auto u = f.unit(Unit::Kind::ModelExchange);
+  EXPECT_EQ(u->n_event_indicators(), 0u);
+  ASSERT_EQ(u->exit_initialization(), Status::Ok) << u->message();
+  EXPECT_EQ(get(*u, f.vr("e0")), 2.0);
+  EXPECT_EQ(get(*u, f.vr("starts")), 1.0);
+  EXPECT_EQ(get(*u, f.vr("e1")), 0.0);
+  bool changed = true;
+  ASSERT_EQ(u->update_discrete_states(changed), Status::Ok);
+  EXPECT_FALSE(changed);
+  EXPECT_EQ(get(*u, f.vr("starts")), 1.0);
+  ASSERT_EQ(u->set_continuous_states(std::vector<double>{0.5, 1.0}), Status::Ok);
+  EXPECT_EQ(get(*u, f.vr("e1")), 0.0);
+  ASSERT_EQ(u->terminate(), Status::Ok) << u->message();
+  EXPECT_EQ(get(*u, f.vr("e1")), 0.5 + 0.5);
+  EXPECT_EQ(get(*u, f.vr("e0")), 2.0);
+  for (const auto& v : f.vars->vars) {
+    if (v.name == "e0" || v.name == "starts") {
+      EXPECT_EQ(v.variability, rt::fmi::Variability::Discrete) << v.name;
+    } else if (v.name == "x") {
+      EXPECT_EQ(v.variability, rt::fmi::Variability::Continuous);
+    }
+  }
+
+  // a reinit at the start: the first event mode after initialization says the states changed
+  const Fixture kick = make(testutil::compile_source("fmi_unit_kick", R"mbs(
+model Kick
+  Real x(start = 0, fixed = true), v(start = 0, fixed = true);
+equation
+  der(x) = v;
+  der(v) = 0;
+  when initial() then
+    reinit(v, 3);
+  end when;
+end Kick;
+)mbs"),
+                            {});
+  auto k = kick.unit(Unit::Kind::ModelExchange);
+  ASSERT_EQ(k->exit_initialization(), Status::Ok) << k->message();
+  std::vector<double> xv(2);
+  ASSERT_EQ(k->get_continuous_states(xv), Status::Ok);
+  EXPECT_EQ(xv, (std::vector<double>{0.0, 3.0}));
+  ASSERT_EQ(k->update_discrete_states(changed), Status::Ok);
+  EXPECT_TRUE(changed);
+  ASSERT_EQ(k->update_discrete_states(changed), Status::Ok);
+  EXPECT_FALSE(changed);
+
+  const Fixture g = make(testutil::compile_source("fmi_unit_no_end", R"mbs(
+model NoEnd
+  Real h(start = 1, fixed = true), v(start = 0, fixed = true);
+  Integer k, n;
+equation
+  der(h) = v;
+  der(v) = -9.81;
+  when h < 0 then
+    k = pre(k) + 1;
+  end when;
+  when change(k) or change(n) then
+    n = pre(n) + 1;
+  end when;
+end NoEnd;
+)mbs"),
+                         {});
+  auto w = g.unit(Unit::Kind::ModelExchange);
+  ASSERT_EQ(w->exit_initialization(), Status::Ok) << w->message();
+  ASSERT_EQ(w->set_continuous_states(std::vector<double>{-0.01, -1.0}), Status::Ok);
+  EXPECT_EQ(w->update_discrete_states(changed), Status::Error);
+  EXPECT_NE(w->message().find("event iteration did not end"), std::string::npos) << w->message();
+  EXPECT_NE(w->message().find("change(k) or change(n)"), std::string::npos) << w->message();
+}
+
 TEST(FmiUnit, StateSnapshotAndBytes) {
   for (const Fixture* f : {&oscillator(), &ramp()}) {
     for (const auto solver : {rt::SolverKind::GenAlpha, rt::SolverKind::Dopri5}) {

@@ -267,16 +267,10 @@ TEST(FmuEndToEnd, ModelExchangeOfAClosedLoopIsRefusedWithTheReason) {
   EXPECT_FALSE(fs::exists(fmu));
 }
 
-// Events inside doStep: a bouncing ball exported for co-simulation (model exchange is refused,
-// it would need event indicators) bounces at the closed-form times; every communication point
-// against the closed form.
-TEST(FmuEndToEnd, CoSimulationLocatesEventsAndModelExchangeIsRefused) {
-  TempDir dir;
-  const std::string refused = (dir.path / "ball_me.fmu").string();
-  clitest::Result r = mbsc("examples/bouncing_ball.mbs --fmu '" + refused + "' --fmu-type me");
-  EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("has events (when h < 0"), std::string::npos) << r.err;
-  EXPECT_FALSE(fs::exists(refused));
+// Events inside doStep: a bouncing ball exported for co-simulation bounces at the closed-form
+// times; every communication point against the closed form. (Model exchange of models with
+// events, where the importer locates them from the event indicators: test_fmu_events.cpp.)
+TEST(FmuEndToEnd, CoSimulationLocatesEvents) {
   Unpacked u;
   export_and_unpack("examples/bouncing_ball.mbs", "--step 1e-3", 2, u);
   Table fmu = import_run(u, 2, "cs", 2.5, 1e-2, {"h", "v"}, {});

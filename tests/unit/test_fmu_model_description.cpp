@@ -67,7 +67,15 @@ void check_table(const rt::CompiledModel& m, const VariableTable& t) {
   for (size_t i = 0; i < t.vars.size(); ++i) {
     EXPECT_EQ(t.vars[i].vr, i);
     EXPECT_TRUE(names.insert(t.vars[i].name).second) << t.vars[i].name;
-    EXPECT_EQ((t.vars[i].slot >= 0) + (t.vars[i].column >= 0), 1) << t.vars[i].name;
+    EXPECT_EQ((t.vars[i].slot >= 0) + (t.vars[i].column >= 0) + (t.vars[i].indicator >= 0), 1)
+        << t.vars[i].name;
+  }
+  // one event indicator per zero-crossing function, after everything else
+  ASSERT_EQ(t.event_indicators.size(), static_cast<size_t>(m.n_crossings));
+  for (size_t k = 0; k < t.event_indicators.size(); ++k) {
+    const auto& v = t.vars[static_cast<size_t>(t.event_indicators[k])];
+    EXPECT_EQ(v.indicator, static_cast<int32_t>(k));
+    EXPECT_EQ(v.vr, t.vars.size() - t.event_indicators.size() + k);
   }
   // [q | qd | y] with derivatives [qd | qdd | yd], by slot
   ASSERT_EQ(t.states.size(), static_cast<size_t>(2 * m.n_q + m.n_y));
@@ -114,6 +122,7 @@ TEST(FmuModelDescription, ValidatesAgainstTheSchemasForEveryTypeAndVersion) {
       {"examples/mechanics/chain.mbs", {}, true},
       {"examples/mechanics/slider_crank.mbs", {}, false},
       {"examples/mechanics/four_bar.mbs", {}, false},
+      {"examples/bouncing_ball.mbs", {}, true},  // events: an event indicator
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.file);
@@ -153,6 +162,18 @@ TEST(FmuModelDescription, ValidatesAgainstTheSchemasForEveryTypeAndVersion) {
         }
         ASSERT_NE(xml, "") << error;
         EXPECT_EQ(validate(xml, v), "");
+        // model exchange declares the event indicators, co-simulation none
+        const size_t indicators = o.model_exchange ? t.event_indicators.size() : 0;
+        if (v == fmu::FmiVersion::V2) {
+          EXPECT_NE(xml.find("numberOfEventIndicators=\"" + std::to_string(indicators) + "\""),
+                    std::string::npos);
+        } else {
+          size_t listed = 0;
+          for (size_t at = xml.find("<EventIndicator "); at != std::string::npos;
+               at = xml.find("<EventIndicator ", at + 1))
+            ++listed;
+          EXPECT_EQ(listed, indicators);
+        }
         // the derivative attribute names the state: its index (FMI 2) or reference (FMI 3)
         if (o.model_exchange && !t.derivatives.empty()) {
           const auto& d = t.vars[static_cast<size_t>(t.derivatives[0])];

@@ -39,6 +39,8 @@ const char* variability(Variability v) {
       return "fixed";
     case Variability::Tunable:
       return "tunable";
+    case Variability::Discrete:
+      return "discrete";
     case Variability::Continuous:
       break;
   }
@@ -138,7 +140,9 @@ std::string model_description(const rt::CompiledModel& m, const rt::fmi::Variabl
   if (!o.generation_date.empty())
     x += fmt::format(R"( generationDateAndTime="{}")", xml_escape(o.generation_date));
   x += R"( variableNamingConvention="structured")";
-  if (!v3) x += R"( numberOfEventIndicators="0")";
+  // model exchange hands the zero-crossing functions to the importer (FMI 3: EventIndicator)
+  const size_t indicators = o.model_exchange ? table.event_indicators.size() : 0;
+  if (!v3) x += fmt::format(R"( numberOfEventIndicators="{}")", indicators);
   x += ">\n";
 
   const std::string state_flags =
@@ -150,8 +154,11 @@ std::string model_description(const rt::CompiledModel& m, const rt::fmi::Variabl
                R"(canGetAndSetFMUstate="{}" canSerializeFMUstate="{}" providesDirectionalDerivative="{}")",
                flag(o.can_get_set_state), flag(o.can_serialize_state),
                flag(o.directional_derivatives));
+  // FMI 3: completedIntegratorStep keeps the conditions the next event compares with (FMI 2
+  // always calls it: completedIntegratorStepNotNeeded is false by default)
   if (o.model_exchange)
-    x += fmt::format("  <ModelExchange modelIdentifier=\"{}\" {}/>\n", o.model_identifier,
+    x += fmt::format("  <ModelExchange modelIdentifier=\"{}\" {}{}/>\n", o.model_identifier,
+                     v3 && m.n_whens() > 0 ? "needsCompletedIntegratorStep=\"true\" " : "",
                      state_flags);
   if (o.co_simulation)
     x += fmt::format(
@@ -262,6 +269,7 @@ std::string model_description(const rt::CompiledModel& m, const rt::fmi::Variabl
     list("Output", table.outputs, output_deps);
     if (derivatives) list("ContinuousStateDerivative", table.derivatives, derivative_deps);
     list("InitialUnknown", initial_unknowns, initial_deps);
+    if (indicators > 0) list("EventIndicator", table.event_indicators, {});
   } else {
     auto list = [&](const char* what, const std::vector<int32_t>& of, const DepLists& deps) {
       if (of.empty()) return;

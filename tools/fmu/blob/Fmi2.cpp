@@ -223,8 +223,16 @@ MBS_FMU_EXPORT fmi2Status fmi2EnterEventMode(fmi2Component c) {
 
 MBS_FMU_EXPORT fmi2Status fmi2NewDiscreteStates(fmi2Component c, fmi2EventInfo* info) {
   return call(c, "fmi2NewDiscreteStates", [&](Component& k) {
-    const Status s = k.update_discrete_states("fmi2NewDiscreteStates");
-    if (s == Status::Ok && info) *info = fmi2EventInfo{0, 0, 0, 0, 0, 0.0};
+    Component::EventInfo e;
+    const Status s = k.update_discrete_states("fmi2NewDiscreteStates", &e);
+    if (s == Status::Ok && info) {
+      *info = fmi2EventInfo{e.discrete_states_need_update ? 1 : 0,
+                            e.terminate_simulation ? 1 : 0,
+                            e.nominals_changed ? 1 : 0,
+                            e.values_changed ? 1 : 0,
+                            e.next_event_time_defined ? 1 : 0,
+                            e.next_event_time};
+    }
     return s;
   });
 }

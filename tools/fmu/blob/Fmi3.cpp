@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <exception>
 #include <string>
+#include <utility>
 
 #include "tools/fmu/blob/Embedded.h"
 #include "tools/fmu/blob/Export.h"
@@ -415,13 +416,18 @@ MBS_FMU_EXPORT fmi3Status fmi3UpdateDiscreteStates(
     fmi3Boolean* nominalsOfContinuousStatesChanged, fmi3Boolean* valuesOfContinuousStatesChanged,
     fmi3Boolean* nextEventTimeDefined, fmi3Float64* nextEventTime) {
   return call(instance, "fmi3UpdateDiscreteStates", [&](Component& k) {
-    const Status s = k.update_discrete_states("fmi3UpdateDiscreteStates");
+    Component::EventInfo e;
+    const Status s = k.update_discrete_states("fmi3UpdateDiscreteStates", &e);
     if (s == Status::Ok) {
-      for (fmi3Boolean* b :
-           {discreteStatesNeedUpdate, terminateSimulation, nominalsOfContinuousStatesChanged,
-            valuesOfContinuousStatesChanged, nextEventTimeDefined})
-        if (b) *b = false;
-      if (nextEventTime) *nextEventTime = 0.0;
+      const std::pair<fmi3Boolean*, bool> flags[] = {
+          {discreteStatesNeedUpdate, e.discrete_states_need_update},
+          {terminateSimulation, e.terminate_simulation},
+          {nominalsOfContinuousStatesChanged, e.nominals_changed},
+          {valuesOfContinuousStatesChanged, e.values_changed},
+          {nextEventTimeDefined, e.next_event_time_defined}};
+      for (const auto& f : flags)
+        if (f.first) *f.first = f.second;
+      if (nextEventTime) *nextEventTime = e.next_event_time;
     }
     return s;
   });
