@@ -105,6 +105,8 @@ llvm::Intrinsic::ID intrinsic_of(Op op) {
       return llvm::Intrinsic::sqrt;
     case Op::Abs:
       return llvm::Intrinsic::fabs;
+    case Op::Floor:
+      return llvm::Intrinsic::floor;
     default:
       return llvm::Intrinsic::not_intrinsic;
   }

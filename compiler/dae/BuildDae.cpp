@@ -783,6 +783,7 @@ std::optional<SymbolicDae> Builder::run() {
   for (size_t i = 0; i < dae.eliminated.size(); ++i)
     eliminated_by_name.emplace(dae.eliminated[i].name, static_cast<int32_t>(i));
   for (const auto& v : flat.vars) {
+    if (v.hidden) continue;  // the compiler's own (the counters of sample())
     if (v.role == VarRole::Input || v.role == VarRole::Discrete) {  // a column reading its slot
       dae.outputs.push_back(
           {v.name, cx.symbol(v.symbol), v.output_role, v.span, -1, v.unit, v.description, false});

@@ -47,6 +47,7 @@ struct FlatVar {
   bool keep = false;          // never eliminated by the DAE pass (recursive multibody form)
   bool multiplier = false;    // the Lagrange multiplier of a position-level constraint
   bool second_order = false;  // an ODE2 coordinate even if no equation has its 2nd derivative
+  bool hidden = false;        // made by the compiler (the counters of sample()): no result column
   rt::OutputRole output_role = rt::OutputRole::Variable;  // what the runtime reads it as
   sym::Expr min = nullptr, max = nullptr;  // `min`/`max` attributes (checked for parameters)
   Span min_span, max_span;

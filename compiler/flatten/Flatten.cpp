@@ -319,6 +319,8 @@ class Flattener {
   bool add_when_if(const ast::Equation& eq, Scope s, const std::vector<Expr>& conditions,
                    const std::string& origin);
   uint32_t pre_symbol_of(uint32_t var);
+  Expr sample_trigger(Expr start, Expr interval, Span span);
+  uint32_t hidden_discrete(const std::string& name, Span span);
   void finish_discrete();
   void add_connect(const ast::Equation& eq, Scope s);
   void add_initial_equations(const ast::ClassDef& def, Instance& inst);
@@ -363,6 +365,10 @@ class Flattener {
   };
   std::vector<PreUse> pre_uses_;
   std::unordered_map<uint32_t, uint32_t> pre_symbol_;  // variable -> the symbol of pre(x)
+  // sample(start, interval) as used: (start, interval) -> its trigger; the when-equations that
+  // count its instants, added to flat_.whens by finish_discrete
+  std::map<std::pair<uint32_t, uint32_t>, Expr> sample_trigger_;
+  std::vector<FlatWhen> sample_whens_;
   // Inside an `initial equation` section: its equations go to FlatModel::initial_equations.
   bool initial_section_ = false;
   // lazy binding evaluation state per var: 0 not yet, 1 in progress, 2 done, 3 failed
@@ -1615,6 +1621,29 @@ Value Flattener::eval_call(const ast::Expr& e, Scope s) {
       ders_.set_constant(static_cast<uint32_t>(sy));
     }
     return Value::of(cx_.symbol(static_cast<uint32_t>(sy)));
+  }
+  if (name == "sample" && e.ref.size() == 1) {
+    // sample(start, interval): true at the event of each instant start + i interval (i >= 0)
+    need(2, 2);
+    if (!when_condition_ || s.frame) {
+      diags_.report(DiagKind::unsupported, e.span,
+                    {"the event operator sample() outside the condition of a when-equation"});
+      diags_.help("write 'when sample(start, interval) then ... end when;'");
+      throw BuildError{};
+    }
+    Expr start = scalar_of(arg(0), e.args[0]->span, "the start of sample(start, interval)");
+    Expr interval = scalar_of(arg(1), e.args[1]->span, "the interval of sample(start, interval)");
+    for (size_t i = 0; i < 2; ++i)
+      if (varies_in_time(i == 0 ? start : interval))
+        fail(DiagKind::bad_call, e.args[i]->span,
+             {fmt::format("the {} of sample(start, interval) must not change in time: '{}' does "
+                          "(write an expression of parameters)",
+                          i == 0 ? "start" : "interval", expr_to_string(*e.args[i]))});
+    if (interval->is_const() && !(interval->value > 0.0))
+      fail(DiagKind::bad_call, e.args[1]->span,
+           {fmt::format("the interval of sample(start, interval) must be positive, not {}",
+                        interval->value)});
+    return Value::of(sample_trigger(start, interval, e.span), ScalarType::Boolean);
   }
   if (name == "pre" || name == "edge" || name == "change") {
     // pre(x): x just before the event (of a continuous x: x itself inside a when, where every
@@ -3043,12 +3072,92 @@ uint32_t Flattener::pre_symbol_of(uint32_t var) {
   return p;
 }
 
+// A discrete Real that the compiler introduces (no result column, no name a model can write).
+uint32_t Flattener::hidden_discrete(const std::string& name, Span span) {
+  FlatVar fv;
+  fv.name = name;
+  fv.symbol = cx_.new_symbol(name);
+  fv.role = VarRole::Discrete;
+  fv.hidden = true;
+  fv.span = span;
+  ders_.set_constant(fv.symbol);
+  flat_.var_of_symbol[fv.symbol] = flat_.vars.size();
+  flat_.vars.push_back(std::move(fv));
+  scalars_.push_back(nullptr);
+  binding_state_.push_back(0);
+  resolved_state_.push_back(0);
+  resolved_.push_back(nullptr);
+  return flat_.vars.back().symbol;
+}
+
+// sample(t0, T) is `change(n)` of a hidden counter n of the instants t0 + i T passed, kept by a
+// hidden when-equation with k, the index of the next instant (docs/language.md, "Discrete
+// variables"):
+//   when initial() then      // the instants before the start are skipped; one at it fires
+//     k = i0 + at;  n = pre(n) + at;      i0 = max(0, ceil((time - t0)/T - d)),
+//   elsewhen time >= t0 + k T then        at = (t0 + i0 T <= time + d T), d = 1e-9
+//     k = pre(k) + 1;  n = pre(n) + 1;
+//   end when;
+// Each instant is computed from t0 and T, so the instants do not drift over a long run.
+Expr Flattener::sample_trigger(Expr start, Expr interval, Span span) {
+  const auto key = std::make_pair(start->id, interval->id);
+  if (auto it = sample_trigger_.find(key); it != sample_trigger_.end()) return it->second;
+  const std::string base = fmt::format("$sample{}", sample_trigger_.size() + 1);
+  const uint32_t k = hidden_discrete(base + ".next", span);
+  const uint32_t n = hidden_discrete(base + ".count", span);
+  const uint32_t pk = pre_symbol_of(k), pn = pre_symbol_of(n);
+  pre_uses_.push_back({k, "pre", span, true});
+  pre_uses_.push_back({n, "pre", span, true});
+  if (flat_.initial_symbol < 0) {
+    flat_.initial_symbol = cx_.new_symbol("initial()");
+    ders_.set_constant(static_cast<uint32_t>(flat_.initial_symbol));
+  }
+  const Expr time = cx_.symbol(flat_.time_symbol);
+  const Expr d = cx_.num(1e-9);
+  const Expr x = cx_.sub(cx_.div(cx_.sub(time, start), interval), d);
+  const Expr i0 =
+      cx_.binary(sym::Op::Max, cx_.zero(), cx_.neg(cx_.unary(sym::Op::Floor, cx_.neg(x))));
+  const Expr at = cx_.select(cx_.binary(sym::Op::Le, cx_.add(start, cx_.mul(i0, interval)),
+                                        cx_.add(time, cx_.mul(d, interval))),
+                             cx_.one(), cx_.zero());
+  const std::string text = source_text(span);
+  const auto assign = [&](uint32_t var, Expr value) {
+    FlatReinit a;
+    a.var = var;
+    a.value = value;
+    a.span = span;
+    a.text = fmt::format("{} = ...  (counting the instants of {})", cx_.symbol_name(var), text);
+    return a;
+  };
+  FlatWhen w;
+  w.span = span;
+  FlatWhenBranch b0;
+  b0.condition = cx_.symbol(static_cast<uint32_t>(flat_.initial_symbol));
+  b0.condition_span = span;
+  b0.condition_text = "initial()  (the start of " + text + ")";
+  b0.assigns = {assign(k, cx_.add(i0, at)), assign(n, cx_.add(cx_.symbol(pn), at))};
+  FlatWhenBranch b1;
+  b1.condition = cx_.binary(sym::Op::Ge, time, cx_.add(start, cx_.mul(cx_.symbol(k), interval)));
+  b1.condition_span = span;
+  b1.condition_text = text;
+  b1.assigns = {assign(k, cx_.add(cx_.symbol(pk), cx_.one())),
+                assign(n, cx_.add(cx_.symbol(pn), cx_.one()))};
+  w.branches.push_back(std::move(b0));
+  w.branches.push_back(std::move(b1));
+  sample_whens_.push_back(std::move(w));
+  const Expr trigger = cx_.binary(sym::Op::Ne, cx_.symbol(n), cx_.symbol(pn));
+  sample_trigger_.emplace(key, trigger);
+  return trigger;
+}
+
 // At the end of flattening: the variables assigned in when-equations become discrete; pre, edge
 // and change are checked (of a continuous x, pre(x) inside a when is x); conditions that compare
 // continuous values for equality are refused; each branch's assignments are ordered so that one
 // that reads another's new value comes after it (a cycle is an algebraic loop), and the new values
 // are substituted into the later assignments and the reinits of the branch.
 void Flattener::finish_discrete() {
+  for (FlatWhen& w : sample_whens_) flat_.whens.push_back(std::move(w));
+  sample_whens_.clear();
   std::unordered_set<uint32_t> discrete;
   for (const FlatVar& v : flat_.vars)
     if (v.role == VarRole::Discrete) discrete.insert(v.symbol);

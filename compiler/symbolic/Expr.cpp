@@ -422,7 +422,7 @@ bool is_commutative(Op op) {
 Expr Context::unary(Op op, Expr a) {
   if (!is_unary(op)) internal_error("unary() called with " + std::string(op_name(op)));
   if (a->is_const()) return num(detail::apply_op(op, &a->value, 1));
-  if ((op == Op::Abs || op == Op::Sign) && a->op == op) return a;  // idempotent
+  if ((op == Op::Abs || op == Op::Sign || op == Op::Floor) && a->op == op) return a;  // idempotent
   return impl_->intern(op, {&a, 1});
 }
 

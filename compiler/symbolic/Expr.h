@@ -24,39 +24,40 @@
 namespace mbs::sym {
 
 // The node kinds, listed once. X(name, arity) with arity -1 for n-ary.
-#define MBS_SYM_OPS(X)                                \
-  X(Const, 0)                                         \
-  X(Symbol, 0)                                        \
-  X(Add, -1)                                          \
-  X(Mul, -1)                                          \
-  X(Pow, 2)                                           \
-  X(Sin, 1)                                           \
-  X(Cos, 1)                                           \
-  X(Tan, 1)                                           \
-  X(Asin, 1)                                          \
-  X(Acos, 1)                                          \
-  X(Atan, 1)                                          \
-  X(Atan2, 2)                                         \
-  X(Sinh, 1)                                          \
-  X(Cosh, 1)                                          \
-  X(Tanh, 1)                                          \
-  X(Exp, 1)                                           \
-  X(Log, 1)                                           \
-  X(Log10, 1)                                         \
-  X(Sqrt, 1)                                          \
-  X(Abs, 1)                                           \
-  X(Sign, 1)                                          \
-  X(Min, 2)                                           \
-  X(Max, 2)                                           \
-  X(Select, 3) /* Select(c, a, b) = c != 0 ? a : b */ \
-  X(Lt, 2)                                            \
-  X(Le, 2)                                            \
-  X(Gt, 2)                                            \
-  X(Ge, 2)                                            \
-  X(Eq, 2)                                            \
-  X(Ne, 2)                                            \
-  X(And, 2)                                           \
-  X(Or, 2)                                            \
+#define MBS_SYM_OPS(X)                                  \
+  X(Const, 0)                                           \
+  X(Symbol, 0)                                          \
+  X(Add, -1)                                            \
+  X(Mul, -1)                                            \
+  X(Pow, 2)                                             \
+  X(Sin, 1)                                             \
+  X(Cos, 1)                                             \
+  X(Tan, 1)                                             \
+  X(Asin, 1)                                            \
+  X(Acos, 1)                                            \
+  X(Atan, 1)                                            \
+  X(Atan2, 2)                                           \
+  X(Sinh, 1)                                            \
+  X(Cosh, 1)                                            \
+  X(Tanh, 1)                                            \
+  X(Exp, 1)                                             \
+  X(Log, 1)                                             \
+  X(Log10, 1)                                           \
+  X(Sqrt, 1)                                            \
+  X(Abs, 1)                                             \
+  X(Sign, 1)                                            \
+  X(Floor, 1) /* the largest integer <= the argument */ \
+  X(Min, 2)                                             \
+  X(Max, 2)                                             \
+  X(Select, 3) /* Select(c, a, b) = c != 0 ? a : b */   \
+  X(Lt, 2)                                              \
+  X(Le, 2)                                              \
+  X(Gt, 2)                                              \
+  X(Ge, 2)                                              \
+  X(Eq, 2)                                              \
+  X(Ne, 2)                                              \
+  X(And, 2)                                             \
+  X(Or, 2)                                              \
   X(Not, 1)
 
 enum class Op : uint8_t {

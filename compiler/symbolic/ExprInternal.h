@@ -195,6 +195,8 @@ inline double apply_op(Op op, const double* a, uint32_t n) {
       return std::fabs(a[0]);
     case Op::Sign:
       return sign_of(a[0]);
+    case Op::Floor:
+      return std::floor(a[0]);
     case Op::Min:
       return a[0] < a[1] ? a[0] : a[1];
     case Op::Max:

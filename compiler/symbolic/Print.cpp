@@ -94,6 +94,8 @@ std::string_view function_name(Op op) {
       return "abs";
     case Op::Sign:
       return "sign";
+    case Op::Floor:
+      return "floor";
     case Op::Min:
       return "min";
     case Op::Max:

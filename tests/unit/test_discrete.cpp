@@ -145,6 +145,115 @@ end Sampled;
   }
 }
 
+// sample(t0, T) fires at t0 + i T for every i >= 0 (one at the start at the start, before the
+// first row): the controller above written with sample against the same recursion, with every
+// integrator; a second clock with an offset counts its own instants, and 200 instants of a long
+// run keep their times exact (each is computed from t0 and T, so nothing drifts).
+TEST(Discrete, SampleFiresAtEveryInstantOfItsClockWithEveryIntegrator) {
+  auto m = testutil::compile_source("sample", R"mbs(
+model Sampled
+  parameter Real a = 1, K = 2, T = 0.1, t1 = 0.05, T1 = 0.3;
+  Real x(start = 1, fixed = true);
+  discrete Real u "the control, held between samples";
+  Integer k "samples taken";
+  Integer j "instants of the second clock";
+  discrete Real tj(start = -1) "the time of its last instant";
+equation
+  der(x) = -a * x + u;
+  when sample(0, T) then
+    k = pre(k) + 1;
+    u = -K * x;
+  end when;
+  when sample(t1, T1) then
+    j = pre(j) + 1;
+    tj = time;
+  end when;
+end Sampled;
+)mbs");
+  ASSERT_TRUE(m);
+  const int x = output_column(*m, "x"), u = output_column(*m, "u"), k = output_column(*m, "k");
+  const int j = output_column(*m, "j"), tj = output_column(*m, "tj");
+  EXPECT_EQ(m->output_names.size(), 5u) << "the counters of sample() have no columns";
+  const double a = 1, K = 2, T = 0.1, phi = std::exp(-a * T), gamma = (1 - phi) / a;
+  for (rt::SolverKind kind : kAll) {
+    SCOPED_TRACE(std::string(rt::solver_name(kind)));
+    const testutil::Run r = testutil::simulate(*m, options(kind, 1.05));
+    ASSERT_EQ(r.status, rt::SolveStatus::Finished);
+    // the instant t = 0 fired at the start, u = -K x0
+    EXPECT_EQ(col(r, 0, u), -K);
+    EXPECT_EQ(col(r, 0, k), 1.0);
+    EXPECT_EQ(col(r, 0, j), 0.0);
+    // instants 0.1 ... 1.0 of the first clock, 0.05, 0.35, 0.65, 0.95 of the second: 14 events
+    const std::vector<size_t> at = event_rows(r);
+    ASSERT_EQ(at.size(), 14u);
+    double xk = 1.0;
+    size_t s = 0, s1 = 0;
+    const double tol = implicit(kind) ? 1e-6 : 1e-9;
+    for (size_t e : at) {
+      const size_t after = e + 1;
+      if (col(r, after, k) != col(r, e, k)) {
+        ++s;
+        xk = (phi - gamma * K) * xk;
+        EXPECT_NEAR(r.t[after], static_cast<double>(s) * T, 1e-10);
+        EXPECT_EQ(col(r, after, k), static_cast<double>(s + 1));
+        EXPECT_NEAR(col(r, after, x), xk, tol);
+        EXPECT_NEAR(col(r, after, u), -K * col(r, after, x), 1e-14);
+      } else {
+        ++s1;
+        EXPECT_NEAR(r.t[after], 0.05 + static_cast<double>(s1 - 1) * 0.3, 1e-10);
+        EXPECT_EQ(col(r, after, j), static_cast<double>(s1));
+        EXPECT_EQ(col(r, after, tj), r.t[after]);
+        EXPECT_EQ(col(r, after, u), col(r, e, u));  // the other clock does not fire
+      }
+    }
+    EXPECT_EQ(s, 10u);
+    EXPECT_EQ(s1, 4u);
+  }
+  // a long run: the 200th instant of the first clock at 20 s, to the event tolerance
+  const testutil::Run r = testutil::simulate(*m, options(rt::SolverKind::Dopri5, 20.01, 0.01));
+  ASSERT_EQ(r.status, rt::SolveStatus::Finished);
+  const std::vector<size_t> at = event_rows(r);
+  size_t last = 0;
+  for (size_t e : at)
+    if (col(r, e + 1, k) != col(r, e, k)) last = e + 1;
+  EXPECT_EQ(col(r, last, k), 201.0);
+  EXPECT_NEAR(r.t[last], 20.0, 1e-10);
+}
+
+// A clock whose first instants lie before the start of the run skips them: an instant within
+// 1e-9 T of the start fires at the start, the others come at their times. The start is the
+// model's time (an FMU's startTime).
+TEST(Discrete, SampleSkipsTheInstantsBeforeTheStart) {
+  auto m = testutil::compile_source("sample_late", R"mbs(
+model Late
+  parameter Real T = 0.25;
+  Real x(start = 0, fixed = true);
+  Integer k;
+  discrete Real t_first(start = -1);
+equation
+  der(x) = 1;
+  when sample(0, T) then
+    k = pre(k) + 1;
+    t_first = if pre(k) == 0 then time else pre(t_first);
+  end when;
+end Late;
+)mbs");
+  ASSERT_TRUE(m);
+  const int k = output_column(*m, "k"), tf = output_column(*m, "t_first");
+  for (const double t0 : {0.6, 0.75}) {
+    SCOPED_TRACE(t0);
+    rt::CompiledModel late = *m;  // the run starts at the model's time
+    late.v0[static_cast<size_t>(late.slot_time)] = t0;
+    const testutil::Run r = testutil::simulate(late, options(rt::SolverKind::Rk4, 1.6));
+    ASSERT_EQ(r.status, rt::SolveStatus::Finished);
+    // instants 0.75, 1.0, 1.25, 1.5: at the start when t0 = 0.75
+    EXPECT_EQ(col(r, 0, k), t0 == 0.75 ? 1.0 : 0.0);
+    EXPECT_EQ(col(r, r.t.size() - 1, k), 4.0);
+    EXPECT_NEAR(col(r, r.t.size() - 1, tf), 0.75, 1e-10);
+    EXPECT_EQ(event_rows(r).size(), t0 == 0.75 ? 3u : 4u);
+  }
+}
+
 // Event iteration: the bounce toggles b; change(b) and edge(b) are seen in the next iteration of
 // the same event, so m counts every bounce and c every second one (the rising edges of b).
 TEST(Discrete, EdgeAndChangeFireInTheEventIteration) {

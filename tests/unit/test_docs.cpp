@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "compiler/driver/Compile.h"
@@ -22,18 +23,26 @@ std::vector<std::string> modelica_blocks(const std::string& path) {
   std::vector<std::string> blocks;
   std::string line, cur;
   bool inside = false;
+  size_t indent = 0;  // of the opening fence (a block inside a list item is indented)
   while (std::getline(in, line)) {
-    if (!inside && (line.rfind("```modelica", 0) == 0 || line.rfind("```mbs", 0) == 0)) {
+    const size_t first = line.find_first_not_of(' ');
+    const std::string_view text =
+        first == std::string::npos ? std::string_view() : std::string_view(line).substr(first);
+    if (!inside && (text.rfind("```modelica", 0) == 0 || text.rfind("```mbs", 0) == 0)) {
       inside = true;
+      indent = first;
       cur.clear();
       continue;
     }
-    if (inside && line.rfind("```", 0) == 0) {
+    if (inside && text.rfind("```", 0) == 0) {
       inside = false;
       blocks.push_back(cur);
       continue;
     }
-    if (inside) cur += line + "\n";
+    if (inside)
+      cur += (first != std::string::npos && first >= indent ? line.substr(indent)
+                                                            : std::string(text)) +
+             "\n";
   }
   return blocks;
 }

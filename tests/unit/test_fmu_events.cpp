@@ -521,6 +521,50 @@ TEST_P(FmuEvents, SwitchOfASpringStopIsAnEventIndicatorThatCrossesAtContactAndRe
   EXPECT_NEAR(run.x[0], 1.5 - t_release, 1e-9);
 }
 
+// A clock: u = -K x at every instant of sample(0, T). The instant at t = 0 fires at the end of
+// initialization (u = -K x0, k = 1), the others are crossings of the one indicator the clock
+// adds, and x after each follows the exact recursion of the zero-order hold,
+// x_{k+1} = (e^{-aT} - K (1 - e^{-aT})/a) x_k (RK4 at h = 1e-3 on an exponential: 1e-12).
+TEST_P(FmuEvents, SampleIsAClockWhoseInstantsAreEventIndicators) {
+  const int version = GetParam();
+  Exported x;
+  export_me("clock", R"(model Clock
+  parameter Real a = 1, K = 2, T = 0.1;
+  Real x(start = 1, fixed = true);
+  discrete Real u;
+  Integer k;
+equation
+  der(x) = -a * x + u;
+  when sample(0, T) then
+    k = pre(k) + 1;
+    u = -K * x;
+  end when;
+end Clock;
+)",
+            version, {"u", "k"}, x);
+  ASSERT_TRUE(x.vr.count("u") && x.vr.count("k"));
+  EXPECT_EQ(x.vr.count("$sample1.count"), 0u) << "the clock's counters are not variables";
+  MeInstance f(x, 1, 1);
+  ASSERT_TRUE(f.ok());
+  const ImportRun run = run_model_exchange(f, 0.55, 1e-3, {x.vr.at("u"), x.vr.at("k")});
+  ASSERT_FALSE(run.x.empty());
+  ASSERT_EQ(run.events.size(), 5u);
+  const double a = 1, K = 2, T = 0.1, phi = std::exp(-a * T), gamma = (1 - phi) / a;
+  double xk = 1.0;
+  EXPECT_EQ(run.events[0].discrete_before[0], -K);  // fired at initialization
+  EXPECT_EQ(run.events[0].discrete_before[1], 1.0);
+  for (size_t i = 0; i < run.events.size(); ++i) {
+    const Event& e = run.events[i];
+    SCOPED_TRACE("instant " + std::to_string(i + 1));
+    xk = (phi - gamma * K) * xk;
+    EXPECT_NEAR(e.t, static_cast<double>(i + 1) * T, 1e-10);
+    EXPECT_NEAR(e.before[0], xk, 1e-11);
+    EXPECT_FALSE(e.values_changed);
+    EXPECT_EQ(e.discrete_after[1], static_cast<double>(i + 2));
+    EXPECT_NEAR(e.discrete_after[0], -K * e.before[0], 1e-15);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Fmi, FmuEvents, testing::Values(2, 3),
                          [](const testing::TestParamInfo<int>& i) {
                            return "Fmi" + std::to_string(i.param);
