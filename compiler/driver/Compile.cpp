@@ -625,11 +625,15 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
     m->residual(m->v0.data(), r.data());
     std::vector<sym::Expr> rate(m->n_eq(), nullptr);   // d/dt of the position-level rows
     std::vector<std::pair<int32_t, double>> violated;  // position rows, d/dt residual
-    const auto velocity_residual = [&](int32_t i) {
-      std::vector<double> v(m->v0);
-      v.resize(cx.symbol_count(), 0.0);
-      return sym::evaluate(rate[i], v);
+    // the symbol values of the start, rebuilt when the projection changes the velocities (one
+    // copy for all rows: a copy per row made the check quadratic in the model's size)
+    std::vector<double> at_start;
+    const auto take_start = [&] {
+      at_start.assign(m->v0.begin(), m->v0.end());
+      at_start.resize(cx.symbol_count(), 0.0);
     };
+    take_start();
+    const auto velocity_residual = [&](int32_t i) { return sym::evaluate(rate[i], at_start); };
     for (int32_t i = 0; i < m->n_eq(); ++i) {
       auto level = m->eq_level[i];
       if (level != rt::EquationLevel::Position && level != rt::EquationLevel::Velocity) continue;
@@ -643,7 +647,9 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
       }
       if (level != rt::EquationLevel::Position) continue;
       // the velocities must satisfy the differentiated constraint too
-      rate[i] = ders.total_derivative(dae->equations[i].residual);
+      rate[i] = dae->equations[i].velocity_residual
+                    ? dae->equations[i].velocity_residual
+                    : ders.total_derivative(dae->equations[i].residual);
       const double rd = velocity_residual(i);
       if (std::isfinite(rd) && std::fabs(rd) <= 1e-9) continue;
       violated.emplace_back(i, rd);
@@ -664,6 +670,7 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
         if (dae->q[j].fixed_start_der) keep.push_back(j);
       const std::vector<double> before(m->v0);
       const std::string why = rt::project_velocities_by_impulse(*m, m->v0, keep);
+      take_start();
       double worst = 0.0;
       for (int32_t i = 0; i < m->n_eq() && why.empty(); ++i)
         if (rate[i]) worst = std::max(worst, std::fabs(velocity_residual(i)));

@@ -345,8 +345,10 @@ class Flattener {
   std::vector<std::unique_ptr<ClassEntry>> entries_;
   std::map<const ast::ClassDef*, const ClassEntry*> entry_of_;
   std::vector<Instance*> scalars_;  // by var index
-  size_t instances_ = 0;            // made so far, at most options_.max_instances
-  size_t iterations_ = 0;           // bodies of comprehensions and reductions evaluated so far
+  // the values of modifiers of arrays, by (expression, scope) (eval_mod_value)
+  std::map<std::pair<const ast::Expr*, Instance*>, Value> array_mod_values_;
+  size_t instances_ = 0;   // made so far, at most options_.max_instances
+  size_t iterations_ = 0;  // bodies of comprehensions and reductions evaluated so far
   // Inside the body of a when-equation: the branch being filled (reinit, pre allowed).
   FlatWhenBranch* when_body_ = nullptr;
   // While the condition of a when-equation is evaluated (initial(), terminal() allowed).
@@ -829,7 +831,18 @@ Expr Flattener::binding_of(size_t var, Span use) {
 }
 
 Value Flattener::eval_mod_value(const ModEntry& m) {
-  Value v = eval(*m.value, Scope{m.scope, nullptr});
+  // The value of a modifier of an array is evaluated once and each element picks its part (it
+  // was evaluated again for every element: start = {f(i) for i in 1:n} took O(n^2)).
+  Value v;
+  if (m.pick.empty()) {
+    v = eval(*m.value, Scope{m.scope, nullptr});
+  } else {
+    const auto key = std::make_pair(m.value, m.scope);
+    auto it = array_mod_values_.find(key);
+    if (it == array_mod_values_.end())
+      it = array_mod_values_.emplace(key, eval(*m.value, Scope{m.scope, nullptr})).first;
+    v = it->second;
+  }
   for (int idx : m.pick) {
     if (v.shape.empty()) break;  // a scalar applies to every element
     int n = v.shape[0];
