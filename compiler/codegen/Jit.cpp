@@ -314,6 +314,7 @@ struct JitModule::Impl {
   size_t cache_hits = 0, objects = 0;
   std::vector<CacheDamage> cache_damage;
   std::vector<std::string> object_bytes;  // the linked object files (JitModule::object_files)
+  std::vector<std::string> optimised;     // JitModule::optimised_kernels
 
   // Links the jobs' objects (copies: the objects stay with the jobs, to be linked again if this
   // fails) into a new JIT and looks up every kernel. Returns "" or the error, and then sets
@@ -369,6 +370,10 @@ std::string JitModule::Impl::link(HostTarget& host, const std::vector<Job>& jobs
     }
   }
   return {};
+}
+
+std::vector<std::string> JitModule::optimised_kernels() const {
+  return impl_->optimised;
 }
 
 std::vector<std::string> JitModule::object_files() const {
@@ -432,25 +437,33 @@ std::unique_ptr<JitModule> JitModule::compile(const sym::Context& cx,
   timer.step("partition");
   std::vector<KernelSpec> normal;
   std::vector<KernelSpec> huge;
+  std::vector<std::string> optimised_names;
   size_t optimised_nodes = 0, huge_nodes = 0;
   std::vector<size_t> huge_size;
   for (const KernelSpec& k : unique) {
-    // size: computed nodes plus stores (a kernel of a few nodes can have thousands of outputs)
-    size_t nodes = sym::topological_order(k.outputs).size() + k.outputs.size();
+    // size: computed nodes plus stores (a kernel of a few nodes can have thousands of outputs);
+    // memory operations: the symbols loaded plus the stores
+    const std::vector<sym::Expr> order = sym::topological_order(k.outputs);
+    size_t nodes = order.size() + k.outputs.size();
+    size_t memory = k.outputs.size();
+    for (sym::Expr n : order) memory += n->is_symbol() ? 1 : 0;
     bool is_huge =
         options.opt_level > 0 && (nodes > options.max_optimised_kernel_nodes ||
+                                  memory > options.max_optimised_kernel_memory ||
                                   optimised_nodes + nodes > options.max_optimised_total_nodes);
     if (options.opt_level == 0) is_huge = true;
     if (!is_huge) optimised_nodes += nodes;
     if (debug_enabled())
-      std::fprintf(stderr, "[mbs jit] kernel %-18s %7zu nodes, %6zu outputs, O%d\n", k.name.c_str(),
-                   nodes, k.outputs.size(), is_huge ? 0 : options.opt_level);
+      std::fprintf(stderr, "[mbs jit] kernel %-18s %7zu nodes, %6zu outputs, %6zu memory, O%d\n",
+                   k.name.c_str(), nodes, k.outputs.size(), memory,
+                   is_huge ? 0 : options.opt_level);
     if (is_huge) {
       huge.push_back(k);
       huge_size.push_back(nodes);
       huge_nodes += nodes;
     } else {
       normal.push_back(k);
+      optimised_names.push_back(k.name);
     }
   }
   // Jobs: the optimised module, and the O0 kernels in up to `threads` modules of similar size;
@@ -536,7 +549,10 @@ std::unique_ptr<JitModule> JitModule::compile(const sym::Context& cx,
   for (const auto& [name, target] : aliases) {
     im.kernels.emplace(name, im.kernels.at(target));
     im.code_symbol.emplace(name, target);
+    if (std::find(optimised_names.begin(), optimised_names.end(), target) != optimised_names.end())
+      optimised_names.push_back(name);
   }
+  im.optimised = std::move(optimised_names);
   for (Job& job : jobs) {
     im.cache_hits += job.cache.hit ? 1 : 0;
     for (CacheDamage& d : job.cache.damage) im.cache_damage.push_back(std::move(d));
