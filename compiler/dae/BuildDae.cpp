@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <ostream>
 #include <set>
@@ -15,7 +16,89 @@
 
 namespace mbs {
 
-std::vector<int> bipartite_matching(const std::vector<std::vector<int>>& adj, int n_cols) {
+// Breadth-first layers from the free rows, then vertex-disjoint shortest augmenting paths by
+// depth-first search along the layers (iterative: a chain of 10^5 equations gives paths that
+// long).
+std::vector<int> hopcroft_karp(const std::vector<std::vector<int>>& adj, int n_cols) {
+  const int n_rows = static_cast<int>(adj.size());
+  constexpr int kInf = std::numeric_limits<int>::max();
+  std::vector<int> row_of_col(static_cast<size_t>(n_cols), -1);
+  std::vector<int> col_of_row(static_cast<size_t>(n_rows), -1);
+  std::vector<int> dist(static_cast<size_t>(n_rows));
+  std::vector<size_t> next(static_cast<size_t>(n_rows));
+  std::vector<int> queue, stack, cols;
+  // a greedy start
+  for (int r = 0; r < n_rows; ++r)
+    for (int c : adj[static_cast<size_t>(r)])
+      if (row_of_col[static_cast<size_t>(c)] < 0) {
+        row_of_col[static_cast<size_t>(c)] = r;
+        col_of_row[static_cast<size_t>(r)] = c;
+        break;
+      }
+  for (;;) {
+    queue.clear();
+    for (int r = 0; r < n_rows; ++r) {
+      const bool free_row = col_of_row[static_cast<size_t>(r)] < 0;
+      dist[static_cast<size_t>(r)] = free_row ? 0 : kInf;
+      if (free_row) queue.push_back(r);
+    }
+    int free_dist = kInf;  // the layer at which a free column is reached
+    for (size_t h = 0; h < queue.size(); ++h) {
+      const int u = queue[h];
+      const int du = dist[static_cast<size_t>(u)];
+      if (du >= free_dist) break;
+      for (int c : adj[static_cast<size_t>(u)]) {
+        const int w = row_of_col[static_cast<size_t>(c)];
+        if (w < 0) {
+          if (free_dist == kInf) free_dist = du + 1;
+        } else if (dist[static_cast<size_t>(w)] == kInf) {
+          dist[static_cast<size_t>(w)] = du + 1;
+          queue.push_back(w);
+        }
+      }
+    }
+    if (free_dist == kInf) break;  // no augmenting path: maximum
+    std::fill(next.begin(), next.end(), 0);
+    for (int r0 = 0; r0 < n_rows; ++r0) {
+      if (col_of_row[static_cast<size_t>(r0)] >= 0 || dist[static_cast<size_t>(r0)] != 0) continue;
+      stack.assign(1, r0);
+      cols.clear();
+      while (!stack.empty()) {
+        const int u = stack.back();
+        const auto uz = static_cast<size_t>(u);
+        if (next[uz] == adj[uz].size()) {  // no path on from u in this phase
+          dist[uz] = kInf;
+          stack.pop_back();
+          if (!cols.empty()) cols.pop_back();
+          continue;
+        }
+        const int c = adj[uz][next[uz]++];
+        const int w = row_of_col[static_cast<size_t>(c)];
+        if (w < 0) {
+          if (dist[uz] + 1 != free_dist) continue;
+          cols.push_back(c);
+          for (size_t k = 0; k < stack.size(); ++k) {
+            col_of_row[static_cast<size_t>(stack[k])] = cols[k];
+            row_of_col[static_cast<size_t>(cols[k])] = stack[k];
+          }
+          break;
+        }
+        if (dist[static_cast<size_t>(w)] == dist[uz] + 1) {
+          cols.push_back(c);
+          stack.push_back(w);
+        }
+      }
+    }
+  }
+  return col_of_row;
+}
+
+namespace {
+
+// The first matching algorithm (greedy start, then an augmenting path by depth-first search for
+// each free row): O(V E) on long chains, kept for the diagnostics of a matching that is not
+// perfect, whose notes name the rows and columns it leaves free.
+std::vector<int> augmenting_dfs(const std::vector<std::vector<int>>& adj, int n_cols) {
   int n_rows = static_cast<int>(adj.size());
   std::vector<int> row_of_col(n_cols, -1), col_of_row(n_rows, -1);
   std::vector<int> visited(n_cols, -1);
@@ -65,6 +148,16 @@ std::vector<int> bipartite_matching(const std::vector<std::vector<int>>& adj, in
     }
   }
   return col_of_row;
+}
+
+}  // namespace
+
+std::vector<int> bipartite_matching(const std::vector<std::vector<int>>& adj, int n_cols) {
+  std::vector<int> match = hopcroft_karp(adj, n_cols);
+  if (static_cast<int>(adj.size()) == n_cols &&
+      std::all_of(match.begin(), match.end(), [](int c) { return c >= 0; }))
+    return match;                      // perfect
+  return augmenting_dfs(adj, n_cols);  // the same size; the diagnostics name what it leaves free
 }
 
 namespace {
@@ -171,6 +264,7 @@ struct Builder {
   // The when-equations in the unknowns; each reinit target resolved to the state it sets (a q,
   // its der(q), or a y), else reinit_not_state.
   bool resolve_whens() {
+    if (flat.whens.empty()) return true;
     std::unordered_map<uint32_t, const char*> state_kind;
     for (const auto& u : dae.q) {
       state_kind[u.symbol] = "q";
@@ -182,10 +276,14 @@ struct Builder {
       state_kind[u.d1] = "a derivative of a first-order state";
     }
     for (const auto& u : dae.z) state_kind[u.symbol] = "an algebraic variable";
+    // the eliminated variables by symbol (a loop over every variable per elimination was
+    // quadratic in the model's size)
+    std::unordered_map<std::string_view, uint32_t> symbol_of_name;
+    for (const auto& v : flat.vars) symbol_of_name.emplace(v.name, v.symbol);
     std::unordered_map<uint32_t, const Elimination*> eliminated_as;
     for (const auto& el : dae.eliminated)
-      for (const auto& v : flat.vars)
-        if (v.name == el.name) eliminated_as[v.symbol] = &el;
+      if (auto it = symbol_of_name.find(el.name); it != symbol_of_name.end())
+        eliminated_as[it->second] = &el;
     for (const FlatWhen& fw : flat.whens) {
       DaeWhen w;
       w.span = fw.span;

@@ -124,7 +124,12 @@ std::optional<SymbolicDae> build_dae(const FlatModel& flat, sym::Context& cx, De
 void print_dae(std::ostream& os, const sym::Context& cx, const SymbolicDae& dae);
 
 // Maximum-cardinality bipartite matching (rows to columns). adjacency[r] lists the columns of
-// row r. Returns match_of_row (column or -1).
+// row r. Returns match_of_row (column or -1). A perfect matching comes from hopcroft_karp; when
+// there is none, the matching is the one of a greedy start and depth-first augmenting paths in
+// row order (O(V E), but deterministic in what it leaves free, which the diagnostics name).
 std::vector<int> bipartite_matching(const std::vector<std::vector<int>>& adjacency, int n_cols);
+
+// A maximum matching by Hopcroft and Karp, O(E sqrt(V)); the same result format.
+std::vector<int> hopcroft_karp(const std::vector<std::vector<int>>& adjacency, int n_cols);
 
 }  // namespace mbs
