@@ -320,6 +320,7 @@ class Flattener {
                    const std::string& origin);
   uint32_t pre_symbol_of(uint32_t var);
   Expr sample_trigger(Expr start, Expr interval, Span span);
+  Expr event_floor(Expr u, Scope s, Span span, bool truncate = false);
   uint32_t hidden_discrete(const std::string& name, Span span);
   void finish_discrete();
   void add_connect(const ast::Equation& eq, Scope s);
@@ -367,10 +368,13 @@ class Flattener {
   };
   std::vector<PreUse> pre_uses_;
   std::unordered_map<uint32_t, uint32_t> pre_symbol_;  // variable -> the symbol of pre(x)
-  // sample(start, interval) as used: (start, interval) -> its trigger; the when-equations that
-  // count its instants, added to flat_.whens by finish_discrete
+  // sample(start, interval) as used: (start, interval) -> its trigger; the hidden when-equations
+  // (of sample and floor), added to flat_.whens by finish_discrete
   std::map<std::pair<uint32_t, uint32_t>, Expr> sample_trigger_;
-  std::vector<FlatWhen> sample_whens_;
+  // floor(u) (truncation of u) of a u that varies in time, by (u, truncate): its value
+  std::map<std::pair<uint32_t, bool>, Expr> event_floor_;
+  int no_event_depth_ = 0;  // inside noEvent(...) or smooth(p, ...)
+  std::vector<FlatWhen> hidden_whens_;
   // Inside an `initial equation` section: its equations go to FlatModel::initial_equations.
   bool initial_section_ = false;
   // lazy binding evaluation state per var: 0 not yet, 1 in progress, 2 done, 3 failed
@@ -1696,17 +1700,54 @@ Value Flattener::eval_call(const ast::Expr& e, Scope s) {
     return out;
   }
   if (name == "noEvent" || name == "smooth" || name == "homotopy") {
+    // the switches inside do not stop the solvers, and floor() & co. inside are plain functions
+    const auto quiet = [&](size_t i) {
+      ++no_event_depth_;
+      try {
+        Value v = arg(i);
+        --no_event_depth_;
+        return v;
+      } catch (...) {
+        --no_event_depth_;
+        throw;
+      }
+    };
     if (name == "smooth") {  // smooth(p, e): e is p times differentiable: no switch events
       need(2, 2);
-      Value v = arg(1);
+      Value v = quiet(1);
       flat_.no_event.insert(flat_.no_event.end(), v.elems.begin(), v.elems.end());
       return v;
     }
     need(1, 2);
-    Value v = arg(0);
+    Value v = name == "noEvent" ? quiet(0) : arg(0);
     if (name == "noEvent")
       flat_.no_event.insert(flat_.no_event.end(), v.elems.begin(), v.elems.end());
     return v;
+  }
+  if (name == "floor" || name == "ceil" || name == "integer") {
+    // piecewise constant: where the argument varies in time, the value changes at events
+    need(1, 1);
+    Value v = arg(0);
+    if (v.is_string) fail(DiagKind::type_error, e.span, {"'" + full + "' of a string"});
+    for (Expr& x : v.elems)
+      x = name == "ceil" ? cx_.neg(event_floor(cx_.neg(x), s, e.span)) : event_floor(x, s, e.span);
+    v.type = name == "integer" ? ScalarType::Integer : ScalarType::Real;
+    return v;
+  }
+  if (name == "div" || name == "mod" || name == "rem") {
+    // div(x, y): x / y truncated toward zero; mod(x, y) = x - floor(x / y) y;
+    // rem(x, y) = x - div(x, y) y (Modelica's definitions)
+    need(2, 2);
+    const Value a = arg(0), b = arg(1);
+    Expr x = scalar_of(a, e.args[0]->span, ("an argument of " + name).c_str());
+    Expr y = scalar_of(b, e.args[1]->span, ("an argument of " + name).c_str());
+    Expr q = cx_.div(x, y);
+    Expr d = name == "mod" ? nullptr : event_floor(q, s, e.span, true);
+    const bool integers = a.type == ScalarType::Integer && b.type == ScalarType::Integer;
+    const ScalarType type = integers ? ScalarType::Integer : ScalarType::Real;
+    if (name == "div") return Value::of(d, type);
+    if (name == "mod") return Value::of(cx_.sub(x, cx_.mul(event_floor(q, s, e.span), y)), type);
+    return Value::of(cx_.sub(x, cx_.mul(d, y)), type);
   }
   if (name == "atan2") {
     need(2, 2);
@@ -3157,10 +3198,80 @@ Expr Flattener::sample_trigger(Expr start, Expr interval, Span span) {
                 assign(n, cx_.add(cx_.symbol(pn), cx_.one()))};
   w.branches.push_back(std::move(b0));
   w.branches.push_back(std::move(b1));
-  sample_whens_.push_back(std::move(w));
+  hidden_whens_.push_back(std::move(w));
   const Expr trigger = cx_.binary(sym::Op::Ne, cx_.symbol(n), cx_.symbol(pn));
   sample_trigger_.emplace(key, trigger);
   return trigger;
+}
+
+// floor(u). Where u is a parameter expression, inside a when-equation (evaluated at its event),
+// an initial equation, a function, or noEvent(...), it is the plain function. Otherwise it is
+// piecewise constant and changes at events, as in Modelica: a hidden discrete k holds it,
+//   when initial() then k = floor(u);
+//   elsewhen u >= k + 1 or u < k then k = floor(u);
+//   end when;
+// so every solver locates the instant u reaches the next integer (or falls below k) like any
+// crossing, and no step integrates across the jump.
+//
+// With `truncate`, u truncated toward zero (div): the value select(u >= 0, floor(u), -floor(-u)),
+// which stays k while u is in [k, k + 1) for k > 0, in (k - 1, k] for k < 0, in (-1, 1) for k = 0.
+Expr Flattener::event_floor(Expr u, Scope s, Span span, bool truncate) {
+  const auto plain = [&] {
+    const Expr f = cx_.unary(sym::Op::Floor, u);
+    if (!truncate) return f;
+    return cx_.select(cx_.binary(sym::Op::Ge, u, cx_.zero()), f,
+                      cx_.neg(cx_.unary(sym::Op::Floor, cx_.neg(u))));
+  };
+  if (u->is_const() || !varies_in_time(u) || no_event_depth_ > 0 || s.frame ||
+      when_body_ != nullptr || when_condition_ || initial_section_)
+    return plain();
+  const auto key = std::make_pair(u->id, truncate);
+  if (auto it = event_floor_.find(key); it != event_floor_.end()) return it->second;
+  const uint32_t k = hidden_discrete(
+      fmt::format("${}{}", truncate ? "div" : "floor", event_floor_.size() + 1), span);
+  if (flat_.initial_symbol < 0) {
+    flat_.initial_symbol = cx_.new_symbol("initial()");
+    ders_.set_constant(static_cast<uint32_t>(flat_.initial_symbol));
+  }
+  const std::string text = source_text(span);
+  const auto assign = [&] {
+    FlatReinit a;
+    a.var = k;
+    a.value = plain();
+    a.span = span;
+    a.text = fmt::format("the value of {} at the event", text);
+    return a;
+  };
+  const Expr kx = cx_.symbol(k);
+  FlatWhen w;
+  w.span = span;
+  FlatWhenBranch b0;
+  b0.condition = cx_.symbol(static_cast<uint32_t>(flat_.initial_symbol));
+  b0.condition_span = span;
+  b0.condition_text = "initial()  (the start of " + text + ")";
+  b0.assigns = {assign()};
+  FlatWhenBranch b1;
+  const Expr up = cx_.binary(sym::Op::Ge, u, cx_.add(kx, cx_.one()));
+  if (!truncate) {
+    b1.condition = cx_.binary(sym::Op::Or, up, cx_.binary(sym::Op::Lt, u, kx));
+  } else {
+    const auto both = [&](sym::Op k_op, Expr u_rel) {
+      return cx_.binary(sym::Op::And, cx_.binary(k_op, kx, cx_.zero()), u_rel);
+    };
+    const Expr down = cx_.binary(sym::Op::Le, u, cx_.sub(kx, cx_.one()));
+    b1.condition = cx_.binary(
+        sym::Op::Or, cx_.binary(sym::Op::Or, both(sym::Op::Ge, up), both(sym::Op::Le, down)),
+        cx_.binary(sym::Op::Or, both(sym::Op::Gt, cx_.binary(sym::Op::Lt, u, kx)),
+                   both(sym::Op::Lt, cx_.binary(sym::Op::Gt, u, kx))));
+  }
+  b1.condition_span = span;
+  b1.condition_text = text + " reaching the next integer";
+  b1.assigns = {assign()};
+  w.branches.push_back(std::move(b0));
+  w.branches.push_back(std::move(b1));
+  hidden_whens_.push_back(std::move(w));
+  event_floor_.emplace(key, kx);
+  return kx;
 }
 
 // At the end of flattening: the variables assigned in when-equations become discrete; pre, edge
@@ -3169,8 +3280,8 @@ Expr Flattener::sample_trigger(Expr start, Expr interval, Span span) {
 // that reads another's new value comes after it (a cycle is an algebraic loop), and the new values
 // are substituted into the later assignments and the reinits of the branch.
 void Flattener::finish_discrete() {
-  for (FlatWhen& w : sample_whens_) flat_.whens.push_back(std::move(w));
-  sample_whens_.clear();
+  for (FlatWhen& w : hidden_whens_) flat_.whens.push_back(std::move(w));
+  hidden_whens_.clear();
   std::unordered_set<uint32_t> discrete;
   for (const FlatVar& v : flat_.vars)
     if (v.role == VarRole::Discrete) discrete.insert(v.symbol);

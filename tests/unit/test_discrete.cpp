@@ -254,6 +254,87 @@ end Late;
   }
 }
 
+// floor, ceil, integer, div, mod and rem of values that vary in time change at events, as in
+// Modelica: on x = t^2/2, floor(x) steps at t_k = sqrt(2k), every integrator stops there (to
+// 1e-10), and y = integral of floor(x) is exact between them: y(T) = sum_k (T - t_k). ceil(-x),
+// integer(x) and rem(x, 1) step at the same instants, div(-x - 0.5, 1) at x = k - 1/2, and
+// mod(time, 0.3) at multiples of 0.3. Inside noEvent(...) floor is the plain function: no
+// events.
+TEST(Discrete, FloorAndItsRelativesChangeAtEventsWithEveryIntegrator) {
+  auto m = testutil::compile_source("floors", R"mbs(
+model Floors
+  Real x(start = 0, fixed = true), v(start = 0, fixed = true);
+  Real y(start = 0, fixed = true) "integral of floor(x)";
+  Real yq(start = 0, fixed = true) "integral of noEvent(floor(x + 0.25))";
+  Real f, c, i, d, r, s;
+equation
+  der(x) = v;
+  der(v) = 1;
+  f = floor(x);
+  c = ceil(-x);
+  i = integer(x);
+  d = div(-x - 0.5, 1);
+  r = rem(x, 1);
+  s = mod(time, 0.3);
+  der(y) = f;
+  der(yq) = noEvent(floor(x + 0.25));
+end Floors;
+)mbs");
+  ASSERT_TRUE(m);
+  const int f = output_column(*m, "f"), c = output_column(*m, "c"), i = output_column(*m, "i");
+  const int d = output_column(*m, "d"), r = output_column(*m, "r"), s = output_column(*m, "s");
+  const int y = output_column(*m, "y"), yq = output_column(*m, "yq"), x = output_column(*m, "x");
+  const double T = 2.9;  // t_k = sqrt(2k): 1.414, 2, 2.449, 2.828; time = 0.3 k: 9 instants
+  double y_exact = 0.0;
+  for (int k = 1; std::sqrt(2.0 * k) < T; ++k) y_exact += T - std::sqrt(2.0 * k);
+  double yq_exact = 0.0;  // floor(x + 1/4) steps at t = sqrt(2k - 1/2)
+  for (int k = 1; std::sqrt(2.0 * k - 0.5) < T; ++k) yq_exact += T - std::sqrt(2.0 * k - 0.5);
+  for (rt::SolverKind kind : kAll) {
+    SCOPED_TRACE(std::string(rt::solver_name(kind)));
+    const testutil::Run run = testutil::simulate(*m, options(kind, T));
+    ASSERT_EQ(run.status, rt::SolveStatus::Finished);
+    const std::vector<size_t> at = event_rows(run);
+    ASSERT_EQ(at.size(), 4u + 9u + 4u);
+    size_t k = 0, j = 0, jd = 0;
+    for (size_t e : at) {
+      const size_t after = e + 1;
+      if (col(run, after, f) != col(run, e, f)) {
+        ++k;
+        EXPECT_NEAR(run.t[after], std::sqrt(2.0 * static_cast<double>(k)), 1e-10);
+        const double kk = static_cast<double>(k);
+        EXPECT_EQ(col(run, after, f), kk);
+        EXPECT_EQ(col(run, after, i), kk);
+        EXPECT_EQ(col(run, after, c), -kk);
+        EXPECT_NEAR(col(run, after, r), col(run, after, x) - kk, 1e-12);
+        EXPECT_EQ(col(run, e, f), kk - 1.0);  // before
+      } else if (col(run, after, s) < col(run, e, s)) {
+        ++j;
+        EXPECT_NEAR(run.t[after], 0.3 * static_cast<double>(j), 1e-10);
+        EXPECT_NEAR(col(run, e, s), 0.3, 1e-9);  // the sawtooth just before its jump
+        EXPECT_NEAR(col(run, after, s), 0.0, 1e-9);
+      } else {
+        ++jd;  // div's instants, checked below
+      }
+    }
+    EXPECT_EQ(k, 4u);
+    EXPECT_EQ(j, 9u);
+    EXPECT_EQ(jd, 4u);
+    // div(-x - 0.5, 1) = -floor(x + 0.5): it steps where x = k - 1/2, t = sqrt(2k - 1)
+    for (int h = 1; h <= 4; ++h) {
+      const double th = std::sqrt(2.0 * h - 1.0);
+      size_t row = 0;
+      while (row + 1 < run.t.size() && run.t[row + 1] < th - 1e-9) ++row;
+      EXPECT_EQ(col(run, row, d), -static_cast<double>(h - 1)) << th;
+      EXPECT_EQ(col(run, row + 2, d), -static_cast<double>(h)) << th;
+    }
+    const std::vector<double>& last = run.rows.back();
+    EXPECT_NEAR(last[static_cast<size_t>(y)], y_exact, 1e-9);
+    // noEvent: no events at x = k - 1/4 (the counts above), the steps across them integrate the
+    // jump as it comes: close, not exact
+    EXPECT_NEAR(last[static_cast<size_t>(yq)], yq_exact, 1e-2);
+  }
+}
+
 // Event iteration: the bounce toggles b; change(b) and edge(b) are seen in the next iteration of
 // the same event, so m counts every bounce and c every second one (the rising edges of b).
 TEST(Discrete, EdgeAndChangeFireInTheEventIteration) {
