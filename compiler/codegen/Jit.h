@@ -47,6 +47,14 @@ struct JitOptions {
   // 512 loads and 512 stores 0.36 s, 800 of each 1.0 s; at O0 0.03 s), while the few nodes per
   // output of such a kernel gain little from optimisation. SIZE_MAX disables the limit.
   size_t max_optimised_kernel_memory = 512;
+  // A kernel with at least this many outputs computes the outputs that share a shape (the same
+  // operations on other symbols: the equations of one for-loop) by a loop over a table of their
+  // symbols instead of straight-line code (LowerToLlvm.cpp): code generation then grows with the
+  // number of shapes, not of outputs (the 10^5-equation chain: 6.8 s -> 0.34 s). The loops run
+  // up to 20 % slower than straight-line code at O0 on multibody kernels (the 100- and
+  // 1,000-link chains), at the same speed on the ODE chain of 20,000 (docs/performance.md), so
+  // only kernels beyond this size take them. SIZE_MAX: never.
+  size_t loop_min_outputs = 32768;
   // Threads for the O0 modules (0: one per hardware thread). The optimised module is compiled on
   // the calling thread meanwhile.
   unsigned threads = 0;

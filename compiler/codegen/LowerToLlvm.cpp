@@ -15,6 +15,17 @@
 // (at most kMaxCrossing values; a kernel that would need more stays one function). Outputs are
 // stored in the part that computes them; the status is the loop over out.
 //
+// In a kernel with at least JitOptions::loop_min_outputs outputs, the outputs that share a shape
+// -- the same operations, with the same constants, on other symbols, as the equations of one
+// for-loop or one array of components give -- are computed by a loop instead: an internal
+// function `name.loop<g>(v, out)` whose body is the shape once, its leaves loaded through a
+// constant table of symbol slots, its result stored through a table of output indices. Only
+// outputs whose own DAG has at most kTemplateMaxNodes nodes take part (a shared subexpression is
+// computed again by each), and only shapes of at least kLoopMinInstances outputs. Code
+// generation then grows with the number of shapes instead of outputs. Each loop computes its
+// outputs with the same operations in the same order as the straight-line code, so the results
+// are identical.
+//
 // The IR implements exactly the semantics of the interpreter (sym::evaluate): sums and products
 // combine their operands left to right in stored order, no fast-math flags are set (so LLVM
 // cannot reassociate or contract into fma: results are reproducible against the interpreter),
@@ -26,11 +37,13 @@
 
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/Function.h>
+#include <llvm/IR/GlobalVariable.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/Module.h>
 
 #include <cmath>
+#include <cstdio>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -135,18 +148,88 @@ constexpr uint64_t kStatusChainMax = 32;
 // may cross from one part to a later one (the stack array of the kernel: 512 KiB).
 constexpr size_t kChunkNodes = 4096;
 constexpr size_t kMaxCrossing = 65536;
+// Loops over repeated outputs (see the file comment): an output whose own DAG has at most
+// kTemplateMaxNodes nodes; a shape shared by at least kLoopMinInstances outputs.
+constexpr size_t kTemplateMaxNodes = 64;
+constexpr size_t kLoopMinInstances = 32;
+
+// Outputs of one shape: the same operations on different symbols. `outputs` are indices into the
+// kernel's outputs, `symbols` their leaf symbols (n_leaves per output, in the template's order).
+struct LoopGroup {
+  std::vector<size_t> outputs;
+  std::vector<uint32_t> symbols;
+  size_t n_leaves = 0;
+  std::vector<Expr> order;  // the first output's DAG, topological: the template
+};
+
+// The output's own DAG in topological order (its leaves first seen first), or empty when it has
+// more than kTemplateMaxNodes nodes; `shape` gets a text that is equal for two outputs exactly
+// when the same operations apply to their leaves: per node its op, and its arguments' local
+// numbers, a constant's value (constants are part of the shape), a symbol's leaf number.
+std::vector<Expr> output_shape(Expr root, std::string& shape, std::vector<uint32_t>& leaves) {
+  shape.clear();
+  leaves.clear();
+  std::vector<Expr> order;
+  sym::detail::NodeMap<uint32_t> local(32);
+  std::vector<std::pair<Expr, uint32_t>> stack{{root, 0}};
+  while (!stack.empty()) {  // iterative post-order
+    auto& [n, next] = stack.back();
+    if (local.find(n) != nullptr) {
+      stack.pop_back();
+      continue;
+    }
+    if (next < n->nargs) {
+      Expr a = n->args[next++];
+      if (local.find(a) == nullptr) stack.push_back({a, 0});
+      continue;
+    }
+    const Expr done = n;
+    stack.pop_back();
+    if (local.find(done) != nullptr) continue;
+    local.insert(done, static_cast<uint32_t>(order.size()));
+    order.push_back(done);
+    if (order.size() > kTemplateMaxNodes) return {};
+    shape += std::to_string(static_cast<int>(done->op));
+    if (done->is_symbol()) {
+      shape += "s" + std::to_string(leaves.size());
+      leaves.push_back(done->symbol);
+    } else if (done->is_const()) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "c%a", done->value);
+      shape += buf;
+    } else {
+      for (uint32_t i = 0; i < done->nargs; ++i)
+        shape += "," + std::to_string(*local.find(done->args[i]));
+    }
+    shape += ";";
+  }
+  return order;
+}
 
 class KernelLowering {
  public:
-  KernelLowering(const sym::Context& cx, llvm::Module& m)
-      : cx_(cx), m_(m), b_(m.getContext()), f64_(b_.getDoubleTy()) {}
+  KernelLowering(const sym::Context& cx, llvm::Module& m, size_t loop_min_outputs)
+      : cx_(cx),
+        m_(m),
+        b_(m.getContext()),
+        f64_(b_.getDoubleTy()),
+        loop_min_outputs_(loop_min_outputs) {}
 
   void lower(const KernelSpec& k) {
-    std::vector<Expr> order = sym::topological_order(k.outputs);
+    // outputs of a repeated shape are computed by loops, the others by straight-line code
+    std::vector<LoopGroup> groups = loop_groups(k);
+    std::vector<char> in_loop(k.outputs.size(), 0);
+    for (const LoopGroup& g : groups)
+      for (size_t i : g.outputs) in_loop[i] = 1;
+    std::vector<Expr> rest;
+    for (size_t i = 0; i < k.outputs.size(); ++i)
+      if (!in_loop[i]) rest.push_back(k.outputs[i]);
+    std::vector<Expr> order = sym::topological_order(rest);
     // each output is stored as soon as its node is computed, so no value stays live to the end
     // of the function (register pressure, and with it code generation time, stays bounded)
     std::unordered_map<Expr, std::vector<size_t>> outputs_of;
-    for (size_t i = 0; i < k.outputs.size(); ++i) outputs_of[k.outputs[i]].push_back(i);
+    for (size_t i = 0; i < k.outputs.size(); ++i)
+      if (!in_loop[i]) outputs_of[k.outputs[i]].push_back(i);
     auto store = [&](Expr n) {
       auto it = outputs_of.find(n);
       if (it == outputs_of.end()) return;
@@ -154,7 +237,9 @@ class KernelLowering {
       for (size_t i : it->second) b_.CreateStore(x, b_.CreateConstInBoundsGEP1_64(f64_, out_, i));
     };
     llvm::Function* fn = declare_kernel(k.name);
-    const bool split = lower_split(k, order, fn, store);
+    std::vector<llvm::Function*> loops;
+    for (size_t g = 0; g < groups.size(); ++g) loops.push_back(lower_loop(k, groups[g], g));
+    bool split = lower_split(k, order, fn, store);
     if (!split) {
       begin_body(fn);
       for (Expr n : order) {
@@ -162,6 +247,8 @@ class KernelLowering {
         store(n);
       }
     }
+    for (llvm::Function* loop : loops) b_.CreateCall(loop, {v_, out_});
+    split |= !loops.empty();  // the status: the loop over out
     // Status: the first output that is NaN or +-inf. A few outputs: a select chain over their
     // values (straight-line code, cheapest to compile and run); many, or a split kernel: a loop
     // over what was stored (a chain would keep every value live to the end of the function).
@@ -272,6 +359,91 @@ class KernelLowering {
     llvm::Value* tmp = b_.CreateAlloca(f64_, b_.getInt64(std::max<uint32_t>(n_slots, 1)), "tmp");
     for (llvm::Function* part : parts) b_.CreateCall(part, {v_, out_, tmp});
     return true;
+  }
+
+  // The shapes of the kernel's outputs shared by at least kLoopMinInstances outputs, in the order
+  // of their first output.
+  std::vector<LoopGroup> loop_groups(const KernelSpec& k) {
+    std::vector<LoopGroup> groups;
+    if (k.outputs.size() < loop_min_outputs_) return groups;
+    std::unordered_map<std::string, size_t> group_of;
+    std::vector<LoopGroup> all;
+    std::string shape;
+    std::vector<uint32_t> leaves;
+    for (size_t i = 0; i < k.outputs.size(); ++i) {
+      std::vector<Expr> order = output_shape(k.outputs[i], shape, leaves);
+      if (order.empty()) continue;
+      auto [it, fresh] = group_of.try_emplace(shape, all.size());
+      if (fresh) {
+        all.emplace_back();
+        all.back().n_leaves = leaves.size();
+        all.back().order = std::move(order);
+      }
+      LoopGroup& g = all[it->second];
+      g.outputs.push_back(i);
+      g.symbols.insert(g.symbols.end(), leaves.begin(), leaves.end());
+    }
+    for (LoopGroup& g : all)
+      if (g.outputs.size() >= kLoopMinInstances) groups.push_back(std::move(g));
+    return groups;
+  }
+
+  // void name.loop<g>(v, out): for each output of the group, load its leaves through the group's
+  // table of symbols, compute the template, store to out through the table of output indices.
+  llvm::Function* lower_loop(const KernelSpec& k, const LoopGroup& g, size_t index) {
+    llvm::LLVMContext& c = m_.getContext();
+    auto* ptr = llvm::PointerType::getUnqual(c);
+    auto* type = llvm::FunctionType::get(b_.getVoidTy(), {ptr, ptr}, false);
+    const std::string name = k.name + ".loop" + std::to_string(index);
+    auto* fn = llvm::Function::Create(type, llvm::Function::InternalLinkage, name, m_);
+    fn->addFnAttr(llvm::Attribute::NoInline);
+    fn->addFnAttr(llvm::Attribute::NoUnwind);
+    fn->addFnAttr(llvm::Attribute::WillReturn);
+    for (unsigned i = 0; i < 2; ++i) {
+      fn->addParamAttr(i, llvm::Attribute::NoCapture);
+      fn->addParamAttr(i, llvm::Attribute::NoUndef);
+    }
+    fn->addParamAttr(0, llvm::Attribute::ReadOnly);
+    const auto table = [&](const std::vector<uint32_t>& values, const char* what) {
+      llvm::Constant* data = llvm::ConstantDataArray::get(c, llvm::ArrayRef<uint32_t>(values));
+      return new llvm::GlobalVariable(m_, data->getType(), true, llvm::GlobalValue::PrivateLinkage,
+                                      data, name + "." + what);
+    };
+    std::vector<uint32_t> out_index(g.outputs.begin(), g.outputs.end());
+    llvm::GlobalVariable* outs = table(out_index, "out");
+    llvm::GlobalVariable* syms = g.n_leaves > 0 ? table(g.symbols, "symbols") : nullptr;
+    begin_body(fn);
+    llvm::BasicBlock* entry = b_.GetInsertBlock();
+    auto* body = llvm::BasicBlock::Create(c, "body", fn);
+    auto* done = llvm::BasicBlock::Create(c, "done", fn);
+    b_.CreateBr(body);
+    b_.SetInsertPoint(body);
+    llvm::PHINode* i = b_.CreatePHI(b_.getInt64Ty(), 2, "i");
+    i->addIncoming(b_.getInt64(0), entry);
+    // the template's leaves, loaded through the table, then its inner nodes
+    values_ = sym::detail::NodeMap<llvm::Value*>();
+    truths_ = sym::detail::NodeMap<llvm::Value*>();
+    size_t leaf = 0;
+    llvm::Value* base = g.n_leaves > 0 ? b_.CreateMul(i, b_.getInt64(g.n_leaves)) : nullptr;
+    for (Expr n : g.order) {
+      if (!n->is_symbol()) continue;
+      llvm::Value* at = b_.CreateAdd(base, b_.getInt64(leaf++));
+      llvm::Value* slot =
+          b_.CreateLoad(b_.getInt32Ty(), b_.CreateInBoundsGEP(b_.getInt32Ty(), syms, at));
+      llvm::Value* p = b_.CreateInBoundsGEP(f64_, v_, b_.CreateZExt(slot, b_.getInt64Ty()));
+      values_.insert(n, b_.CreateLoad(f64_, p));
+    }
+    for (Expr n : g.order)
+      if (n->nargs > 0) emit(n);
+    llvm::Value* o = b_.CreateLoad(b_.getInt32Ty(), b_.CreateInBoundsGEP(b_.getInt32Ty(), outs, i));
+    b_.CreateStore(value(g.order.back()),
+                   b_.CreateInBoundsGEP(f64_, out_, b_.CreateZExt(o, b_.getInt64Ty())));
+    llvm::Value* i1 = b_.CreateAdd(i, b_.getInt64(1));
+    i->addIncoming(i1, b_.GetInsertBlock());
+    b_.CreateCondBr(b_.CreateICmpULT(i1, b_.getInt64(g.outputs.size())), body, done);
+    b_.SetInsertPoint(done);
+    b_.CreateRetVoid();
+    return fn;
   }
 
   // i32 name(ptr nocapture readonly v, ptr nocapture out), external.
@@ -463,6 +635,7 @@ class KernelLowering {
   const sym::detail::NodeMap<uint32_t>* tmp_slot_ = nullptr;  // nodes kept in tmp
   sym::detail::NodeMap<llvm::Value*> values_;
   sym::detail::NodeMap<llvm::Value*> truths_;
+  size_t loop_min_outputs_;
 };
 
 }  // namespace
@@ -480,9 +653,9 @@ std::string check_kernel_names(std::span<const KernelSpec> kernels) {
 }
 
 std::string lower_kernels(const sym::Context& cx, std::span<const KernelSpec> kernels,
-                          llvm::Module& module) {
+                          llvm::Module& module, size_t loop_min_outputs) {
   if (std::string e = check_kernel_names(kernels); !e.empty()) return e;
-  KernelLowering lowering(cx, module);
+  KernelLowering lowering(cx, module, loop_min_outputs);
   for (const KernelSpec& k : kernels) lowering.lower(k);
   return {};
 }

@@ -11,7 +11,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <random>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -700,6 +702,76 @@ TEST_F(Codegen, AKernelOfManyLoadsAndStoresIsNotOptimised) {
   ASSERT_NE(all, nullptr) << error;
   EXPECT_EQ(all->optimised_kernels().size(), 3u);
   compare_with_interpreter(cx, *jit, kernels, cx.symbol_count(), 2, 5);
+}
+
+// Outputs of a repeated shape are computed by loops over tables of their symbols
+// (JitOptions::loop_min_outputs): the same values as straight-line code, bit for bit, and as the
+// interpreter; the code is one loop body per shape, so it does not grow with the number of
+// outputs (the IR's instructions at 2n against n), while without loops it doubles.
+TEST_F(Codegen, RepeatedOutputsAreComputedByLoops) {
+  const auto chain = [&](int n) {
+    std::vector<Expr> x;
+    for (int i = 0; i < n + 1; ++i) x.push_back(cx.symbol(cx.new_symbol("x" + std::to_string(i))));
+    KernelSpec k{"chain" + std::to_string(n), {}};
+    for (int i = 0; i < n; ++i) {
+      // three shapes (one with a libm call and a select), a constant, a symbol, and one of a kind
+      k.outputs.push_back(cx.sub(x[i + 1], cx.mul(cx.num(0.5), x[i])));
+      k.outputs.push_back(cx.mul(cx.unary(Op::Sin, x[i]), cx.add(x[i + 1], cx.num(2.0))));
+      k.outputs.push_back(cx.select(cx.binary(Op::Lt, x[i], x[i + 1]), x[i], cx.neg(x[i + 1])));
+      k.outputs.push_back(cx.num(3.0));
+      k.outputs.push_back(x[i]);
+    }
+    k.outputs.push_back(cx.unary(Op::Exp, cx.add(x[0], x[1])));
+    return k;
+  };
+  const auto instructions = [](const std::string& ir) {
+    size_t count = 0;
+    std::istringstream in(ir);
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind("  ", 0) == 0) ++count;  // inside a function (globals start at column 0)
+    return count;
+  };
+  const auto compile = [&](const KernelSpec& k, size_t loop_min, std::string* ir) {
+    std::string error;
+    JitOptions options;
+    options.opt_level = 0;
+    options.loop_min_outputs = loop_min;
+    auto jit = JitModule::compile(cx, std::span<const KernelSpec>(&k, 1), options, &error, ir);
+    EXPECT_NE(jit, nullptr) << error;
+    return jit;
+  };
+  const KernelSpec small = chain(200), large = chain(400);
+  std::string ir_small, ir_large, ir_plain_small, ir_plain_large;
+  auto looped = compile(small, 256, &ir_small);
+  auto looped_large = compile(large, 256, &ir_large);
+  auto plain = compile(small, SIZE_MAX, &ir_plain_small);
+  compile(large, SIZE_MAX, &ir_plain_large);
+  ASSERT_TRUE(looped && looped_large && plain);
+  EXPECT_NE(ir_small.find("@chain200.loop4("), std::string::npos) << "five shapes, five loops";
+  EXPECT_EQ(ir_small.find("@chain200.loop5("), std::string::npos);
+  EXPECT_EQ(ir_plain_small.find(".loop"), std::string::npos);
+  EXPECT_LT(instructions(ir_large), instructions(ir_small) + 20);
+  EXPECT_GT(instructions(ir_plain_large), instructions(ir_plain_small) * 19 / 10);
+  // the same values as straight-line code, bit for bit, at random points
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> dist(-2, 2);
+  KernelFn a = looped->lookup("chain200"), b = plain->lookup("chain200");
+  ASSERT_TRUE(a && b);
+  for (int p = 0; p < 5; ++p) {
+    std::vector<double> v(cx.symbol_count());
+    for (double& x : v) x = dist(rng);
+    std::vector<double> out_a(small.outputs.size()), out_b(small.outputs.size());
+    EXPECT_EQ(a(v.data(), out_a.data()), b(v.data(), out_b.data()));
+    for (size_t i = 0; i < out_a.size(); ++i) ASSERT_EQ(out_a[i], out_b[i]) << "output " << i;
+  }
+  compare_with_interpreter(cx, *looped, std::span<const KernelSpec>(&small, 1), cx.symbol_count(),
+                           3, 9);
+  // a non-finite output in a loop gives the status of its index, as straight-line code does
+  std::vector<double> v(cx.symbol_count(), 0.5), out(small.outputs.size());
+  v[sym.size() + 57] = std::numeric_limits<double>::quiet_NaN();  // x57 of `small`
+  const int32_t sa = a(v.data(), out.data()), sb = b(v.data(), out.data());
+  EXPECT_EQ(sa, sb);
+  EXPECT_EQ(sa, 5 * 56 + 1);  // the first output that reads x57: x57 - 0.5 x56 (i = 56)
 }
 
 TEST_F(Codegen, ASplitKernelAgreesWithTheInterpreter) {
