@@ -293,20 +293,13 @@ struct Builder {
     else
       term(r);
     // the symbols of the other terms, in one walk shared by them (so each node once)
-    std::unordered_set<Expr> seen;
-    std::unordered_set<uint32_t> elsewhere;
-    std::vector<Expr> stack(others.begin(), others.end());
-    for (Expr t : others) seen.insert(t);
-    while (!stack.empty()) {
-      Expr n = stack.back();
-      stack.pop_back();
-      if (n->is_symbol()) elsewhere.insert(n->symbol);
-      for (Expr c : n->children())
-        if (seen.insert(c).second) stack.push_back(c);
-    }
-    l.symbols.assign(elsewhere.begin(), elsewhere.end());
+    std::vector<uint32_t> elsewhere;
+    for (Expr n : sym::topological_order(others))
+      if (n->is_symbol()) elsewhere.push_back(n->symbol);
+    std::sort(elsewhere.begin(), elsewhere.end());  // each symbol node is unique: no duplicates
+    l.symbols = elsewhere;
     for (const auto& [s, c] : top) {
-      if (!elsewhere.count(s)) {
+      if (!std::binary_search(elsewhere.begin(), elsewhere.end(), s)) {
         l.linear.emplace_back(s, c);
         l.symbols.push_back(s);
       }
