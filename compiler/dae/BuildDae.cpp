@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <set>
 #include <string_view>
@@ -118,9 +119,14 @@ struct Builder {
   }
   bool is_unknown(uint32_t s) const { return unknown_var.count(s) && !repl.count(s); }
 
+  // The substitution of the eliminations, memoised across the expressions it resolves until
+  // the next elimination changes repl: the rows of a condensed mechanism share most of their
+  // nodes, which one substitution per row would walk once per row.
+  std::optional<sym::Substituter> resolver;
   Expr resolve(Expr e) {
+    if (!resolver) resolver.emplace(cx, repl);
     for (int i = 0; i < 10000; ++i) {
-      Expr n = sym::substitute(cx, e, repl);
+      Expr n = (*resolver)(e);
       if (n == e) return e;
       e = n;
     }
@@ -250,6 +256,7 @@ struct Builder {
   // Records x := value and the same for its existing derivatives.
   void eliminate(uint32_t x, Expr value, const char* how, const Eq& eq) {
     const Span span = eq.span;
+    resolver.reset();  // memoised under the old repl
     repl[x] = value;
     uint32_t s = x;
     Expr v = value;
@@ -866,7 +873,7 @@ std::optional<SymbolicDae> Builder::run() {
 
 std::optional<SymbolicDae> build_dae(const FlatModel& flat, sym::Context& cx, DerivativeTable& ders,
                                      DiagnosticEngine& diags) {
-  Builder b{flat, cx, ders, diags, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
+  Builder b{flat, cx, ders, diags, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
   return b.run();
 }
 

@@ -174,6 +174,22 @@ class Differentiator {
 // returns the same node when nothing below it changed.
 Expr substitute(Context& cx, Expr e, const std::unordered_map<uint32_t, Expr>& replacement);
 
+// Memoised substitution for many expressions with one replacement map, which must not change
+// while the Substituter is used (expressions that share nodes are walked once between them).
+class Substituter {
+ public:
+  Substituter(Context& cx, const std::unordered_map<uint32_t, Expr>& replacement);
+  Substituter(Substituter&&) noexcept;
+  ~Substituter();
+  Expr operator()(Expr e);
+
+ private:
+  Context& cx_;
+  const std::unordered_map<uint32_t, Expr>& replacement_;
+  std::unique_ptr<detail::NodeMap<Expr>> memo_;  // node -> its substitution
+  std::vector<Expr> args_;
+};
+
 // Reference interpreter (for tests, parameters and start values; never on the hot path).
 // Comparisons and logic yield 1.0 or 0.0; Select tests != 0.
 double evaluate(Expr e, std::span<const double> symbol_values);
