@@ -6,6 +6,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <set>
 #include <string_view>
@@ -211,9 +212,14 @@ struct Builder {
   }
   bool is_unknown(uint32_t s) const { return unknown_var.count(s) && !repl.count(s); }
 
+  // The substitution of the eliminations, memoised across the expressions it resolves until
+  // the next elimination changes repl: the rows of a condensed mechanism share most of their
+  // nodes, which one substitution per row would walk once per row.
+  std::optional<sym::Substituter> resolver;
   Expr resolve(Expr e) {
+    if (!resolver) resolver.emplace(cx, repl);
     for (int i = 0; i < 10000; ++i) {
-      Expr n = sym::substitute(cx, e, repl);
+      Expr n = (*resolver)(e);
       if (n == e) return e;
       e = n;
     }
@@ -348,6 +354,7 @@ struct Builder {
   // Records x := value and the same for its existing derivatives.
   void eliminate(uint32_t x, Expr value, const char* how, const Eq& eq) {
     const Span span = eq.span;
+    resolver.reset();  // memoised under the old repl
     repl[x] = value;
     uint32_t s = x;
     Expr v = value;
@@ -361,17 +368,65 @@ struct Builder {
     dae.eliminated.push_back({fv.name, value, how, span, eq.text});
   }
 
-  // coefficient of s in r when r is linear in s with a numeric coefficient, else null
-  Expr linear_coefficient(Expr r, uint32_t s) {
-    Expr c = sym::diff(cx, r, s);
-    if (!c->is_const() || c->value == 0.0) return nullptr;
-    return c;
+  // What the eliminations need to know of a residual r, from one walk of it: its symbols, and
+  // those in which r is linear with a numeric coefficient. Only an unknown that is a term c*s of
+  // r's top-level sum and occurs nowhere else in r can be eliminated: if it occurs elsewhere,
+  // either its coefficient is not a number or the value s - r/c still contains s (and the
+  // aliases' rest r - c_a a - c_b b is not 0), which every branch of try_eliminate refuses. So
+  // the coefficient is read from that term instead of differentiating r once per candidate
+  // unknown and per sweep (cubic in the size of a condensed multibody model, whose every
+  // balance row contains every joint coordinate).
+  struct Linearity {
+    std::vector<uint32_t> symbols;                    // all symbols of r, ascending
+    std::vector<std::pair<uint32_t, double>> linear;  // (symbol, numeric coefficient), ascending
+  };
+  Linearity linearity(Expr r) {
+    Linearity l;
+    std::vector<std::pair<uint32_t, double>> top;  // terms c*s of the top-level sum
+    std::vector<Expr> others;                      // the other terms
+    auto term = [&](Expr t) {
+      if (t->is_symbol())
+        top.emplace_back(t->symbol, 1.0);
+      else if (t->op == sym::Op::Mul && t->nargs == 2 && t->arg(0)->is_const() &&
+               t->arg(1)->is_symbol())
+        top.emplace_back(t->arg(1)->symbol, t->arg(0)->value);
+      else if (!t->is_const())
+        others.push_back(t);
+    };
+    if (r->op == sym::Op::Add)
+      for (Expr t : r->children()) term(t);
+    else
+      term(r);
+    // the symbols of the other terms, in one walk shared by them (so each node once)
+    std::vector<uint32_t> elsewhere;
+    for (Expr n : sym::topological_order(others))
+      if (n->is_symbol()) elsewhere.push_back(n->symbol);
+    std::sort(elsewhere.begin(), elsewhere.end());  // each symbol node is unique: no duplicates
+    l.symbols = elsewhere;
+    for (const auto& [s, c] : top) {
+      if (!std::binary_search(elsewhere.begin(), elsewhere.end(), s)) {
+        l.linear.emplace_back(s, c);
+        l.symbols.push_back(s);
+      }
+    }
+    std::sort(l.symbols.begin(), l.symbols.end());
+    std::sort(l.linear.begin(), l.linear.end());
+    return l;
+  }
+  // coefficient of s in r when r is linear in s with a numeric coefficient (and s occurs in no
+  // other term), else null
+  Expr linear_coefficient(const Linearity& l, uint32_t s) {
+    auto it = std::lower_bound(l.linear.begin(), l.linear.end(), s,
+                               [](const auto& term, uint32_t x) { return term.first < x; });
+    if (it == l.linear.end() || it->first != s) return nullptr;
+    return cx.num(it->second);
   }
 
   bool kept(uint32_t s) const { return flat.vars[unknown_var.at(s)].keep; }
 
   bool try_eliminate(Eq& eq) {
-    auto syms = sym::free_symbols(eq.r);
+    const Linearity lin = linearity(eq.r);
+    const std::vector<uint32_t>& syms = lin.symbols;
     std::vector<uint32_t> unknown0, derivs;
     for (uint32_t s : syms) {
       auto [b, k] = base_of(s);
@@ -385,7 +440,7 @@ struct Builder {
     // a = c*b  (two unknowns, linear, numeric coefficients, nothing else)
     if (unknown0.size() == 2 && derivs.empty() && !any_kept) {
       uint32_t a = unknown0[0], b = unknown0[1];
-      Expr ca = linear_coefficient(eq.r, a), cb = linear_coefficient(eq.r, b);
+      Expr ca = linear_coefficient(lin, a), cb = linear_coefficient(lin, b);
       if (ca && cb) {
         Expr rest = cx.sub(eq.r, cx.add(cx.mul(ca, cx.symbol(a)), cx.mul(cb, cx.symbol(b))));
         if (rest->is_const(0.0)) {
@@ -417,7 +472,7 @@ struct Builder {
     // v = c*der(x)
     if (unknown0.size() == 1 && derivs.size() == 1) {
       uint32_t v = unknown0[0], d = derivs[0];
-      Expr cv = linear_coefficient(eq.r, v), cd = linear_coefficient(eq.r, d);
+      Expr cv = linear_coefficient(lin, v), cd = linear_coefficient(lin, d);
       if (cv && cd && base_of(d).first != v && !kept(v)) {
         Expr rest = cx.sub(eq.r, cx.add(cx.mul(cv, cx.symbol(v)), cx.mul(cd, cx.symbol(d))));
         if (rest->is_const(0.0)) {
@@ -436,17 +491,24 @@ struct Builder {
     }
     // v = expression free of v and its derivatives; prefer discrete variables, then variables
     // that are not differentiated anywhere, then unit coefficients
-    uint32_t best = 0;
-    int best_score = -1;
+    // (candidates by falling score, the first in declaration order among equals: only the
+    // best one's value is built unless it is refused)
+    std::vector<std::pair<int, uint32_t>> candidates;  // (-score, v)
     for (uint32_t v : unknown0) {
       if (kept(v)) continue;
-      Expr c = linear_coefficient(eq.r, v);
+      Expr c = linear_coefficient(lin, v);
       if (!c) continue;
       const FlatVar& fv = flat.vars[unknown_var.at(v)];
       int score = (fv.type != ScalarType::Real ? 16 : 0) + (ders.has_der(v) ? 0 : 8) +
                   (std::fabs(c->value) == 1.0 ? 2 : 0) + (start.count(v) ? 0 : 1);
-      if (score <= best_score) continue;
-      Expr value = cx.sub(cx.symbol(v), cx.div(eq.r, c));
+      candidates.emplace_back(-score, v);
+    }
+    std::stable_sort(candidates.begin(), candidates.end(),
+                     [](const auto& x, const auto& y) { return x.first < y.first; });
+    uint32_t best = 0;
+    int best_score = -1;
+    for (const auto& [minus_score, v] : candidates) {
+      Expr value = cx.sub(cx.symbol(v), cx.div(eq.r, linear_coefficient(lin, v)));
       // A differentiated variable is replaced only by an expression whose time derivative the
       // symbolic engine takes without raising the order and without losing anything: no
       // derivative of an unknown (v = der(w) + w would make der(v) = der(der(w)) + der(w), and a
@@ -461,11 +523,12 @@ struct Builder {
         not_differentiable |= (k > 0 && is_unknown(base)) || input_var.count(s) != 0;
       }
       if (self || (not_differentiable && ders.has_der(v))) continue;
-      best_score = score;
+      best_score = -minus_score;
       best = v;
+      break;
     }
     if (best_score >= 0) {
-      Expr c = linear_coefficient(eq.r, best);
+      Expr c = linear_coefficient(lin, best);
       Expr value = cx.sub(cx.symbol(best), cx.div(eq.r, c));
       const FlatVar& fv = flat.vars[unknown_var.at(best)];
       if (fv.fixed && fv.start)
@@ -909,7 +972,7 @@ std::optional<SymbolicDae> Builder::run() {
 
 std::optional<SymbolicDae> build_dae(const FlatModel& flat, sym::Context& cx, DerivativeTable& ders,
                                      DiagnosticEngine& diags) {
-  Builder b{flat, cx, ders, diags, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
+  Builder b{flat, cx, ders, diags, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
   return b.run();
 }
 

@@ -161,10 +161,12 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
     auto now = Clock::now();
     double ms = std::chrono::duration<double, std::milli>(now - last).count();
     last = now;
-    result.timings.push_back({pass, ms, context != nullptr ? context->node_count() : 0});
+    result.timings.push_back({pass, ms, context != nullptr ? context->node_count() : 0,
+                              context != nullptr ? context->derivative_steps() : 0});
     if (options.verbose)
-      diag_out << fmt::format("mbsc: pass {:<8} {:8.3f} ms {:>10} nodes\n", pass, ms,
-                              result.timings.back().nodes);
+      diag_out << fmt::format("mbsc: pass {:<8} {:8.3f} ms {:>10} nodes {:>10} derivative steps\n",
+                              pass, ms, result.timings.back().nodes,
+                              result.timings.back().derivative_steps);
   };
 
   SourceManager sources;

@@ -60,6 +60,8 @@ struct PassTiming {
   // measure of the symbolic work done so far (tests check that it grows linearly with a model's
   // size; time is not tested).
   size_t nodes = 0;
+  // Nodes differentiated so far (sym::Context::derivative_steps), deterministic likewise.
+  size_t derivative_steps = 0;
 };
 
 struct CompileResult {

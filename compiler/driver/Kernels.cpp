@@ -1,6 +1,7 @@
 #include "compiler/driver/Kernels.h"
 
-#include <map>
+#include <algorithm>
+#include <optional>
 #include <ostream>
 #include <span>
 #include <string>
@@ -17,41 +18,86 @@ struct Column {
   std::vector<std::pair<uint32_t, Expr>> terms;  // (symbol, coefficient)
 };
 
-// Sparse Jacobian of `f` with respect to columns that are weighted sums of symbol derivatives.
-MatrixKernel jacobian(sym::Context& cx, const char* name, const std::vector<Expr>& f,
-                      const std::vector<Column>& cols) {
-  std::unordered_map<uint32_t, sym::Differentiator> diffs;
-  std::map<std::pair<int32_t, int32_t>, Expr> entries;        // (col, row) -> value
-  std::unordered_map<uint32_t, std::vector<size_t>> rows_of;  // symbol -> rows containing it
-  for (size_t i = 0; i < f.size(); ++i)
-    for (uint32_t s : sym::free_symbols(f[i])) rows_of[s].push_back(i);
-  for (size_t j = 0; j < cols.size(); ++j) {
-    for (const auto& [s, coef] : cols[j].terms) {
-      auto rows = rows_of.find(s);
-      if (rows == rows_of.end()) continue;
-      auto it = diffs.find(s);
-      if (it == diffs.end()) it = diffs.emplace(s, sym::Differentiator(cx, s)).first;
-      for (size_t i : rows->second) {
-        Expr d = it->second(f[i]);
-        if (d->is_const(0.0)) continue;
-        auto key = std::make_pair(static_cast<int32_t>(j), static_cast<int32_t>(i));
-        Expr term = cx.mul(coef, d);
-        auto e = entries.find(key);
-        if (e == entries.end())
-          entries.emplace(key, term);
-        else
-          e->second = cx.add(e->second, term);
-      }
-    }
+// The rows of a list of functions in which each symbol occurs (compressed by symbol). Built
+// once per list: the Newton matrix, the mass matrix and the four Jacobian blocks of F share it.
+class Incidence {
+ public:
+  Incidence(const sym::Context& cx, const std::vector<Expr>& f) : f_(f) {
+    std::vector<std::pair<uint32_t, int32_t>> pairs;  // (symbol, row), rows ascending
+    for (size_t i = 0; i < f.size(); ++i)
+      for (uint32_t s : sym::free_symbols(f[i])) pairs.emplace_back(s, static_cast<int32_t>(i));
+    start_.assign(cx.symbol_count() + 1, 0);
+    for (const auto& p : pairs) ++start_[p.first + 1];
+    for (size_t s = 1; s < start_.size(); ++s) start_[s] += start_[s - 1];
+    rows_.resize(pairs.size());
+    std::vector<size_t> next(start_.begin(), start_.end() - 1);
+    for (const auto& p : pairs) rows_[next[p.first]++] = p.second;
   }
+  const std::vector<Expr>& functions() const { return f_; }
+  // the rows that contain symbol s, ascending
+  std::span<const int32_t> rows(uint32_t s) const {
+    if (s + 1 >= start_.size()) return {};
+    return {rows_.data() + start_[s], start_[s + 1] - start_[s]};
+  }
+
+ private:
+  const std::vector<Expr>& f_;
+  std::vector<size_t> start_;  // symbol -> first entry in rows_ (symbol_count + 1 entries)
+  std::vector<int32_t> rows_;
+};
+
+// One memoised differentiator per symbol, shared by every Jacobian of one build_kernels: the
+// kernels differentiate the same residuals by the same symbols several times (dF/dqdd for the
+// Newton, mass, index-2 and initial matrices), and a dense M(q) makes each of those passes
+// quadratic in the size of a mechanism.
+class Derivatives {
+ public:
+  explicit Derivatives(sym::Context& cx) : cx_(cx) {}
+  Expr operator()(Expr f, uint32_t s) {
+    auto it = by_symbol_.find(s);
+    if (it == by_symbol_.end()) it = by_symbol_.emplace(s, sym::Differentiator(cx_, s)).first;
+    return it->second(f);
+  }
+
+ private:
+  sym::Context& cx_;
+  std::unordered_map<uint32_t, sym::Differentiator> by_symbol_;
+};
+
+// Sparse Jacobian of the functions of `rows` with respect to columns that are weighted sums of
+// symbol derivatives.
+MatrixKernel jacobian(sym::Context& cx, Derivatives& derivative, const char* name,
+                      const Incidence& rows, const std::vector<Column>& cols) {
+  const std::vector<Expr>& f = rows.functions();
   MatrixKernel m;
   m.spec.name = name;
   m.pattern.rows = static_cast<int32_t>(f.size());
   m.pattern.cols = static_cast<int32_t>(cols.size());
-  for (const auto& [key, value] : entries) {
-    m.pattern.col.push_back(key.first);
-    m.pattern.row.push_back(key.second);
-    m.spec.outputs.push_back(value);
+  std::vector<Expr> entry(f.size(), nullptr);  // the current column's entries by row
+  std::vector<int32_t> nonzero;                // their rows
+  for (size_t j = 0; j < cols.size(); ++j) {
+    nonzero.clear();
+    for (const auto& [s, coef] : cols[j].terms) {
+      for (int32_t i : rows.rows(s)) {
+        Expr d = derivative(f[static_cast<size_t>(i)], s);
+        if (d->is_const(0.0)) continue;
+        Expr term = cx.mul(coef, d);
+        Expr& e = entry[static_cast<size_t>(i)];
+        if (e == nullptr) {
+          e = term;
+          nonzero.push_back(i);
+        } else {
+          e = cx.add(e, term);
+        }
+      }
+    }
+    std::sort(nonzero.begin(), nonzero.end());
+    for (int32_t i : nonzero) {
+      m.pattern.col.push_back(static_cast<int32_t>(j));
+      m.pattern.row.push_back(i);
+      m.spec.outputs.push_back(entry[static_cast<size_t>(i)]);
+      entry[static_cast<size_t>(i)] = nullptr;
+    }
   }
   return m;
 }
@@ -62,7 +108,8 @@ MatrixKernel symbol_jacobian(sym::Context& cx, const char* name, const std::vect
                              const std::vector<uint32_t>& symbols) {
   std::vector<Column> cols(symbols.size());
   for (size_t j = 0; j < symbols.size(); ++j) cols[j].terms.push_back({symbols[j], cx.one()});
-  return jacobian(cx, name, f, cols);
+  Derivatives derivative(cx);
+  return jacobian(cx, derivative, name, Incidence(cx, f), cols);
 }
 
 namespace {
@@ -192,7 +239,9 @@ ModelKernels build_kernels(const SymbolicDae& dae, sym::Context& cx, bool invers
     newton.push_back({{{u.symbol, one}}});
     init.push_back({{{u.symbol, one}}});
   }
-  k.newton_matrix = jacobian(cx, "newton_matrix", f, newton);
+  Derivatives derivative(cx);
+  const Incidence rows_f(cx, f);
+  k.newton_matrix = jacobian(cx, derivative, "newton_matrix", rows_f, newton);
   std::vector<Column> cq, cqd, cy, cz;
   for (const auto& u : dae.q) {
     cq.push_back({{{u.symbol, one}}});
@@ -200,19 +249,24 @@ ModelKernels build_kernels(const SymbolicDae& dae, sym::Context& cx, bool invers
   }
   for (const auto& u : dae.y) cy.push_back({{{u.symbol, one}}});
   for (const auto& u : dae.z) cz.push_back({{{u.symbol, one}}});
-  k.jac_q = jacobian(cx, "jac_q", f, cq);
-  k.jac_qd = jacobian(cx, "jac_qd", f, cqd);
-  k.jac_y = jacobian(cx, "jac_y", f, cy);
-  k.jac_z = jacobian(cx, "jac_z", f, cz);
+  k.jac_q = jacobian(cx, derivative, "jac_q", rows_f, cq);
+  k.jac_qd = jacobian(cx, derivative, "jac_qd", rows_f, cqd);
+  k.jac_y = jacobian(cx, derivative, "jac_y", rows_f, cy);
+  k.jac_z = jacobian(cx, derivative, "jac_z", rows_f, cz);
   // index 2: a position-level constraint g(q) = 0 is replaced by dg/dt = G qd = 0
   std::vector<Expr> f2;
   for (const auto& e : dae.equations)
     f2.push_back(e.level == rt::EquationLevel::Position ? e.velocity_residual : e.residual);
   k.index2_residual.name = "index2_residual";
   k.index2_residual.outputs = f2;
-  k.index2_matrix = jacobian(cx, "index2_matrix", f2, newton);
-  k.mass_matrix = jacobian(cx, "mass_matrix", f, mass);
-  k.init_matrix = jacobian(cx, "init_matrix", g, init);
+  // (without position-level constraints F2 is F, and without them and velocity-level ones the
+  // initial residual is F too: their incidence is F's)
+  std::optional<Incidence> rows_f2, rows_g;
+  if (f2 != f) rows_f2.emplace(cx, f2);
+  if (g != f) rows_g.emplace(cx, g);
+  k.index2_matrix = jacobian(cx, derivative, "index2_matrix", rows_f2 ? *rows_f2 : rows_f, newton);
+  k.mass_matrix = jacobian(cx, derivative, "mass_matrix", rows_f, mass);
+  k.init_matrix = jacobian(cx, derivative, "init_matrix", rows_g ? *rows_g : rows_f, init);
 
   // the position-level constraints alone (closure rows, unit quaternions, prescribed motion):
   // g, G = dg/dq, dg/dt and the acceleration bias gamma = d2g/dt2 at qdd = 0
@@ -233,13 +287,13 @@ ModelKernels build_kernels(const SymbolicDae& dae, sym::Context& cx, bool invers
     k.constraint_gd.outputs = gd;
     k.constraint_gamma.name = "constraint_gamma";
     k.constraint_gamma.outputs = gam;
-    k.constraint_G = jacobian(cx, "constraint_G", cg, cq);
+    k.constraint_G = jacobian(cx, derivative, "constraint_G", Incidence(cx, cg), cq);
   }
 
   k.outputs.name = "outputs";
   for (const auto& o : dae.outputs) k.outputs.outputs.push_back(o.value);
   if (inverse_dynamics) {
-    k.outputs_z = jacobian(cx, "outputs_z", k.outputs.outputs, cz);
+    k.outputs_z = jacobian(cx, derivative, "outputs_z", Incidence(cx, k.outputs.outputs), cz);
     // the outputs rt::InverseDynamics reads (it falls back to outputs and outputs_z for any
     // other): every output with a role (closure checks, joint and sensor wrenches) and every
     // output that depends on z
@@ -286,8 +340,8 @@ ModelKernels build_kernels(const SymbolicDae& dae, sym::Context& cx, bool invers
     k.body_wrench.name = "body_wrench";
     for (const Expr& w : bb.wrenches)
       k.body_wrench.outputs.push_back(sym::substitute(cx, w, no_reactions));
-    k.body_rows_u = jacobian(cx, "body_rows_u", bb.rows, cu);
-    k.body_wrench_u = jacobian(cx, "body_wrench_u", bb.wrenches, cu);
+    k.body_rows_u = jacobian(cx, derivative, "body_rows_u", Incidence(cx, bb.rows), cu);
+    k.body_wrench_u = jacobian(cx, derivative, "body_wrench_u", Incidence(cx, bb.wrenches), cu);
   }
 
   k.parameter_bindings.name = "parameter_bindings";

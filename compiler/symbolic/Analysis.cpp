@@ -50,30 +50,39 @@ std::vector<uint32_t> free_symbols(Expr e) {
   return symbols;  // each symbol node is unique, so there are no duplicates
 }
 
-Expr substitute(Context& cx, Expr e, const std::unordered_map<uint32_t, Expr>& replacement) {
-  if (replacement.empty()) return e;
-  NodeMap<Expr> memo;
-  std::vector<Expr> args;
+Substituter::Substituter(Context& cx, const std::unordered_map<uint32_t, Expr>& replacement)
+    : cx_(cx), replacement_(replacement), memo_(std::make_unique<NodeMap<Expr>>()) {}
+Substituter::Substituter(Substituter&&) noexcept = default;
+Substituter::~Substituter() = default;
+
+Expr Substituter::operator()(Expr e) {
+  if (replacement_.empty()) return e;
+  NodeMap<Expr>& memo = *memo_;
+  if (const Expr* known = memo.find(e)) return *known;
   const Expr root[1] = {e};
   post_order(
       root, [&](Expr n) { return memo.find(n) == nullptr; },
       [&](Expr n) {
         Expr result = n;
         if (n->is_symbol()) {
-          if (auto it = replacement.find(n->symbol); it != replacement.end()) result = it->second;
+          if (auto it = replacement_.find(n->symbol); it != replacement_.end()) result = it->second;
         } else if (n->nargs > 0) {
-          args.clear();
+          args_.clear();
           bool changed = false;
           for (Expr c : n->children()) {
             Expr r = *memo.find(c);
             changed |= r != c;
-            args.push_back(r);
+            args_.push_back(r);
           }
-          if (changed) result = cx.make(n->op, args);
+          if (changed) result = cx_.make(n->op, args_);
         }
         memo.insert(n, result);
       });
   return *memo.find(e);
+}
+
+Expr substitute(Context& cx, Expr e, const std::unordered_map<uint32_t, Expr>& replacement) {
+  return Substituter(cx, replacement)(e);
 }
 
 Pattern jacobian_pattern(std::span<const Expr> functions, std::span<const uint32_t> symbols) {

@@ -28,14 +28,12 @@ Expr derivative(Context& cx, Expr e, const Expr* d) {
     case Op::Const:
     case Op::Symbol:
       return zero;  // handled by the caller
-    case Op::Add: {
-      std::vector<Expr> terms(d, d + e->nargs);
-      return cx.add(terms);
-    }
+    case Op::Add:
+      return cx.add(std::span<const Expr>(d, e->nargs));
     case Op::Mul: {
       // Product rule: sum over factors i of f_i' * prod_{j != i} f_j.
-      std::vector<Expr> terms;
-      std::vector<Expr> factors;
+      detail::SmallVec<Expr, 16> terms;
+      detail::SmallVec<Expr, 16> factors;
       for (uint32_t i = 0; i < e->nargs; ++i) {
         if (d[i] == zero) continue;
         factors.clear();
@@ -116,24 +114,30 @@ Expr derivative(Context& cx, Expr e, const Expr* d) {
 
 }  // namespace
 
-Differentiator::Differentiator(Context& cx, uint32_t symbol) : cx_(cx), symbol_(symbol) {}
+Differentiator::Differentiator(Context& cx, uint32_t symbol)
+    : cx_(cx), symbol_(symbol), memo_(std::make_unique<detail::NodeMap<Expr>>(4)) {}
+Differentiator::Differentiator(Differentiator&&) noexcept = default;
+Differentiator::~Differentiator() = default;
 
 Expr Differentiator::operator()(Expr e) {
-  if (auto it = memo_.find(e); it != memo_.end()) return it->second;
-  std::vector<Expr> d;
+  detail::NodeMap<Expr>& memo = *memo_;
+  if (const Expr* known = memo.find(e)) return *known;
   const Expr root[1] = {e};
+  const size_t known_before = memo.size();
   detail::post_order(
-      root, [&](Expr n) { return !memo_.contains(n); },
+      root, [&](Expr n) { return memo.find(n) == nullptr; },
       [&](Expr n) {
         if (n->is_symbol()) {
-          memo_.emplace(n, n->symbol == symbol_ ? cx_.one() : cx_.zero());
+          memo.insert(n, n->symbol == symbol_ ? cx_.one() : cx_.zero());
           return;
         }
-        d.resize(n->nargs);
-        for (uint32_t i = 0; i < n->nargs; ++i) d[i] = memo_.at(n->args[i]);
-        memo_.emplace(n, derivative(cx_, n, d.data()));
+        args_.resize(n->nargs);
+        for (uint32_t i = 0; i < n->nargs; ++i) args_[i] = *memo.find(n->args[i]);
+        Expr d = derivative(cx_, n, args_.data());
+        memo.insert(n, d);
       });
-  return memo_.at(e);
+  cx_.count_derivative_steps(memo.size() - known_before);
+  return *memo.find(e);
 }
 
 Expr diff(Context& cx, Expr e, uint32_t symbol) {

@@ -107,6 +107,7 @@ struct Context::Impl {
   };
   std::vector<Slot> table = std::vector<Slot>(1024);
   size_t count = 0;
+  size_t derivative_steps = 0;
   std::vector<std::string> symbol_names;
   std::vector<Expr> symbol_nodes;
   Expr zero = nullptr;
@@ -229,8 +230,24 @@ Expr Context::num(double v) {
   return impl_->num(v);
 }
 
+Expr Context::zero() const {
+  return impl_->zero;
+}
+
+Expr Context::one() const {
+  return impl_->one;
+}
+
 size_t Context::node_count() const {
   return impl_->count;
+}
+
+size_t Context::derivative_steps() const {
+  return impl_->derivative_steps;
+}
+
+void Context::count_derivative_steps(size_t n) {
+  impl_->derivative_steps += n;
 }
 
 // ---- sums ------------------------------------------------------------------------------------

@@ -106,8 +106,8 @@ class Context {
 
   // Leaves ---------------------------------------------------------------------------------
   Expr num(double v);
-  Expr zero() { return num(0.0); }
-  Expr one() { return num(1.0); }
+  Expr zero() const;  // num(0.0) and num(1.0), without a look-up
+  Expr one() const;
 
   // Arithmetic (simplifying) ---------------------------------------------------------------
   Expr add(Expr a, Expr b);
@@ -136,6 +136,11 @@ class Context {
   Expr make(Op op, std::span<const Expr> args);
 
   size_t node_count() const;
+  // Nodes differentiated so far (one per node and symbol a Differentiator had not memoised): a
+  // deterministic measure of the differentiation work done in this Context, beside
+  // node_count(), for the scaling tests.
+  size_t derivative_steps() const;
+  void count_derivative_steps(size_t n);
 
  private:
   struct Impl;
@@ -145,21 +150,46 @@ class Context {
 // Exact derivative d e / d symbol. Memoised per call; simplifying.
 Expr diff(Context& cx, Expr e, uint32_t symbol);
 
+namespace detail {
+template <class V>
+class NodeMap;
+}
+
 // Memoised differentiator for many derivatives of many expressions w.r.t. one symbol.
 class Differentiator {
  public:
   Differentiator(Context& cx, uint32_t symbol);
+  Differentiator(Differentiator&&) noexcept;
+  ~Differentiator();
   Expr operator()(Expr e);
 
  private:
   Context& cx_;
   uint32_t symbol_;
-  std::unordered_map<Expr, Expr> memo_;
+  // node -> its derivative (open addressing: no allocation per node, as in every graph walk)
+  std::unique_ptr<detail::NodeMap<Expr>> memo_;
+  std::vector<Expr> args_;  // the children's derivatives of the node being differentiated
 };
 
 // Replaces symbols by expressions (a symbol absent from the map stays). Memoised, simplifying;
 // returns the same node when nothing below it changed.
 Expr substitute(Context& cx, Expr e, const std::unordered_map<uint32_t, Expr>& replacement);
+
+// Memoised substitution for many expressions with one replacement map, which must not change
+// while the Substituter is used (expressions that share nodes are walked once between them).
+class Substituter {
+ public:
+  Substituter(Context& cx, const std::unordered_map<uint32_t, Expr>& replacement);
+  Substituter(Substituter&&) noexcept;
+  ~Substituter();
+  Expr operator()(Expr e);
+
+ private:
+  Context& cx_;
+  const std::unordered_map<uint32_t, Expr>& replacement_;
+  std::unique_ptr<detail::NodeMap<Expr>> memo_;  // node -> its substitution
+  std::vector<Expr> args_;
+};
 
 // Reference interpreter (for tests, parameters and start values; never on the hot path).
 // Comparisons and logic yield 1.0 or 0.0; Select tests != 0.

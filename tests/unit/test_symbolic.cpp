@@ -523,6 +523,18 @@ TEST_F(Sym, DifferentiatorSharesWorkAcrossExpressions) {
   EXPECT_EQ(d(shared), cx.mul(y, f(Op::Cos, cx.mul(x, y))));
 }
 
+TEST_F(Sym, SubstituterSharesWorkAcrossExpressions) {
+  Expr shared = f(Op::Sin, cx.mul(x, y));
+  std::unordered_map<uint32_t, Expr> by{{ix, cx.add(y, c(1))}};
+  Substituter s(cx, by);
+  Expr a = s(cx.mul(shared, x));
+  EXPECT_EQ(a, substitute(cx, cx.mul(shared, x), by));
+  size_t count = cx.node_count();
+  EXPECT_EQ(s(shared), f(Op::Sin, cx.mul(cx.add(y, c(1)), y)));  // memoised: no new node
+  EXPECT_EQ(cx.node_count(), count);
+  EXPECT_EQ(s(y), y);  // unchanged subtrees are the same nodes
+}
+
 // A chain of n nodes in which each node uses the previous one several times: as a tree it has
 // about 3^n nodes, so anything that is not memoised never finishes.
 TEST_F(Sym, LongSharedChainIsLinear) {
