@@ -153,22 +153,27 @@ constexpr size_t kMaxCrossing = 65536;
 constexpr size_t kTemplateMaxNodes = 64;
 constexpr size_t kLoopMinInstances = 32;
 
-// Outputs of one shape: the same operations on different symbols. `outputs` are indices into the
-// kernel's outputs, `symbols` their leaf symbols (n_leaves per output, in the template's order).
+// Outputs of one shape: the same operations on different symbols and constants. `outputs` are
+// indices into the kernel's outputs, `symbols` and `constants` their leaves (n_symbols and
+// n_constants per output, in the template's order).
 struct LoopGroup {
   std::vector<size_t> outputs;
   std::vector<uint32_t> symbols;
-  size_t n_leaves = 0;
+  std::vector<double> constants;
+  size_t n_symbols = 0, n_constants = 0;
   std::vector<Expr> order;  // the first output's DAG, topological: the template
 };
 
-// The output's own DAG in topological order (its leaves first seen first), or empty when it has
-// more than kTemplateMaxNodes nodes; `shape` gets a text that is equal for two outputs exactly
-// when the same operations apply to their leaves: per node its op, and its arguments' local
-// numbers, a constant's value (constants are part of the shape), a symbol's leaf number.
-std::vector<Expr> output_shape(Expr root, std::string& shape, std::vector<uint32_t>& leaves) {
+// The output's own DAG in topological order, or empty when it has more than kTemplateMaxNodes
+// nodes; `shape` gets a text that is equal for two outputs exactly when the same operations apply
+// to their leaves: per node its op and its arguments' local numbers; a symbol's leaf number; a
+// constant's leaf number, or its value where the lowering reads the value (the exponent of a
+// power: x^2 is x*x). `symbols` and `constants` get the leaves' values in template order.
+std::vector<Expr> output_shape(Expr root, std::string& shape, std::vector<uint32_t>& symbols,
+                               std::vector<double>& constants) {
   shape.clear();
-  leaves.clear();
+  symbols.clear();
+  constants.clear();
   std::vector<Expr> order;
   sym::detail::NodeMap<uint32_t> local(32);
   std::vector<std::pair<Expr, uint32_t>> stack{{root, 0}};
@@ -189,17 +194,26 @@ std::vector<Expr> output_shape(Expr root, std::string& shape, std::vector<uint32
     local.insert(done, static_cast<uint32_t>(order.size()));
     order.push_back(done);
     if (order.size() > kTemplateMaxNodes) return {};
-    shape += std::to_string(static_cast<int>(done->op));
-    if (done->is_symbol()) {
-      shape += "s" + std::to_string(leaves.size());
-      leaves.push_back(done->symbol);
-    } else if (done->is_const()) {
+  }
+  std::vector<char> fixed(order.size(), 0);
+  for (Expr n : order)
+    if (n->op == Op::Pow && n->args[1]->is_const()) fixed[*local.find(n->args[1])] = 1;
+  for (size_t k = 0; k < order.size(); ++k) {
+    const Expr n = order[k];
+    shape += std::to_string(static_cast<int>(n->op));
+    if (n->is_symbol()) {
+      shape += "s";
+      symbols.push_back(n->symbol);
+    } else if (n->is_const() && fixed[k]) {
       char buf[32];
-      std::snprintf(buf, sizeof buf, "c%a", done->value);
+      std::snprintf(buf, sizeof buf, "c%a", n->value);
       shape += buf;
+    } else if (n->is_const()) {
+      shape += "c";
+      constants.push_back(n->value);
     } else {
-      for (uint32_t i = 0; i < done->nargs; ++i)
-        shape += "," + std::to_string(*local.find(done->args[i]));
+      for (uint32_t i = 0; i < n->nargs; ++i)
+        shape += "," + std::to_string(*local.find(n->args[i]));
     }
     shape += ";";
   }
@@ -369,19 +383,22 @@ class KernelLowering {
     std::unordered_map<std::string, size_t> group_of;
     std::vector<LoopGroup> all;
     std::string shape;
-    std::vector<uint32_t> leaves;
+    std::vector<uint32_t> symbols;
+    std::vector<double> constants;
     for (size_t i = 0; i < k.outputs.size(); ++i) {
-      std::vector<Expr> order = output_shape(k.outputs[i], shape, leaves);
+      std::vector<Expr> order = output_shape(k.outputs[i], shape, symbols, constants);
       if (order.empty()) continue;
       auto [it, fresh] = group_of.try_emplace(shape, all.size());
       if (fresh) {
         all.emplace_back();
-        all.back().n_leaves = leaves.size();
+        all.back().n_symbols = symbols.size();
+        all.back().n_constants = constants.size();
         all.back().order = std::move(order);
       }
       LoopGroup& g = all[it->second];
       g.outputs.push_back(i);
-      g.symbols.insert(g.symbols.end(), leaves.begin(), leaves.end());
+      g.symbols.insert(g.symbols.end(), symbols.begin(), symbols.end());
+      g.constants.insert(g.constants.end(), constants.begin(), constants.end());
     }
     for (LoopGroup& g : all)
       if (g.outputs.size() >= kLoopMinInstances) groups.push_back(std::move(g));
@@ -411,7 +428,13 @@ class KernelLowering {
     };
     std::vector<uint32_t> out_index(g.outputs.begin(), g.outputs.end());
     llvm::GlobalVariable* outs = table(out_index, "out");
-    llvm::GlobalVariable* syms = g.n_leaves > 0 ? table(g.symbols, "symbols") : nullptr;
+    llvm::GlobalVariable* syms = g.n_symbols > 0 ? table(g.symbols, "symbols") : nullptr;
+    llvm::GlobalVariable* consts = nullptr;
+    if (g.n_constants > 0) {
+      llvm::Constant* data = llvm::ConstantDataArray::get(c, llvm::ArrayRef<double>(g.constants));
+      consts = new llvm::GlobalVariable(
+          m_, data->getType(), true, llvm::GlobalValue::PrivateLinkage, data, name + ".constants");
+    }
     begin_body(fn);
     llvm::BasicBlock* entry = b_.GetInsertBlock();
     auto* body = llvm::BasicBlock::Create(c, "body", fn);
@@ -423,15 +446,26 @@ class KernelLowering {
     // the template's leaves, loaded through the table, then its inner nodes
     values_ = sym::detail::NodeMap<llvm::Value*>();
     truths_ = sym::detail::NodeMap<llvm::Value*>();
-    size_t leaf = 0;
-    llvm::Value* base = g.n_leaves > 0 ? b_.CreateMul(i, b_.getInt64(g.n_leaves)) : nullptr;
-    for (Expr n : g.order) {
-      if (!n->is_symbol()) continue;
-      llvm::Value* at = b_.CreateAdd(base, b_.getInt64(leaf++));
-      llvm::Value* slot =
-          b_.CreateLoad(b_.getInt32Ty(), b_.CreateInBoundsGEP(b_.getInt32Ty(), syms, at));
-      llvm::Value* p = b_.CreateInBoundsGEP(f64_, v_, b_.CreateZExt(slot, b_.getInt64Ty()));
-      values_.insert(n, b_.CreateLoad(f64_, p));
+    size_t symbol = 0, constant = 0;
+    llvm::Value* base = g.n_symbols > 0 ? b_.CreateMul(i, b_.getInt64(g.n_symbols)) : nullptr;
+    llvm::Value* cbase = g.n_constants > 0 ? b_.CreateMul(i, b_.getInt64(g.n_constants)) : nullptr;
+    std::vector<char> is_exponent(g.order.size(), 0);  // constants the shape fixes
+    for (Expr n : g.order)
+      if (n->op == Op::Pow && n->args[1]->is_const())
+        for (size_t j = 0; j < g.order.size(); ++j)
+          if (g.order[j] == n->args[1]) is_exponent[j] = 1;
+    for (size_t j = 0; j < g.order.size(); ++j) {
+      const Expr n = g.order[j];
+      if (n->is_symbol()) {
+        llvm::Value* at = b_.CreateAdd(base, b_.getInt64(symbol++));
+        llvm::Value* slot =
+            b_.CreateLoad(b_.getInt32Ty(), b_.CreateInBoundsGEP(b_.getInt32Ty(), syms, at));
+        llvm::Value* p = b_.CreateInBoundsGEP(f64_, v_, b_.CreateZExt(slot, b_.getInt64Ty()));
+        values_.insert(n, b_.CreateLoad(f64_, p));
+      } else if (n->is_const() && !is_exponent[j]) {
+        llvm::Value* at = b_.CreateAdd(cbase, b_.getInt64(constant++));
+        values_.insert(n, b_.CreateLoad(f64_, b_.CreateInBoundsGEP(f64_, consts, at)));
+      }
     }
     for (Expr n : g.order)
       if (n->nargs > 0) emit(n);

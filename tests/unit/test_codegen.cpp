@@ -715,11 +715,16 @@ TEST_F(Codegen, RepeatedOutputsAreComputedByLoops) {
     KernelSpec k{"chain" + std::to_string(n), {}};
     for (int i = 0; i < n; ++i) {
       // three shapes (one with a libm call and a select), a constant, a symbol, and one of a kind
+      // at the end
       k.outputs.push_back(cx.sub(x[i + 1], cx.mul(cx.num(0.5), x[i])));
       k.outputs.push_back(cx.mul(cx.unary(Op::Sin, x[i]), cx.add(x[i + 1], cx.num(2.0))));
       k.outputs.push_back(cx.select(cx.binary(Op::Lt, x[i], x[i + 1]), x[i], cx.neg(x[i + 1])));
       k.outputs.push_back(cx.num(3.0));
       k.outputs.push_back(x[i]);
+      // a constant of each output's own is a leaf (one shape); an exponent is not (x^2 is x*x,
+      // x^3 x*x*x: two shapes)
+      k.outputs.push_back(cx.unary(Op::Sin, cx.mul(cx.num(0.1 * (i + 1)), x[i])));
+      k.outputs.push_back(cx.pow(x[i + 1], cx.num(2.0 + i % 2)));
     }
     k.outputs.push_back(cx.unary(Op::Exp, cx.add(x[0], x[1])));
     return k;
@@ -747,8 +752,8 @@ TEST_F(Codegen, RepeatedOutputsAreComputedByLoops) {
   auto plain = compile(small, SIZE_MAX, &ir_plain_small);
   compile(large, SIZE_MAX, &ir_plain_large);
   ASSERT_TRUE(looped && looped_large && plain);
-  EXPECT_NE(ir_small.find("@chain200.loop4("), std::string::npos) << "five shapes, five loops";
-  EXPECT_EQ(ir_small.find("@chain200.loop5("), std::string::npos);
+  EXPECT_NE(ir_small.find("@chain200.loop7("), std::string::npos) << "eight shapes, eight loops";
+  EXPECT_EQ(ir_small.find("@chain200.loop8("), std::string::npos);
   EXPECT_EQ(ir_plain_small.find(".loop"), std::string::npos);
   EXPECT_LT(instructions(ir_large), instructions(ir_small) + 20);
   EXPECT_GT(instructions(ir_plain_large), instructions(ir_plain_small) * 19 / 10);
@@ -771,7 +776,7 @@ TEST_F(Codegen, RepeatedOutputsAreComputedByLoops) {
   v[sym.size() + 57] = std::numeric_limits<double>::quiet_NaN();  // x57 of `small`
   const int32_t sa = a(v.data(), out.data()), sb = b(v.data(), out.data());
   EXPECT_EQ(sa, sb);
-  EXPECT_EQ(sa, 5 * 56 + 1);  // the first output that reads x57: x57 - 0.5 x56 (i = 56)
+  EXPECT_EQ(sa, 7 * 56 + 1);  // the first output that reads x57: x57 - 0.5 x56 (i = 56)
 }
 
 TEST_F(Codegen, ASplitKernelAgreesWithTheInterpreter) {
