@@ -262,14 +262,19 @@ class Flattener {
   std::vector<int> eval_dims(const std::vector<ast::ExprPtr>& dims, Scope s);
 
   // ---- evaluation
+  // eval recurses once per operator of an expression (up to kMaxExprDepth = 1000 deep), so its
+  // frame must stay small: the cases with many locals are functions of their own that are never
+  // inlined into it (inlined, they made a frame of 8.6 KB under ASan, and 1,000 of them overflow
+  // an 8 MB stack: found by fuzz_flatten).
   Value eval(const ast::Expr& e, Scope s);
-  Value eval_ref(const ast::Expr& e, Scope s);
-  Value eval_call(const ast::Expr& e, Scope s);
+  [[gnu::noinline]] Value eval_ref(const ast::Expr& e, Scope s);
+  [[gnu::noinline]] Value eval_call(const ast::Expr& e, Scope s);
   std::vector<Value> iterator_ranges(const ast::Expr& e, Scope s);
   std::vector<int> iterate(const ast::Expr& e, Scope s,
                            const std::function<void(const Value&)>& each);
-  Value eval_comprehension(const ast::Expr& e, Scope s);
-  Value eval_reduction(const ast::Expr& e, Scope s);
+  [[gnu::noinline]] Value eval_comprehension(const ast::Expr& e, Scope s);
+  [[gnu::noinline]] Value eval_reduction(const ast::Expr& e, Scope s);
+  [[gnu::noinline]] Value eval_compound(const ast::Expr& e, Scope s);  // if, arrays, ranges
   // ---- user-defined functions, inlined: their algorithm is executed symbolically
   const ClassEntry* user_function(const ast::Expr& call, Scope s);
   std::vector<Value> call_function(const ast::Expr& call, Scope s, const ClassEntry* fn);
@@ -1398,24 +1403,10 @@ Value Flattener::eval_binary(const std::string& op, const Value& a, const Value&
 Value Flattener::eval(const ast::Expr& e, Scope s) {
   using K = ast::ExprKind;
   switch (e.kind) {
-    case K::Number:
-      return Value::of(cx_.num(e.number), e.is_integer ? ScalarType::Integer : ScalarType::Real);
-    case K::Bool:
-      return Value::of(cx_.num(e.boolean ? 1.0 : 0.0), ScalarType::Boolean);
-    case K::String: {
-      Value v;
-      v.is_string = true;
-      v.str = e.text;
-      return v;
-    }
     case K::Ref:
       return eval_ref(e, s);
     case K::Call:
       return eval_call(e, s);
-    case K::Comprehension:
-      return eval_comprehension(e, s);
-    case K::Reduction:
-      return eval_reduction(e, s);
     case K::Unary: {
       Value a = eval(*e.args[0], s);
       if (a.is_string) fail(DiagKind::type_error, e.span, {"strings cannot be used in arithmetic"});
@@ -1429,6 +1420,33 @@ Value Flattener::eval(const ast::Expr& e, Scope s) {
       Value b = eval(*e.args[1], s);
       return eval_binary(e.op, a, b, e.span);
     }
+    default:
+      return eval_compound(e, s);
+  }
+}
+
+Value Flattener::eval_compound(const ast::Expr& e, Scope s) {
+  using K = ast::ExprKind;
+  switch (e.kind) {
+    case K::Number:
+      return Value::of(cx_.num(e.number), e.is_integer ? ScalarType::Integer : ScalarType::Real);
+    case K::Bool:
+      return Value::of(cx_.num(e.boolean ? 1.0 : 0.0), ScalarType::Boolean);
+    case K::String: {
+      Value v;
+      v.is_string = true;
+      v.str = e.text;
+      return v;
+    }
+    case K::Ref:
+    case K::Call:
+    case K::Unary:
+    case K::Binary:
+      return eval(e, s);  // eval's own
+    case K::Comprehension:
+      return eval_comprehension(e, s);
+    case K::Reduction:
+      return eval_reduction(e, s);
     case K::If: {
       // if c1 then a1 elseif c2 then a2 else b   (args: c1, a1, c2, a2, ..., b)
       size_t n = e.args.size();
@@ -1454,7 +1472,7 @@ Value Flattener::eval(const ast::Expr& e, Scope s) {
       Value r;
       r.type = ScalarType::Integer;
       if (e.args.empty()) {
-        r.shape = {0};
+        r.shape = std::vector<int>{0};
         return r;
       }
       std::vector<int> inner;
@@ -1485,9 +1503,9 @@ Value Flattener::eval(const ast::Expr& e, Scope s) {
         for (const auto& el : row) {
           Value v = eval(*el, s);
           if (v.shape.empty())
-            v.shape = {1, 1};
+            v.shape = std::vector<int>{1, 1};
           else if (v.shape.size() == 1)
-            v.shape = {v.shape[0], 1};
+            v.shape = std::vector<int>{v.shape[0], 1};
           if (v.shape.size() != 2)
             fail(DiagKind::shape_mismatch, el->span,
                  {"matrix elements must be scalars, vectors or matrices"});
@@ -1503,7 +1521,7 @@ Value Flattener::eval(const ast::Expr& e, Scope s) {
           c.type = (acc.type == ScalarType::Real || v.type == ScalarType::Real) ? ScalarType::Real
                                                                                 : acc.type;
           int m = acc.shape[0], n1 = acc.shape[1], n2 = v.shape[1];
-          c.shape = {m, n1 + n2};
+          c.shape = std::vector<int>{m, n1 + n2};
           for (int i = 0; i < m; ++i) {
             c.elems.insert(c.elems.end(), acc.elems.begin() + i * n1,
                            acc.elems.begin() + (i + 1) * n1);
@@ -1544,7 +1562,7 @@ Value Flattener::eval(const ast::Expr& e, Scope s) {
       r.type =
           (a == std::floor(a) && step == std::floor(step)) ? ScalarType::Integer : ScalarType::Real;
       for (long i = 0; i < static_cast<long>(count); ++i) r.elems.push_back(cx_.num(a + i * step));
-      r.shape = {static_cast<int>(r.elems.size())};
+      r.shape = std::vector<int>{static_cast<int>(r.elems.size())};
       return r;
     }
     case K::End:
