@@ -275,6 +275,7 @@ class Flattener {
   [[gnu::noinline]] Value eval_comprehension(const ast::Expr& e, Scope s);
   [[gnu::noinline]] Value eval_reduction(const ast::Expr& e, Scope s);
   [[gnu::noinline]] Value eval_compound(const ast::Expr& e, Scope s);  // if, arrays, ranges
+  [[gnu::noinline]] Value eval_operator(const ast::Expr& e, Scope s);  // unary and binary
   // ---- user-defined functions, inlined: their algorithm is executed symbolically
   const ClassEntry* user_function(const ast::Expr& call, Scope s);
   std::vector<Value> call_function(const ast::Expr& call, Scope s, const ClassEntry* fn);
@@ -283,7 +284,8 @@ class Flattener {
   void exec_if(const ast::Statement& st, size_t branch, FunctionFrame& f, const Iterators* iters);
   void assign(const ast::Expr& target, Value v, FunctionFrame& f, const Iterators* iters);
   void check_outputs_assigned(const FunctionFrame& f, Span where, const std::string& when);
-  Value eval_binary(const std::string& op, const Value& a, const Value& b, Span span);
+  [[gnu::noinline]] Value eval_binary(const std::string& op, const Value& a, const Value& b,
+                                      Span span);
   Value instance_value(Instance* inst, Span span);
   Value eval_mod_value(const ModEntry& m);
   Expr scalar_of(const Value& v, Span span, const char* what);
@@ -1407,22 +1409,26 @@ Value Flattener::eval(const ast::Expr& e, Scope s) {
       return eval_ref(e, s);
     case K::Call:
       return eval_call(e, s);
-    case K::Unary: {
-      Value a = eval(*e.args[0], s);
-      if (a.is_string) fail(DiagKind::type_error, e.span, {"strings cannot be used in arithmetic"});
-      if (e.op == "+") return a;
-      for (auto& x : a.elems) x = e.op == "-" ? cx_.neg(x) : cx_.unary(sym::Op::Not, x);
-      if (e.op == "not") a.type = ScalarType::Boolean;
-      return a;
-    }
-    case K::Binary: {
-      Value a = eval(*e.args[0], s);
-      Value b = eval(*e.args[1], s);
-      return eval_binary(e.op, a, b, e.span);
-    }
+    case K::Unary:
+    case K::Binary:
+      return eval_operator(e, s);
     default:
       return eval_compound(e, s);
   }
+}
+
+Value Flattener::eval_operator(const ast::Expr& e, Scope s) {
+  if (e.kind == ast::ExprKind::Binary) {
+    Value a = eval(*e.args[0], s);
+    Value b = eval(*e.args[1], s);
+    return eval_binary(e.op, a, b, e.span);
+  }
+  Value a = eval(*e.args[0], s);
+  if (a.is_string) fail(DiagKind::type_error, e.span, {"strings cannot be used in arithmetic"});
+  if (e.op == "+") return a;
+  for (auto& x : a.elems) x = e.op == "-" ? cx_.neg(x) : cx_.unary(sym::Op::Not, x);
+  if (e.op == "not") a.type = ScalarType::Boolean;
+  return a;
 }
 
 Value Flattener::eval_compound(const ast::Expr& e, Scope s) {
