@@ -490,6 +490,22 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
     m->slot_terminal = static_cast<int32_t>(dae->terminal_symbol);
   }
   const std::unordered_set<uint32_t> discrete(dae->discretes.begin(), dae->discretes.end());
+  if (!flat->rotation_charts.empty()) {
+    // the charts of Lie-group rotations: theta and w must be ODE1 unknowns (y), Q_ref discrete
+    const std::unordered_set<int32_t> y_slots(m->y_slot.begin(), m->y_slot.end());
+    for (const auto& chart : flat->rotation_charts) {
+      for (size_t k = 0; k < chart.size(); ++k) {
+        const auto slot = static_cast<int32_t>(chart[k]);
+        if (k < 6 ? !y_slots.count(slot) : !discrete.count(chart[k])) {
+          diags.report(DiagKind::mech_invalid, flat->span,
+                       {"the rotation chart variable '" + cx.symbol_name(chart[k]) +
+                        "' is not a state of the model (an equation of the model fixes it?)"});
+          return finish(false);
+        }
+        m->rotation_charts.push_back(slot);
+      }
+    }
+  }
   for (const auto& o : dae->outputs) {
     m->output_names.push_back(o.name);
     m->output_role.push_back(o.role);

@@ -4,6 +4,7 @@
 // parameter is a symbol, and der() of a variable is a symbol of its own (see DerivativeTable).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <iosfwd>
 #include <string>
@@ -177,6 +178,13 @@ struct FlatModel {
   // (if-expressions, abs, sign, min, max) do not stop the solvers at their changes
   // (docs/language.md, "Events").
   std::vector<sym::Expr> no_event;
+  // The local charts of rotations integrated as a Lie group (Spherical and FreeMotion with
+  // lie_group = true; compiler/mech): per joint the symbols of its rotation vector theta[1..3]
+  // (ODE1 unknowns), of the angular velocity w[1..3] of frame_b in frame_b (ODE1 unknowns) and
+  // of the chart's reference quaternion Q_ref[1..4] (hidden discrete variables), in that order.
+  // The solvers move each chart to the current rotation after every step
+  // (rt::CompiledModel::rotation_charts).
+  std::vector<std::array<uint32_t, 10>> rotation_charts;
   std::vector<MechElement> mech_elements;  // in declaration order
   std::vector<FrameConnection> frame_connections;
   BodyBalance body_balance;  // inverse dynamics only

@@ -1,6 +1,8 @@
 // The table of joint kinds (JointKinds.h).
 #include "compiler/mech/JointKinds.h"
 
+#include <string>
+
 namespace mbs::mech {
 
 int JointKind::quaternion_offset() const {
@@ -9,9 +11,20 @@ int JointKind::quaternion_offset() const {
   return -1;
 }
 
+int JointKind::rotation_vector_offset() const {
+  for (size_t i = 0; i < coordinates.size(); ++i)
+    if (coordinates[i].motion == Motion::RotationVector) return static_cast<int>(i);
+  return -1;
+}
+
 namespace {
 
-std::vector<JointKind> make_table() {
+struct Table {
+  std::vector<JointKind> kinds;     // looked up by name
+  std::vector<JointKind> variants;  // reached through JointKind::variant only
+};
+
+Table make_table() {
   using M = Motion;
   using A = Axis;
   const std::vector<JointCoordinate> quaternion = {
@@ -19,7 +32,13 @@ std::vector<JointKind> make_table() {
       {"Q[2]", "dQ[2]", nullptr, M::Quaternion, A::None},
       {"Q[3]", "dQ[3]", nullptr, M::Quaternion, A::None},
       {"Q[4]", "dQ[4]", nullptr, M::Quaternion, A::None}};
+  // made by the lowering: the chart's rotation vector and the angular velocity in frame_b
+  const std::vector<JointCoordinate> rotation_vector = {
+      {"theta[1]", "w[1]", nullptr, M::RotationVector, A::None},
+      {"theta[2]", "w[2]", nullptr, M::RotationVector, A::None},
+      {"theta[3]", "w[3]", nullptr, M::RotationVector, A::None}};
   std::vector<JointKind> t;
+  std::vector<JointKind> variants;
   {
     JointKind k;
     k.kind = "FixedTranslation";
@@ -106,7 +125,13 @@ std::vector<JointKind> make_table() {
     k.translations = Translations::XYZ;
     k.rotations = Rotations::None;
     k.given_torque = true;
+    k.variant_parameter = "lie_group";
     t.push_back(k);
+    k.kind = "Spherical (lie_group)";
+    k.coordinates = rotation_vector;
+    k.can_be_cut = false;
+    k.variant_parameter = nullptr;
+    variants.push_back(k);
   }
   {
     JointKind k;
@@ -120,16 +145,35 @@ std::vector<JointKind> make_table() {
     k.can_be_cut = false;
     k.given_force = true;
     k.given_torque = true;
+    k.variant_parameter = "lie_group";
     t.push_back(k);
+    k.kind = "FreeMotion (lie_group)";
+    k.coordinates.resize(3);
+    k.coordinates.insert(k.coordinates.end(), rotation_vector.begin(), rotation_vector.end());
+    k.variant_parameter = nullptr;
+    variants.push_back(k);
   }
+  return {std::move(t), std::move(variants)};
+}
+
+Table& table() {
+  static Table t = [] {
+    Table m = make_table();
+    for (JointKind& k : m.kinds) {
+      if (k.variant_parameter == nullptr) continue;
+      const std::string name = std::string(k.kind) + " (" + k.variant_parameter + ")";
+      for (const JointKind& v : m.variants)
+        if (name == v.kind) k.variant = &v;
+    }
+    return m;
+  }();
   return t;
 }
 
 }  // namespace
 
 const JointKind* joint_kind(std::string_view kind) {
-  static const std::vector<JointKind> table = make_table();
-  for (const JointKind& k : table)
+  for (const JointKind& k : table().kinds)
     if (kind == k.kind) return &k;
   return nullptr;
 }

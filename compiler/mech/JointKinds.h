@@ -18,6 +18,12 @@ enum class Motion : uint8_t {
   Rotation,     // about its axis by the coordinate (an angle)
   Translation,  // along its axis by the coordinate
   Quaternion,   // one of four parts of a unit quaternion (the four make one step)
+  // One of three parts of a rotation vector theta in a local chart about a reference rotation
+  // (the three make one step, R = R(Q_ref) exp([theta]x)); the coordinate's velocity is the
+  // angular velocity w of the child frame resolved in the child frame, not der(theta), and
+  // der(theta) = dexp^-1(theta) w. The solvers move the chart to the current rotation after every
+  // step (Lie-group integration: docs/mechanics.md, "Rotations as a Lie group").
+  RotationVector,
 };
 
 // A direction of the joint, resolved in frame_a: a unit-vector parameter of the joint (n, n_a,
@@ -92,12 +98,21 @@ struct JointKind {
   // Always cut (LoopClosure: a closure of a loop without coordinates of its own).
   bool always_cut = false;
 
+  // A Boolean parameter of the joint that selects another row of the table for it (its
+  // `variant`): Spherical and FreeMotion's `lie_group` selects the rotation vector with
+  // Lie-group updates instead of the unit quaternion. nullptr: no variant.
+  const char* variant_parameter = nullptr;
+  const JointKind* variant = nullptr;
+
   bool rigid() const { return fixed != FixedTransform::None; }
   // Index of the first quaternion coordinate, or -1.
   int quaternion_offset() const;
+  // Index of the first rotation-vector coordinate, or -1.
+  int rotation_vector_offset() const;
 };
 
 // The kind of that name, or nullptr when it is not a joint (or rigid connection) of the library.
+// The row of a kind's variant is reached through JointKind::variant.
 const JointKind* joint_kind(std::string_view kind);
 
 }  // namespace mbs::mech

@@ -67,6 +67,19 @@ struct Coord {
   int var = -1, vel_var = -1;  // flat vars of the coordinate and of its velocity variable
   Expr effort = nullptr;       // generalized force along it (applied + spring + damper), or null
   bool quaternion = false;
+  // A part of a rotation vector (Motion::RotationVector): dq is the symbol of its velocity
+  // variable (the angular velocity w[i]), not der(q); `velocity` names that member.
+  bool rotation_vector = false;
+  std::string velocity;
+};
+
+// A rotation integrated as a Lie group (a joint with Motion::RotationVector coordinates): the
+// chart R = R(Q_ref) exp([theta]x) and the angular velocity w of the child frame in that frame.
+struct LieRotation {
+  size_t elem = 0;
+  std::array<uint32_t, 3> theta{}, w{};
+  std::array<uint32_t, 4> q_ref{};
+  std::array<Expr, 4> Q{};  // the quaternion of R
 };
 
 // One step of a path: the transform of a child frame C in its parent P, x_P = R x_C + r, and the
@@ -75,6 +88,16 @@ struct Step {
   M3 R;
   V3 r, w, v;
   std::vector<int> coords;  // indices into Lowering::coords
+  // der(w) when it is not the total derivative of w (a rotation vector's step: R^T der(R) w = 0,
+  // so der(w) = R der(w_child); the total derivative would bring der(theta) into the equations
+  // of motion); null entries: the total derivative.
+  V3 w_dot{};
+  // A rotation vector's step: the angular velocity w and its der(w) resolved in the child frame
+  // (R^T w and R^T w_dot, written without R^T R): the child's angular velocity and acceleration
+  // are R^T (parent's) + these, and the equation of motion along w[i] is the child's moment
+  // about its axis i, so the mass matrix is the inertia, independent of the rotation. Null
+  // entries: not such a step (an inverted one is taken the general way).
+  V3 w_child{}, w_dot_child{};
 };
 
 struct Node {
@@ -248,18 +271,24 @@ class Lowering {
   }
 
   // ---- steps
-  int coordinate(size_t elem, const std::string& member, const std::string& vel, bool quat) {
+  int coordinate(size_t elem, const std::string& member, const std::string& vel, Motion motion) {
     Elem& e = elems_[elem];
     Coord c;
     c.elem = elem;
     c.name = member;
+    c.velocity = vel;
     c.var = var(e.el->path + "." + member);
     c.vel_var = var(e.el->path + "." + vel);
     if (c.var < 0 || c.vel_var < 0) fail(e, "lacks coordinate '" + member + "'");
     c.q = flat_.vars[c.var].symbol;
-    flat_.vars[c.var].second_order = true;
-    c.dq = ders_.der(c.q);
-    c.quaternion = quat;
+    c.quaternion = motion == Motion::Quaternion;
+    c.rotation_vector = motion == Motion::RotationVector;
+    if (c.rotation_vector) {
+      c.dq = flat_.vars[c.vel_var].symbol;
+    } else {
+      flat_.vars[c.var].second_order = true;
+      c.dq = ders_.der(c.q);
+    }
     coords_.push_back(c);
     e.coords.push_back(static_cast<int>(coords_.size() - 1));
     return static_cast<int>(coords_.size() - 1);
@@ -296,6 +325,8 @@ class Lowering {
     s.coords = {c[0], c[1], c[2], c[3]};
     return s;
   }
+  // The step of a rotation vector (Motion::RotationVector): its chart's variables, made here.
+  Step rotation_vector(size_t elem, const std::array<const JointCoordinate*, 3>& c);
   Step fixed(const M3& R, const V3& r) {
     Step s;
     s.R = R;
@@ -311,6 +342,10 @@ class Lowering {
     t.w = al_.neg(al_.mul(t.R, s.w));
     t.v = al_.mul(t.R, al_.sub(al_.cross(s.w, s.r), s.v));
     t.coords = s.coords;
+    if (s.w_dot[0] != nullptr) {
+      // a pure rotation (r = v = 0) whose R^T der(R) s.w vanishes: so does that of the inverse
+      t.w_dot = al_.neg(al_.mul(t.R, s.w_dot));
+    }
     return t;
   }
   std::vector<Step> steps_of(size_t elem);
@@ -322,6 +357,7 @@ class Lowering {
   void loads();
   void cut_joints();
   void quaternion_rows();
+  void rotation_vector_equations();
   void multipliers();
   void equations_of_motion();
   void cut_force_torque();
@@ -386,6 +422,7 @@ class Lowering {
   std::vector<ClosureRow> closure_;           // constraint rows (cut joints, quaternion norms)
   std::vector<bool> keep_;                    // per closure row: independent at the assembled start
   std::vector<std::vector<Expr>> row_terms_;  // per coordinate: EOM terms
+  std::vector<LieRotation> lie_;              // rotations integrated as a Lie group
 };
 
 // ------------------------------------------------------------------------------------------------
@@ -413,10 +450,16 @@ std::vector<Step> Lowering::steps_of(size_t i) {
   }
   std::vector<Step> steps;
   std::array<int, 4> quaternion{};
-  int parts = 0;
+  std::array<const JointCoordinate*, 3> rotation{};
+  int parts = 0, rotation_parts = 0;
   for (const JointCoordinate& c : jk->coordinates) {
     const bool q = c.motion == Motion::Quaternion;
-    const int k = coordinate(i, c.coord, c.velocity, q);
+    if (c.motion == Motion::RotationVector) {
+      rotation[static_cast<size_t>(rotation_parts++)] = &c;
+      if (rotation_parts == 3) steps.push_back(rotation_vector(i, rotation));
+      continue;
+    }
+    const int k = coordinate(i, c.coord, c.velocity, c.motion);
     if (q) {
       quaternion[static_cast<size_t>(parts++)] = k;
       if (parts == 4) steps.push_back(quat(quaternion));
@@ -427,6 +470,97 @@ std::vector<Step> Lowering::steps_of(size_t i) {
   }
   if (steps.empty()) fail(e, "is not a joint");
   return steps;
+}
+
+Step Lowering::rotation_vector(size_t i, const std::array<const JointCoordinate*, 3>& c) {
+  Elem& e = elems_[i];
+  const std::string& path = e.el->path;
+  if (opt_.inverse_dynamics)
+    fail(e, "has lie_group = true, which inverse dynamics does not take yet (use the quaternion)");
+  LieRotation lie;
+  lie.elem = i;
+  // the start: the chart at Q_start (compile-time: the reference is a discrete value), theta = 0,
+  // w = R(Q_start)^T w_start (w_start is resolved in frame_a, w in frame_b)
+  std::array<double, 4> qn{};
+  for (int k = 0; k < 4; ++k) qn[k] = value(e, fmt::format("Qn[{}]", k + 1));
+  std::array<Expr, 4> qn_expr;
+  for (int k = 0; k < 4; ++k) qn_expr[k] = cx_.num(qn[k]);
+  const M3 R0 = al_.quaternion(qn_expr);
+  const V3 w0 = al_.mul(al_.transpose(R0), pvec(e, "w_start"));
+  for (int k = 0; k < 4; ++k) {
+    const std::string name = fmt::format("{}.Q_ref[{}]", path, k + 1);
+    lie.q_ref[k] = new_var(name, "reference rotation of the chart of theta", "1", e.el->span);
+    FlatVar& v = flat_.vars.back();
+    v.role = VarRole::Discrete;
+    v.hidden = true;
+    v.value = qn[k];
+    ders_.set_constant(v.symbol);
+  }
+  std::vector<int> ks;
+  for (int k = 0; k < 3; ++k) {
+    const std::string theta = fmt::format("{}.{}", path, c[k]->coord);
+    const std::string w = fmt::format("{}.{}", path, c[k]->velocity);
+    lie.theta[k] = new_var(theta, "rotation vector of frame_b from the chart's reference Q_ref",
+                           "rad", e.el->span);
+    flat_.vars.back().start = cx_.zero();
+    flat_.vars.back().keep = true;
+    lie.w[k] = new_var(w, "angular velocity of frame_b relative to frame_a, resolved in frame_b",
+                       "rad/s", e.el->span);
+    flat_.vars.back().start = w0[k];
+    flat_.vars.back().keep = true;
+    ks.push_back(coordinate(i, c[k]->coord, c[k]->velocity, Motion::RotationVector));
+  }
+  V3 theta, w, w_dot;
+  for (int k = 0; k < 3; ++k) {
+    theta[k] = cx_.symbol(lie.theta[k]);
+    w[k] = cx_.symbol(lie.w[k]);
+    w_dot[k] = cx_.symbol(ders_.der(lie.w[k]));
+  }
+  std::array<Expr, 4> q_ref;
+  for (int k = 0; k < 4; ++k) q_ref[k] = cx_.symbol(lie.q_ref[k]);
+  lie.Q = al_.quaternion_product(q_ref, al_.quaternion_exp(theta, flat_.no_event));
+  Step s;
+  s.R = al_.quaternion(lie.Q);
+  s.r = al_.zero3();
+  s.v = al_.zero3();
+  s.w = al_.mul(s.R, w);
+  s.w_dot = al_.mul(s.R, w_dot);
+  s.w_child = w;
+  s.w_dot_child = w_dot;
+  s.coords = std::move(ks);
+  lie_.push_back(lie);
+  return s;
+}
+
+void Lowering::rotation_vector_equations() {
+  for (const LieRotation& lie : lie_) {
+    Elem& e = elems_[lie.elem];
+    V3 theta, w;
+    for (int k = 0; k < 3; ++k) {
+      theta[k] = cx_.symbol(lie.theta[k]);
+      w[k] = cx_.symbol(lie.w[k]);
+    }
+    const V3 rate = al_.rotation_vector_rate(theta, w, flat_.no_event);
+    for (int k = 0; k < 3; ++k)
+      add_equation(cx_.sub(cx_.symbol(ders_.der(lie.theta[k])), rate[k]), e.el->span,
+                   fmt::format("der({0}.theta[{1}]) = (dexp^-1(theta) w)[{1}]  ({2} rotation "
+                               "vector)",
+                               e.el->path, k + 1, e.el->kind));
+    // the quaternion of the rotation and its rate, as the quaternion form has them
+    const std::array<Expr, 4> w4 = {cx_.zero(), w[0], w[1], w[2]};
+    const std::array<Expr, 4> dq = al_.quaternion_product(lie.Q, w4);
+    for (int k = 0; k < 4; ++k) {
+      define(e, fmt::format("Q[{}]", k + 1), lie.Q[k]);
+      define(e, fmt::format("dQ[{}]", k + 1), cx_.mul(cx_.num(0.5), dq[k]));
+    }
+    std::array<uint32_t, 10> chart{};
+    for (int k = 0; k < 3; ++k) {
+      chart[k] = lie.theta[k];
+      chart[3 + k] = lie.w[k];
+    }
+    for (int k = 0; k < 4; ++k) chart[6 + k] = lie.q_ref[k];
+    flat_.rotation_charts.push_back(chart);
+  }
 }
 
 void Lowering::build_graph() {
@@ -443,6 +577,12 @@ void Lowering::build_graph() {
       throw Failed{};
     }
     elems_.push_back(e);
+    // a variant of the kind chosen by a Boolean parameter (JointKind::variant_parameter)
+    Elem& b = elems_.back();
+    if (b.joint != nullptr && b.joint->variant != nullptr &&
+        var(el.path + "." + b.joint->variant_parameter) >= 0 &&
+        value(b, b.joint->variant_parameter) != 0.0)
+      b.joint = b.joint->variant;
   }
   // union-find over frame paths
   std::map<std::string, std::string> parent;
@@ -620,14 +760,20 @@ void Lowering::kinematics() {
     const Node& p = nodes_[c.parent];
     const Step& s = c.step;
     M3 Rt = al_.transpose(s.R);
-    V3 al_rel = al_.total_derivative(ders_, s.w);
+    V3 al_rel = s.w_dot[0] != nullptr ? s.w_dot : al_.total_derivative(ders_, s.w);
     V3 a_rel = al_.total_derivative(ders_, s.v);
     c.R_w = al_.mul(p.R_w, s.R);
     c.p_w = al_.add(p.p_w, al_.mul(p.R_w, s.r));
-    c.w = keep(al_.mul(Rt, al_.add(p.w, s.w)), id, "w", "rad/s");
     c.v = keep(al_.mul(Rt, al_.add(al_.add(p.v, al_.cross(p.w, s.r)), s.v)), id, "v", "m/s");
-    c.al =
-        keep(al_.mul(Rt, al_.add(al_.add(p.al, al_.cross(p.w, s.w)), al_rel)), id, "al", "rad/s2");
+    if (s.w_child[0] != nullptr) {
+      c.w = keep(al_.add(al_.mul(Rt, p.w), s.w_child), id, "w", "rad/s");
+      c.al = keep(al_.add(al_.mul(Rt, al_.add(p.al, al_.cross(p.w, s.w))), s.w_dot_child), id, "al",
+                  "rad/s2");
+    } else {
+      c.w = keep(al_.mul(Rt, al_.add(p.w, s.w)), id, "w", "rad/s");
+      c.al = keep(al_.mul(Rt, al_.add(al_.add(p.al, al_.cross(p.w, s.w)), al_rel)), id, "al",
+                  "rad/s2");
+    }
     V3 acc = al_.add(p.a, al_.cross(p.al, s.r));
     acc = al_.add(acc, al_.cross(p.w, al_.cross(p.w, s.r)));
     acc = al_.add(acc, al_.scale(cx_.num(2.0), al_.cross(p.w, s.v)));
@@ -905,6 +1051,17 @@ void Lowering::equations_of_motion() {
     if (id == root_) continue;
     const Node& c = nodes_[id];
     if (c.step.coords.empty()) continue;
+    if (c.step.w_child[0] != nullptr) {
+      // a rotation vector's step: d w_child / d w[i] = e_i (w[i] is its coordinate's dq)
+      for (int k : c.step.coords) {
+        sym::Differentiator d(cx_, coords_[k].dq);
+        for (int i = 0; i < 3; ++i) {
+          Expr pw = d(c.step.w_child[i]);
+          if (!pw->is_const(0.0)) row_terms_[k].push_back(cx_.mul(pw, c.M[i]));
+        }
+      }
+      continue;
+    }
     V3 fs = al_.mul(c.step.R, c.F), ms = al_.mul(c.step.R, c.M);
     for (int k : c.step.coords) {
       uint32_t dq = coords_[k].dq;
@@ -935,8 +1092,10 @@ void Lowering::equations_of_motion() {
     const Coord& c = coords_[k];
     if (!elems_[c.elem].in_tree) continue;
     const Elem& e = elems_[c.elem];
-    add_equation(cx_.add(std::span<const Expr>(row_terms_[k])), e.el->span,
-                 "equation of motion along " + e.el->path + "." + c.name, rt::EquationRole::Motion);
+    add_equation(
+        cx_.add(std::span<const Expr>(row_terms_[k])), e.el->span,
+        "equation of motion along " + e.el->path + "." + (c.rotation_vector ? c.velocity : c.name),
+        rt::EquationRole::Motion);
   }
 }
 
@@ -1052,11 +1211,23 @@ bool Lowering::run() {
   try {
     build_graph();
     build_tree();
+    if (!lie_.empty())
+      for (const Elem& e : elems_)
+        if (e.cut) {
+          diags_.report(DiagKind::mech_invalid, elems_[lie_[0].elem].el->span,
+                        {"'" + elems_[lie_[0].elem].el->path +
+                         "' has lie_group = true in a mechanism with a closed loop, which is not "
+                         "supported yet"});
+          diags_.note(e.el->span, "the loop is closed at '" + e.el->path + "'");
+          diags_.help("use the quaternion form (lie_group = false) in closed loops");
+          throw Failed{};
+        }
     row_terms_.assign(coords_.size(), {});
     kinematics();
     loads();
     cut_joints();
     quaternion_rows();
+    rotation_vector_equations();
     defaults();
     if (!assemble()) return false;
     // a trajectory parameter starts at its coordinate's assembled start value
@@ -1081,6 +1252,7 @@ bool Lowering::assemble() {
   for (auto& e : elems_)
     if (e.in_tree)
       for (int k : e.coords) {
+        if (coords_[k].rotation_vector) continue;  // no closure row reaches it (run() refuses)
         AssemblyCoord a;
         a.q = coords_[k].q;
         a.dq = coords_[k].dq;

@@ -5,7 +5,10 @@
 
 #include <array>
 #include <cmath>
+#include <initializer_list>
+#include <span>
 #include <utility>
+#include <vector>
 
 #include "compiler/flatten/FlatModel.h"
 #include "compiler/symbolic/Expr.h"
@@ -99,6 +102,69 @@ class Algebra {
     };
     return {row(cx_.neg(x), w, cx_.neg(z), y), row(cx_.neg(y), z, w, cx_.neg(x)),
             row(cx_.neg(z), cx_.neg(y), x, w)};
+  }
+  // Hamilton product a b of quaternions {w, x, y, z}.
+  std::array<sym::Expr, 4> quaternion_product(const std::array<sym::Expr, 4>& a,
+                                              const std::array<sym::Expr, 4>& b) const {
+    auto sum = [&](sym::Expr p, sym::Expr q, sym::Expr r, sym::Expr t) {
+      return cx_.add({p, q, r, t});
+    };
+    auto m = [&](sym::Expr p, sym::Expr q) { return cx_.mul(p, q); };
+    auto n = [&](sym::Expr p, sym::Expr q) { return cx_.neg(cx_.mul(p, q)); };
+    return {sum(m(a[0], b[0]), n(a[1], b[1]), n(a[2], b[2]), n(a[3], b[3])),
+            sum(m(a[0], b[1]), m(a[1], b[0]), m(a[2], b[3]), n(a[3], b[2])),
+            sum(m(a[0], b[2]), n(a[1], b[3]), m(a[2], b[0]), m(a[3], b[1])),
+            sum(m(a[0], b[3]), m(a[1], b[2]), n(a[2], b[1]), m(a[3], b[0]))};
+  }
+  // f(x) for x = |theta|, an even function given as f(sqrt(s)) with s = |theta|^2 and, for
+  // s < kSeriesBelow, as its Taylor polynomial in s (series[k] s^k): the closed form loses
+  // digits (0/0 at s = 0) where the series is exact to rounding. The select is appended to
+  // `quiet` (no event at the switch between the two: they agree there).
+  static constexpr double kSeriesBelow = 1e-2;
+  sym::Expr even_function(sym::Expr s, sym::Expr closed, std::initializer_list<double> series,
+                          std::vector<sym::Expr>& quiet) const {
+    std::vector<sym::Expr> terms;
+    sym::Expr power = cx_.one();
+    for (double c : series) {
+      terms.push_back(cx_.mul(cx_.num(c), power));
+      power = cx_.mul(power, s);
+    }
+    sym::Expr e = cx_.select(cx_.binary(sym::Op::Lt, s, cx_.num(kSeriesBelow)),
+                             cx_.add(std::span<const sym::Expr>(terms)), closed);
+    quiet.push_back(e);
+    return e;
+  }
+  // The unit quaternion of the rotation by the rotation vector theta (the exponential map):
+  // {cos(x/2), sin(x/2)/x theta}, x = |theta|.
+  std::array<sym::Expr, 4> quaternion_exp(const V3& theta, std::vector<sym::Expr>& quiet) const {
+    sym::Expr s = dot(theta, theta);
+    sym::Expr x = cx_.unary(sym::Op::Sqrt, s);
+    sym::Expr half = cx_.mul(cx_.num(0.5), x);
+    // sin(x/2)/x = 1/2 - s/48 + s^2/3840 - s^3/645120 + s^4/185794560
+    sym::Expr k =
+        even_function(s, cx_.div(cx_.unary(sym::Op::Sin, half), x),
+                      {0.5, -1.0 / 48.0, 1.0 / 3840.0, -1.0 / 645120.0, 1.0 / 185794560.0}, quiet);
+    // cos(x/2) = 1 - s/8 + s^2/384 - s^3/46080 + s^4/10321920 (d/ds of the closed form is 0/0
+    // at s = 0)
+    sym::Expr c =
+        even_function(s, cx_.unary(sym::Op::Cos, half),
+                      {1.0, -1.0 / 8.0, 1.0 / 384.0, -1.0 / 46080.0, 1.0 / 10321920.0}, quiet);
+    return {c, cx_.mul(k, theta[0]), cx_.mul(k, theta[1]), cx_.mul(k, theta[2])};
+  }
+  // der(theta) of the chart R = R_ref exp([theta]x) for the angular velocity w resolved in the
+  // rotated frame (R^T der(R) = [w]x): the inverse of the right Jacobian,
+  // w + theta x w / 2 + c(x) theta x (theta x w), c = (1 - (x/2) cot(x/2)) / x^2.
+  V3 rotation_vector_rate(const V3& theta, const V3& w, std::vector<sym::Expr>& quiet) const {
+    sym::Expr s = dot(theta, theta);
+    sym::Expr x = cx_.unary(sym::Op::Sqrt, s);
+    sym::Expr half = cx_.mul(cx_.num(0.5), x);
+    sym::Expr cot = cx_.div(cx_.unary(sym::Op::Cos, half), cx_.unary(sym::Op::Sin, half));
+    // c = 1/12 + s/720 + s^2/30240 + s^3/1209600 + s^4/47900160
+    sym::Expr c = even_function(
+        s, cx_.div(cx_.sub(cx_.one(), cx_.mul(half, cot)), s),
+        {1.0 / 12.0, 1.0 / 720.0, 1.0 / 30240.0, 1.0 / 1209600.0, 1.0 / 47900160.0}, quiet);
+    V3 tw = cross(theta, w);
+    return add(add(w, scale(cx_.num(0.5), tw)), scale(c, cross(theta, tw)));
   }
   V3 total_derivative(DerivativeTable& ders, const V3& a) const {
     return {ders.total_derivative(a[0]), ders.total_derivative(a[1]), ders.total_derivative(a[2])};

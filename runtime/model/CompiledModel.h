@@ -248,6 +248,16 @@ struct CompiledModel {
   int32_t n_whens() const {
     return when_first_branch.empty() ? 0 : static_cast<int32_t>(when_first_branch.size()) - 1;
   }
+  // ---- rotations integrated as a Lie group (optional: Spherical and FreeMotion joints with
+  // lie_group = true; docs/mechanics.md, "Rotations as a Lie group"). Per rotation ten slots:
+  // its rotation vector theta[1..3] and angular velocity w[1..3] (both y slots) and the
+  // reference quaternion Q_ref[1..4] of its chart (discrete slots); the rotation is
+  // R(Q_ref) exp([theta]x) and der(theta) = dexp^-1(theta) w. After every accepted step the
+  // solvers move each chart to the current rotation (rt::reset_rotation_charts): Q_ref := Q_ref
+  // exp(theta), normalised, theta := 0, der(theta) := w -- the Runge-Kutta-Munthe-Kaas form of
+  // the explicit methods and the Lie-group form of the implicit ones.
+  std::vector<int32_t> rotation_charts;
+  int32_t n_rotation_charts() const { return static_cast<int32_t>(rotation_charts.size() / 10); }
   // ---- exact sensitivities (optional: compiled with CompileOptions::sensitivities; values.fn
   // null otherwise). p = parameters in order.
   SparseKernel sens_F_p;       // dF/dp (n_eq x n_p)

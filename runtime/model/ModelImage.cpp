@@ -21,7 +21,7 @@ static_assert(sizeof(SparseKernel) == 104, "SparseKernel changed: update ModelIm
 static_assert(sizeof(SourceRef) == 72, "SourceRef changed: update ModelImage.cpp");
 static_assert(sizeof(Unknown) == 104, "Unknown changed: update ModelImage.cpp");
 static_assert(sizeof(OutputSource) == 168, "OutputSource changed: update ModelImage.cpp");
-static_assert(sizeof(CompiledModel) == 3720, "CompiledModel changed: update ModelImage.cpp");
+static_assert(sizeof(CompiledModel) == 3744, "CompiledModel changed: update ModelImage.cpp");
 #endif
 
 // Primitive values: fixed-width little-endian integers, doubles as their IEEE bits, strings
@@ -256,6 +256,7 @@ void transfer(IO& io, CompiledModel& m) {
   xfer(io, m.slot_initial);
   xfer(io, m.slot_terminal);
   xfer(io, m.branch_initial);
+  xfer(io, m.rotation_charts);
 }
 
 // The sizes every slot index and pattern must respect; "" or the first inconsistency. A damaged
@@ -307,6 +308,8 @@ std::string check_consistency(const CompiledModel& m) {
       (m.slot_initial != -1 && !slot_ok(m.slot_initial)) ||
       (m.slot_terminal != -1 && !slot_ok(m.slot_terminal)))
     return "slots of the discrete variables";
+  if (m.rotation_charts.size() % 10 != 0 || !slots_ok(m.rotation_charts, m.rotation_charts.size()))
+    return "slots of the rotation charts";
   for (EquationLevel l : m.eq_level)
     if (l > EquationLevel::Algebraic) return "an equation level out of range";
   for (EquationLevel l : m.z_level)

@@ -173,10 +173,18 @@ ExplicitRk::ExplicitRk(std::shared_ptr<const CompiledModel> model, const SolverO
   for (int32_t i = 0; i < n && first_constraint < 0; ++i) {
     if (!has_hd[static_cast<size_t>(i)] || level(i) != EquationLevel::Dynamic) first_constraint = i;
   }
-  const std::string help =
+  std::string help =
       "use --solver gen-alpha, or --ignore-constraints to drop those equations and set the "
       "algebraic variables to 0 (the result is then not a solution of the model)";
   if (!options.ignore_constraints && (m.n_z > 0 || first_constraint >= 0)) {
+    // a unit-quaternion row of a Spherical or FreeMotion joint: its Lie-group form has none
+    for (int32_t i = 0; i < n; ++i)
+      if (equation_text(m, i).find("unit length of the quaternion") != std::string::npos) {
+        help +=
+            "; a Spherical or FreeMotion joint with lie_group = true integrates its rotation "
+            "without the unit-quaternion constraint";
+        break;
+      }
     std::string what;
     if (m.n_z > 0) {
       what = fmt::format("it has {} algebraic variable(s) ({})", m.n_z, z_names(m));
@@ -525,6 +533,18 @@ void ExplicitRk::take_state_from_v() {
     xi0_[m.n_q + i] = v[m.qd_slot[i]];
   }
   for (int32_t j = 0; j < m.n_y; ++j) xi0_[2 * m.n_q + j] = v[m.y_slot[j]];
+}
+
+// The first stage of the next step (d0_) is the derivative at the new point: in the moved chart
+// der(theta) = w, the rest is unchanged.
+void ExplicitRk::charts_moved() {
+  const auto base = static_cast<size_t>(2 * model_.n_q);
+  const auto& th = charts_.theta_y();
+  const auto& w = charts_.w_y();
+  for (size_t k = 0; k < th.size(); ++k) {
+    xi0_[base + th[k]] = 0.0;
+    d0_[base + th[k]] = xi0_[base + w[k]];
+  }
 }
 
 bool ExplicitRk::restart() {

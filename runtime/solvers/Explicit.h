@@ -103,6 +103,7 @@ class ExplicitRk final : public Integrator {
   void restore_accepted_state();
   bool restart() override;
   void take_state_from_v() override;
+  void charts_moved() override;
   void save_method(std::vector<double>& out) override;
   bool restore_method(std::span<const double> in, size_t& pos)
       override;  // d0_ (the first stage) again, the leading matrix refactored

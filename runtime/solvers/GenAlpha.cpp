@@ -249,6 +249,23 @@ void NewmarkFamily::take_state_from_v() {
   for (int32_t j = 0; j < m.n_y; ++j) y0_[j] = v[m.y_slot[j]];
 }
 
+// In the moved chart theta_0 = 0 and der(theta)_0 = w_0 (the trapezoidal rule of the ODE1
+// states starts from them); the predictor's history of der(theta) is shifted by the same jump,
+// so that it extrapolates the trend in the new chart.
+void NewmarkFamily::charts_moved() {
+  const auto nq = static_cast<size_t>(model_.n_q);
+  const auto& th = charts_.theta_y();
+  const auto& w = charts_.w_y();
+  for (size_t k = 0; k < th.size(); ++k) {
+    const size_t j = nq + static_cast<size_t>(th[k]);
+    y0_[th[k]] = 0.0;
+    const double jump = y0_[w[k]] - x0_[j];
+    x0_[j] += jump;
+    if (n_history_ >= 1) x_prev_[j] += jump;
+    if (n_history_ >= 2) x_prev2_[j] += jump;
+  }
+}
+
 // The modified Newton's matrix is part of the state: its values (scaled, as factored) and how
 // they were made are saved, and a restore factors the same values again -- KLU is deterministic,
 // so a continuation from a restored state is bitwise the one from the saved point, and saving

@@ -75,6 +75,7 @@ class NewmarkFamily final : public Integrator {
   void restore_accepted_state();  // v := the last accepted point (after a failed attempt)
   bool restart() override;
   void take_state_from_v() override;
+  void charts_moved() override;
   void save_method(std::vector<double>& out) override;
   bool restore_method(std::span<const double> in, size_t& pos)
       override;  // consistent accelerations again; a_0 = qdd_0, no predictor history

@@ -86,7 +86,8 @@ Integrator::Integrator(std::shared_ptr<const CompiledModel> model, const SolverO
     : model_owner_(checked(std::move(model), options)),
       model_(*model_owner_),
       options_(options),
-      ws_(model_) {
+      ws_(model_),
+      charts_(model_) {
   set_grid(model_.v0[model_.slot_time], options.t_end);
   t_ = t0_;
   h_try_ = options.h;
@@ -163,6 +164,8 @@ bool Integrator::apply_restart() {
 // ---- events
 
 void Integrator::take_state_from_v() {}
+
+void Integrator::charts_moved() {}
 
 bool Integrator::evaluate_events(std::vector<double>& out, double h) {
   const Kernel& k = model_.events;
@@ -413,6 +416,10 @@ void Integrator::enable_sensitivities(std::vector<SensitivityDirection> directio
   const auto& m = model_;
   if (initialized_)
     throw SolverSetupError("exact sensitivities must be enabled before the run starts");
+  if (!charts_.empty())
+    throw SolverSetupError(
+        "exact sensitivities of rotations integrated as a Lie group (lie_group = true) are not "
+        "available: use the quaternion form");
   if (!m.has_sensitivities())
     throw SolverSetupError(
         fmt::format("model '{}' was compiled without the kernels of exact sensitivities", m.name));

@@ -30,6 +30,7 @@
 #include "runtime/io/Interrupt.h"
 #include "runtime/io/Progress.h"
 #include "runtime/model/CompiledModel.h"
+#include "runtime/model/RotationCharts.h"
 #include "runtime/model/Workspace.h"
 #include "runtime/solvers/Failure.h"
 #include "runtime/solvers/Options.h"
@@ -269,6 +270,18 @@ class Integrator {
   const CompiledModel& model_;  // *model_owner_
   SolverOptions options_;
   Workspace ws_;
+  // ---- rotations integrated as a Lie group (model.rotation_charts; docs/mechanics.md)
+  // After every accepted step the charts move to the current rotation in ws_.v
+  // (RotationCharts::move: theta = 0, der(theta) = w, Q_ref the rotation) and the method takes
+  // that over (charts_moved), so the next step is taken in the chart about its start point.
+  RotationCharts charts_;
+  void move_rotation_charts() {
+    charts_.move(ws_.v.data());
+    charts_moved();
+  }
+  // The method's part of move_rotation_charts: the theta and der(theta) components of what it
+  // keeps of the accepted point follow ws_.v (charts_.theta_y()). Default: nothing.
+  virtual void charts_moved();
   Statistics stats_;
   std::optional<FailureRecord> failure_;
   std::vector<std::string> warnings_;
@@ -413,6 +426,7 @@ bool Integrator::accept_step(D& self, double h, bool last, double t_target) {
   const int event = model_.has_events() ? locate_event(self, h_step) : 0;
   if (event < 0) return false;
   self.accept(h_step);
+  if (!charts_.empty()) move_rotation_charts();
   t_ = last && h_step == h ? t_target : t_ + h_step;
   h_last_ = h_step;
   stats_.record_accepted_step(h_step);

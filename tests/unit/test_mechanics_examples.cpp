@@ -741,7 +741,7 @@ TEST(MechanicsExamples, ChainOfOneLinkIsTheRigidPendulum) {
 TEST(MechanicsExamples, EveryExampleRunsWithTheCommandLineCompiler) {
   for (const char* name :
        {"pendulum", "double_pendulum", "slider_crank", "four_bar", "spatial_four_bar", "heavy_top",
-        "parallelogram", "chain", "msl_bodies", "sagging_arm"}) {
+        "parallelogram", "chain", "msl_bodies", "sagging_arm", "heavy_top_lie_group"}) {
     std::string out = testing::TempDir() + std::to_string(getpid()) + "_" + name + ".csv";
     std::string cmd = std::string(MBS_MBSC_PATH) + " " + mech_example(std::string(name) + ".mbs") +
                       " --simulate --t-end 0.5 --output " + out + " 2>/dev/null";
