@@ -507,7 +507,7 @@ Status Unit::directional_derivative(std::span<const uint32_t> unknowns,
     return error("directional derivative: one seed per known and one value per unknown needed");
   if (!initialized_)
     return error("directional derivatives are available after initialization only");
-  if (kind_ == Kind::CoSimulation && !model_exchange_obstacle(*model_).empty())
+  if (kind_ == Kind::CoSimulation && !constraints_obstacle(*model_).empty())
     return error(
         "directional derivatives are not available: the model keeps constraints (they are "
         "those of the ODE's derivatives with respect to its states)");

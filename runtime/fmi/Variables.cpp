@@ -343,6 +343,20 @@ std::vector<std::string> declared_outputs(const CompiledModel& m) {
 }
 
 std::string model_exchange_obstacle(const CompiledModel& m) {
+  if (m.n_rotation_charts() > 0) {
+    std::string name;
+    for (int32_t j = 0; j < m.n_y; ++j)
+      if (m.y_slot[static_cast<size_t>(j)] == m.rotation_charts[0]) name = m.y[j].name;
+    if (const auto dot = name.rfind('.'); dot != std::string::npos) name.resize(dot);
+    return "the model integrates the rotation of '" + name +
+           "' as a Lie group (lie_group = true), whose chart the solver moves after every step; "
+           "model exchange leaves the steps to the importer, so export it for co-simulation or "
+           "use the quaternion form (lie_group = false)";
+  }
+  return constraints_obstacle(m);
+}
+
+std::string constraints_obstacle(const CompiledModel& m) {
   if (m.n_z == 0) return {};
   for (int32_t i = 0; i < m.n_eq(); ++i) {
     const EquationLevel level = m.eq_level[static_cast<size_t>(i)];

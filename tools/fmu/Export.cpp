@@ -138,7 +138,7 @@ std::string export_fmu(const rt::CompiledModel& m, const std::vector<std::string
   d.can_get_set_state = true;
   d.can_serialize_state = true;
   // d der / d states from the symbolic Jacobians (rt::fmi::Unit), for models without constraints
-  d.directional_derivatives = rt::fmi::model_exchange_obstacle(m).empty();
+  d.directional_derivatives = rt::fmi::constraints_obstacle(m).empty();
   d.start_time = m.v0[static_cast<size_t>(m.slot_time)];
   d.stop_time = o.solver.t_end;
   d.tolerance = o.solver.rtol;
