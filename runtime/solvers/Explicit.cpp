@@ -181,8 +181,9 @@ ExplicitRk::ExplicitRk(std::shared_ptr<const CompiledModel> model, const SolverO
     for (int32_t i = 0; i < n; ++i)
       if (equation_text(m, i).find("unit length of the quaternion") != std::string::npos) {
         help +=
-            "; a Spherical or FreeMotion joint with lie_group = true integrates its rotation "
-            "without the unit-quaternion constraint";
+            "; a Spherical or FreeMotion joint with lie_group = true (--set "
+            "<joint>.lie_group=true) integrates its rotation without the unit-quaternion "
+            "constraint";
         break;
       }
     std::string what;

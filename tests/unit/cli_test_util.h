@@ -53,10 +53,18 @@ inline std::vector<std::vector<std::string>> read_csv(const std::string& path) {
   std::ifstream in(path);
   std::string line;
   while (std::getline(in, line)) {
-    std::vector<std::string> cells;
-    std::stringstream ss(line);
-    std::string c;
-    while (std::getline(ss, c, ',')) cells.push_back(c);
+    // a quoted field (a header name such as "s.R[1,1]") may hold commas; its quotes go
+    std::vector<std::string> cells(1);
+    bool quoted = false;
+    for (char ch : line) {
+      if (ch == '"')
+        quoted = !quoted;
+      else if (ch == ',' && !quoted)
+        cells.emplace_back();
+      else
+        cells.back() += ch;
+    }
+    if (line.empty()) cells.clear();
     rows.push_back(cells);
   }
   return rows;

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -566,6 +567,50 @@ TEST(LieGroup, CoSimulationStepsInPiecesReproduceOneRun) {
   EXPECT_NE(why.find("'pivot'"), std::string::npos) << why;
   EXPECT_NE(why.find("co-simulation"), std::string::npos) << why;
   EXPECT_EQ(mbs::rt::fmi::constraints_obstacle(m), "");
+}
+
+TEST(LieGroup, TheCommandLineSwitchesAJointToItsLieGroupForm) {
+  // --set takes a Boolean: the quaternion example runs with dopri5, as the explicit solvers'
+  // refusal suggests, and moves as its Lie-group twin does
+  const std::string out = testing::TempDir() + std::to_string(getpid()) + "_lie_cli.csv";
+  const std::string cmd = std::string(MBS_MBSC_PATH) + " " +
+                          source("examples/mechanics/heavy_top.mbs") +
+                          " --set pivot.lie_group=true --solver dopri5 --simulate --t-end 0.5 "
+                          "--no-cache -q --output " +
+                          out + " 2>/dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  // the CSV's fields (a quoted name such as "s.R[1,1]" holds a comma)
+  auto fields = [](const std::string& line) {
+    std::vector<std::string> f(1);
+    bool quoted = false;
+    for (char ch : line) {
+      if (ch == '"')
+        quoted = !quoted;
+      else if (ch == ',' && !quoted)
+        f.emplace_back();
+      else
+        f.back() += ch;
+    }
+    return f;
+  };
+  std::ifstream in(out);
+  std::string line, last;
+  std::getline(in, line);
+  const std::vector<std::string> header = fields(line);
+  while (std::getline(in, line)) last = line;
+  const std::vector<std::string> row = fields(last);
+  ASSERT_EQ(row.size(), header.size());
+  const auto& m = heavy_top();
+  const SimRun run = simulate(m, "dopri5", 0.5, 1e-3);
+  ASSERT_EQ(run.status, mbs::rt::SolveStatus::Finished);
+  int compared = 0;
+  for (size_t i = 1; i < header.size(); ++i)
+    for (size_t k = 0; k < m.output_names.size(); ++k)
+      if (m.output_names[k] == header[i]) {
+        EXPECT_NEAR(std::stod(row[i]), run.rows.back()[k], 1e-12) << header[i];
+        ++compared;
+      }
+  EXPECT_GT(compared, 40);  // Q, dQ, theta, w and the sensor's columns
 }
 
 TEST(LieGroup, WhatIsNotSupportedIsRefusedWithAReason) {

@@ -101,3 +101,18 @@ TEST(ReplCommands, AnInputIsSetLikeAParameterWithoutACompile) {
   EXPECT_EQ(f.repl.execute("set uu = 2"), Status::Usage);
   EXPECT_NE(f.err.str().find("did you mean 'u'"), std::string::npos) << f.err.str();
 }
+
+TEST(ReplCommands, ABooleanParameterIsSetByTrueOrFalse) {
+  // the heavy top switched to its Lie-group form (a structural parameter: a new compile), then
+  // integrated by an explicit method, which the quaternion form's constraint refuses
+  Fixture f;
+  ASSERT_EQ(f.repl.execute("load examples/mechanics/heavy_top.mbs"), Status::Ok) << f.err.str();
+  EXPECT_EQ(f.repl.execute("solver dopri5"), Status::Ok) << f.err.str();
+  EXPECT_NE(f.repl.execute("simulate 0.1"), Status::Ok);
+  EXPECT_EQ(f.repl.execute("set pivot.lie_group = true"), Status::Ok) << f.err.str();
+  ASSERT_EQ(f.repl.execute("simulate 0.1"), Status::Ok) << f.err.str();
+  f.out.str("");
+  ASSERT_EQ(f.repl.execute("val pivot.w[3]"), Status::Ok) << f.err.str();
+  EXPECT_NE(f.out.str().find("50"), std::string::npos) << f.out.str();  // the spin is kept
+  EXPECT_EQ(f.repl.execute("set pivot.lie_group = maybe"), Status::Usage);
+}

@@ -275,7 +275,11 @@ int main(int argc, char** argv) {
       std::string name = s.substr(0, eq), value = s.substr(eq + 1);
       char* end = nullptr;
       double x = std::strtod(value.c_str(), &end);
-      if (value.empty() || *end != '\0') {
+      if (value == "true" || value == "false") {  // a Boolean parameter
+        x = value == "true" ? 1.0 : 0.0;
+        end = nullptr;
+      }
+      if (value.empty() || (end != nullptr && *end != '\0')) {
         std::cerr << "mbsc: error: " << option << " " << name << ": '" << value
                   << "' is not a number\n";
         return false;

@@ -523,7 +523,9 @@ Status Repl::set(const Args& a) {
     if (eq == std::string::npos || eq == 0)
       return error(Status::Usage, "usage: set NAME = VALUE[, NAME = VALUE...]");
     const std::string name = part.substr(0, eq), text = part.substr(eq + 1);
-    const std::optional<double> value = parse_number(text);
+    const std::optional<double> value = text == "true"    ? 1.0
+                                        : text == "false" ? 0.0
+                                                          : parse_number(text);  // Booleans too
     if (!value)
       return error(Status::Usage, fmt::format("set {}: '{}' is not a number", name, text));
     values.emplace_back(name, *value);
