@@ -634,6 +634,16 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
       any = true;
     }
     if (any) m->z_level = std::move(level);
+    // the recursive form's auxiliaries (FlatVar::auxiliary)
+    std::vector<rt::EquationLevel> aux(dae->z.size(), rt::EquationLevel::Algebraic);
+    bool any_aux = false;
+    for (size_t i = 0; i < dae->z.size(); ++i) {
+      auto it = flat->var_of_symbol.find(dae->z[i].symbol);
+      if (it == flat->var_of_symbol.end()) continue;
+      aux[i] = flat->vars[it->second].auxiliary;
+      any_aux |= aux[i] != rt::EquationLevel::Algebraic;
+    }
+    if (any_aux) m->z_auxiliary = std::move(aux);
   }
 
   // constraints must hold at the start (position and velocity level); with

@@ -14,6 +14,7 @@
 
 #include "compiler/diag/Diagnostics.h"
 #include "compiler/symbolic/Expr.h"
+#include "runtime/model/CompiledModel.h"
 #include "runtime/model/Roles.h"
 
 namespace mbs {
@@ -47,6 +48,10 @@ struct FlatVar {
   bool fixed_given = false;   // `fixed` written (fixed = false: a free start, solved at t0)
   bool keep = false;          // never eliminated by the DAE pass (recursive multibody form)
   bool multiplier = false;    // the Lagrange multiplier of a position-level constraint
+  // An auxiliary unknown of the recursive multibody form (FlatVar::keep): Velocity for a frame's
+  // velocities, Dynamic for its accelerations and forces; Algebraic for any other variable.
+  // rt::CompiledModel::z_auxiliary.
+  rt::EquationLevel auxiliary = rt::EquationLevel::Algebraic;
   bool second_order = false;  // an ODE2 coordinate even if no equation has its 2nd derivative
   bool hidden = false;        // made by the compiler (the counters of sample()): no result column
   rt::OutputRole output_role = rt::OutputRole::Variable;  // what the runtime reads it as

@@ -393,7 +393,9 @@ class Lowering {
   M3 rel_rotation(int a, int b) { return al_.mul(al_.transpose(nodes_[a].R_w), nodes_[b].R_w); }
   V3 world_velocity(int n) { return al_.mul(nodes_[n].R_w, nodes_[n].v); }
   V3 world_angular_velocity(int n) { return al_.mul(nodes_[n].R_w, nodes_[n].w); }
-  V3 keep(const V3& x, int node, const char* what, const char* unit);
+  // x as new unknowns (the recursive form), each an auxiliary of `level`: Velocity (functions of
+  // q and der(q)) or Dynamic (accelerations and forces, linear in der(q, 2)); FlatVar::auxiliary.
+  V3 keep(const V3& x, int node, const char* what, const char* unit, rt::EquationLevel level);
   bool mentioned(uint32_t symbol) const { return mentioned_.count(symbol) != 0; }
 
   FlatModel& flat_;
@@ -729,7 +731,8 @@ void Lowering::build_tree() {
     recursive_ = false;  // its balance unknowns are efforts and multipliers
 }
 
-V3 Lowering::keep(const V3& x, int node, const char* what, const char* unit) {
+V3 Lowering::keep(const V3& x, int node, const char* what, const char* unit,
+                  rt::EquationLevel level) {
   if (!recursive_) return x;
   V3 out;
   for (int i = 0; i < 3; ++i) {
@@ -740,6 +743,7 @@ V3 Lowering::keep(const V3& x, int node, const char* what, const char* unit) {
     std::string name = fmt::format("{}.{}[{}]", nodes_[node].name, what, i + 1);
     uint32_t s = new_var(name, "recursive multibody quantity", unit, flat_.span);
     flat_.vars.back().keep = true;
+    flat_.vars.back().auxiliary = level;
     add_equation(cx_.sub(cx_.symbol(s), x[i]), flat_.span, name + " (recursive kinematics)");
     out[i] = cx_.symbol(s);
   }
@@ -764,21 +768,23 @@ void Lowering::kinematics() {
     V3 a_rel = al_.total_derivative(ders_, s.v);
     c.R_w = al_.mul(p.R_w, s.R);
     c.p_w = al_.add(p.p_w, al_.mul(p.R_w, s.r));
-    c.v = keep(al_.mul(Rt, al_.add(al_.add(p.v, al_.cross(p.w, s.r)), s.v)), id, "v", "m/s");
+    c.v = keep(al_.mul(Rt, al_.add(al_.add(p.v, al_.cross(p.w, s.r)), s.v)), id, "v", "m/s",
+               rt::EquationLevel::Velocity);
     if (s.w_child[0] != nullptr) {
-      c.w = keep(al_.add(al_.mul(Rt, p.w), s.w_child), id, "w", "rad/s");
+      c.w =
+          keep(al_.add(al_.mul(Rt, p.w), s.w_child), id, "w", "rad/s", rt::EquationLevel::Velocity);
       c.al = keep(al_.add(al_.mul(Rt, al_.add(p.al, al_.cross(p.w, s.w))), s.w_dot_child), id, "al",
-                  "rad/s2");
+                  "rad/s2", rt::EquationLevel::Dynamic);
     } else {
-      c.w = keep(al_.mul(Rt, al_.add(p.w, s.w)), id, "w", "rad/s");
+      c.w = keep(al_.mul(Rt, al_.add(p.w, s.w)), id, "w", "rad/s", rt::EquationLevel::Velocity);
       c.al = keep(al_.mul(Rt, al_.add(al_.add(p.al, al_.cross(p.w, s.w)), al_rel)), id, "al",
-                  "rad/s2");
+                  "rad/s2", rt::EquationLevel::Dynamic);
     }
     V3 acc = al_.add(p.a, al_.cross(p.al, s.r));
     acc = al_.add(acc, al_.cross(p.w, al_.cross(p.w, s.r)));
     acc = al_.add(acc, al_.scale(cx_.num(2.0), al_.cross(p.w, s.v)));
     acc = al_.add(acc, a_rel);
-    c.a = keep(al_.mul(Rt, acc), id, "a", "m/s2");
+    c.a = keep(al_.mul(Rt, acc), id, "a", "m/s2", rt::EquationLevel::Dynamic);
   }
 }
 
@@ -1044,8 +1050,8 @@ void Lowering::equations_of_motion() {
       F[i] = cx_.add(std::span<const Expr>(n.f[i]));
       M[i] = cx_.add(std::span<const Expr>(n.m[i]));
     }
-    n.F = keep(F, *it, "F", "N");
-    n.M = keep(M, *it, "M", "N.m");
+    n.F = keep(F, *it, "F", "N", rt::EquationLevel::Dynamic);
+    n.M = keep(M, *it, "M", "N.m", rt::EquationLevel::Dynamic);
   }
   for (int id : order_) {
     if (id == root_) continue;

@@ -100,6 +100,13 @@ struct CompiledModel {
   // Newton accepts its update once it stagnates with everything else converged. Empty: inferred
   // (a z whose Newton-matrix column has no entry in an Algebraic row is a multiplier).
   std::vector<EquationLevel> z_level;
+  // Optional, size n_z (or empty): Velocity or Dynamic for an auxiliary unknown of the recursive
+  // multibody form (a frame's velocities; its accelerations and forces), a function of q and
+  // der(q) (and der(q, 2)) that the compiler keeps as an unknown to keep the equations linear in
+  // size; Algebraic for any other. The implicit solvers measure an auxiliary's Newton update in
+  // the units of the coordinates, as they do the accelerations der(q, 2) themselves:
+  // gamma' h dz for Velocity, beta' h^2 dz for Dynamic (docs/solvers.md, "Newton strategy").
+  std::vector<EquationLevel> z_auxiliary;
 
   // ---- equations
   int32_t n_eq() const { return n_q + n_y + n_z; }

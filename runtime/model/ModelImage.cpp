@@ -21,7 +21,7 @@ static_assert(sizeof(SparseKernel) == 104, "SparseKernel changed: update ModelIm
 static_assert(sizeof(SourceRef) == 72, "SourceRef changed: update ModelImage.cpp");
 static_assert(sizeof(Unknown) == 104, "Unknown changed: update ModelImage.cpp");
 static_assert(sizeof(OutputSource) == 168, "OutputSource changed: update ModelImage.cpp");
-static_assert(sizeof(CompiledModel) == 3744, "CompiledModel changed: update ModelImage.cpp");
+static_assert(sizeof(CompiledModel) == 3768, "CompiledModel changed: update ModelImage.cpp");
 #endif
 
 // Primitive values: fixed-width little-endian integers, doubles as their IEEE bits, strings
@@ -257,6 +257,7 @@ void transfer(IO& io, CompiledModel& m) {
   xfer(io, m.slot_terminal);
   xfer(io, m.branch_initial);
   xfer(io, m.rotation_charts);
+  xfer(io, m.z_auxiliary);
 }
 
 // The sizes every slot index and pattern must respect; "" or the first inconsistency. A damaged
@@ -314,6 +315,10 @@ std::string check_consistency(const CompiledModel& m) {
     if (l > EquationLevel::Algebraic) return "an equation level out of range";
   for (EquationLevel l : m.z_level)
     if (l > EquationLevel::Algebraic) return "a multiplier level out of range";
+  if (!m.z_auxiliary.empty() && m.z_auxiliary.size() != static_cast<size_t>(m.n_z))
+    return "z_auxiliary is not of size n_z";
+  for (EquationLevel l : m.z_auxiliary)
+    if (l > EquationLevel::Algebraic) return "an auxiliary level out of range";
   for (EquationRole r : m.eq_role)
     if (r > EquationRole::Trajectory) return "an equation role out of range";
   for (OutputRole r : m.output_role)

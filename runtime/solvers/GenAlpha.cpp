@@ -169,6 +169,8 @@ NewmarkFamily::NewmarkFamily(std::shared_ptr<const CompiledModel> model,
   for (EquationLevel l : multiplier_levels(m)) {
     is_multiplier_.push_back(l != EquationLevel::Algebraic ? 1 : 0);
   }
+  z_auxiliary_.assign(static_cast<size_t>(m.n_z), EquationLevel::Algebraic);
+  if (m.z_auxiliary.size() == static_cast<size_t>(m.n_z)) z_auxiliary_ = m.z_auxiliary;
   q0_.assign(static_cast<size_t>(m.n_q), 0.0);
   qd0_ = q0_;
   a0_ = q0_;
@@ -615,7 +617,12 @@ bool NewmarkFamily::attempt(double h) {
     }
     norm = state_norm;
     for (int32_t i = nq + ny; i < n; ++i) {
-      const double w = std::fabs(dx[i]) / (atol + rtol * std::fabs(x[i]));
+      // an auxiliary of the recursive form in the units of the coordinates, as der(q, 2) above
+      const EquationLevel aux = z_auxiliary_[static_cast<size_t>(i - nq - ny)];
+      const double scale = aux == EquationLevel::Dynamic    ? cq_
+                           : aux == EquationLevel::Velocity ? cqd_
+                                                            : 1.0;
+      const double w = scale * std::fabs(dx[i]) / (atol + rtol * std::fabs(scale * x[i]));
       if (!is_multiplier_[i - nq - ny] && !(w <= state_norm)) state_norm = w;
       if (!(w <= norm)) norm = w, worst = i;
     }

@@ -100,9 +100,10 @@ class NewmarkFamily final : public Integrator {
   std::vector<EquationLevel> row_level_;  // per equation, Position -> Velocity with index 2
   LinearSolver newton_;
   LinearSolver init_solver_;
-  std::vector<double> row_scale_;       // per equation: 1, 1 / (beta' h^2) or 1 / (gamma' h)
-  double row_scale_h_ = -1.0;           // h that row_scale_ was computed for
-  std::vector<uint8_t> is_multiplier_;  // per z: a constraint multiplier (multiplier_levels())
+  std::vector<double> row_scale_;           // per equation: 1, 1 / (beta' h^2) or 1 / (gamma' h)
+  double row_scale_h_ = -1.0;               // h that row_scale_ was computed for
+  std::vector<uint8_t> is_multiplier_;      // per z: a constraint multiplier (multiplier_levels())
+  std::vector<EquationLevel> z_auxiliary_;  // per z: model.z_auxiliary (or all Algebraic)
   // State at the start of the step.
   std::vector<double> q0_, qd0_, a0_, y0_;
   std::vector<double> x0_;                // [qdd_0 | yd_0 | z_0]

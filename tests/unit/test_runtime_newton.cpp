@@ -71,9 +71,22 @@ TEST(Newton, HeavyTopTakesTwoIterationsPerStep) {
   EXPECT_EQ(c.rejected, 0);
 }
 
+// The same top with its rotation integrated as a Lie group (lie_group = true): the leading
+// matrix is the inertia, so a matrix kept for thousands of steps still contracts (2.44
+// iterations and 3 factorizations in 10,000 steps).
+TEST(Newton, HeavyTopAsALieGroupKeepsItsMatrix) {
+  const Counts c = run_example("examples/mechanics/heavy_top_lie_group.mbs --t-end 10");
+  EXPECT_LE(c.iterations_per_step, 2.5);
+  EXPECT_LE(c.factorizations_per_step, 0.001);
+  EXPECT_EQ(c.rejected, 0);
+}
+
+// The recursive form's auxiliaries (frame velocities, accelerations and forces) are measured in
+// the units of the coordinates, as der(q, 2) is (CompiledModel::z_auxiliary): 3.14 iterations
+// and 0.98 factorizations per step (4.32 and 1.0 when they were held to atol absolute).
 TEST(Newton, ChainOfHundredLinksTakesFewerIterations) {
   const Counts c = run_example("examples/mechanics/chain.mbs --set N=100 --t-end 2");
-  EXPECT_LE(c.iterations_per_step, 4.4);
+  EXPECT_LE(c.iterations_per_step, 3.3);
   EXPECT_LE(c.factorizations_per_step, 1.01);
   EXPECT_LE(c.rejected, 2);
 }
