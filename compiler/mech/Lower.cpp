@@ -733,7 +733,11 @@ void Lowering::build_tree() {
 
 V3 Lowering::keep(const V3& x, int node, const char* what, const char* unit,
                   rt::EquationLevel level) {
-  if (!recursive_) return x;
+  // Only the nodes a joint moves keep their quantities: the root's are known, and a node reached
+  // by a rigid step (a FixedTranslation's frame_b) is a constant transform of its parent's kept
+  // ones, so its expressions stay small without unknowns of their own (the N-link chain: 9
+  // auxiliaries per link instead of 18).
+  if (!recursive_ || node == root_ || nodes_[node].step.coords.empty()) return x;
   V3 out;
   for (int i = 0; i < 3; ++i) {
     if (x[i]->is_const()) {
