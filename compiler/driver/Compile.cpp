@@ -294,6 +294,7 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
     print_flat_model(emit_out, cx, *flat);
     return finish(true);
   }
+  flat->vars.shrink_to_fit();  // grown by doubling: up to half of it unused, until the end
 
   // ---- dae
   auto dae = build_dae(*flat, cx, ders, diags);
@@ -303,6 +304,9 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
     print_dae(emit_out, cx, *dae);
     return finish(true);
   }
+  // the DAE has its own copies of the equations (their residuals resolved, their texts)
+  std::vector<FlatEquation>().swap(flat->equations);
+  std::vector<FlatEquation>().swap(flat->initial_equations);
 
   // ---- parameter values (resolved by the flattener)
   std::unordered_map<uint32_t, double> param_value;
@@ -394,6 +398,13 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
     return finish(false);
   }
   if (options.emit == "ir") emit_out << ir;
+  for (const auto& spec : specs) {
+    if (state->jit->lookup(spec.name)) continue;
+    diags.report(DiagKind::jit_failed, Span{}, {"no code for kernel '" + spec.name + "'"});
+    return finish(false);
+  }
+  // the kernels are compiled: their copies go (ModelKernels keeps the outputs and patterns)
+  std::vector<codegen::KernelSpec>().swap(specs);
 
   // ---- assemble the CompiledModel
   auto m = std::make_shared<rt::CompiledModel>();
@@ -402,6 +413,30 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
   m->n_y = static_cast<int32_t>(dae->y.size());
   m->n_z = static_cast<int32_t>(dae->z.size());
   m->slot_time = static_cast<int32_t>(dae->time_symbol);
+  // the vectors of 10^5 elements are not grown by doubling (up to twice their size held)
+  m->q_slot.reserve(dae->q.size());
+  m->qd_slot.reserve(dae->q.size());
+  m->qdd_slot.reserve(dae->q.size());
+  m->q.reserve(dae->q.size());
+  m->y_slot.reserve(dae->y.size());
+  m->yd_slot.reserve(dae->y.size());
+  m->y.reserve(dae->y.size());
+  m->z_slot.reserve(dae->z.size());
+  m->z.reserve(dae->z.size());
+  const size_t n_eq = dae->equations.size();
+  m->eq_level.reserve(n_eq);
+  m->eq_source.reserve(n_eq);
+  m->eq_role.reserve(n_eq);
+  m->eq_param_slot.reserve(n_eq);
+  m->eq_subject.reserve(n_eq);
+  const size_t n_out = dae->outputs.size();
+  m->output_names.reserve(n_out);
+  m->output_role.reserve(n_out);
+  m->output_unit.reserve(n_out);
+  m->output_description.reserve(n_out);
+  m->output_interface.reserve(n_out);
+  m->output_discrete.reserve(n_out);
+  m->output_source.reserve(n_out);
   for (const auto& u : dae->q) {
     m->q_slot.push_back(static_cast<int32_t>(u.symbol));
     m->qd_slot.push_back(static_cast<int32_t>(u.d1));
@@ -533,11 +568,6 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
       }
     }
     m->output_source.push_back(std::move(src));
-  }
-  for (const auto& spec : specs) {
-    if (state->jit->lookup(spec.name)) continue;
-    diags.report(DiagKind::jit_failed, Span{}, {"no code for kernel '" + spec.name + "'"});
-    return finish(false);
   }
   for (const rt::SparseKernel* k : {&m->newton_matrix, &m->mass_matrix, &m->init_matrix, &m->jac_q,
                                     &m->jac_qd, &m->jac_y, &m->jac_z, &m->index2_matrix}) {
