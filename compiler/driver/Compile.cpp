@@ -30,6 +30,10 @@
 #include "runtime/model/Constraints.h"
 #include "runtime/solvers/GenAlpha.h"
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 namespace mbs {
 
 std::string default_cache_dir() {
@@ -62,6 +66,14 @@ std::vector<std::string> library_path(const std::vector<std::string>& include_di
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Gives the pages of the memory a pass has freed back to the system (glibc keeps them, and the
+// next pass's allocations of other sizes do not always reuse them).
+void release_freed_memory() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
 
 // Everything one compilation owns; the CompiledModel keeps it alive through code_owner.
 struct CompilationState {
@@ -299,6 +311,7 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
   // ---- dae
   auto dae = build_dae(*flat, cx, ders, diags);
   mark("dae");
+  release_freed_memory();
   if (!dae) return finish(false);
   if (options.emit == "dae") {
     print_dae(emit_out, cx, *dae);
@@ -344,6 +357,7 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
                         cat({&qs, &qds, &qdds, &ys, &yds, &zs, &parameter_symbols}));
   }
   mark("kernels");
+  release_freed_memory();
   if (options.emit == "kernels") {
     print_kernels(emit_out, cx, kernels);
     return finish(true);
@@ -360,6 +374,19 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
     }
   }
   if (!options.codegen) return finish(true);
+  // does the leading matrix (newton_matrix at zero coefficients) depend on parameters only?
+  bool constant_leading_matrix = true;
+  {
+    std::unordered_map<uint32_t, sym::Expr> zero = {
+        {kernels.c_q, cx.zero()}, {kernels.c_qd, cx.zero()}, {kernels.c_y, cx.zero()}};
+    for (sym::Expr e : kernels.newton_matrix.spec.outputs) {
+      for (uint32_t s : sym::free_symbols(sym::substitute(cx, e, zero)))
+        if (!param_value.count(s) || flat->vars[flat->var_of_symbol.at(s)].role == VarRole::Input ||
+            flat->vars[flat->var_of_symbol.at(s)].role == VarRole::Discrete)  // changes over a run
+          constant_leading_matrix = false;
+      if (!constant_leading_matrix) break;
+    }
+  }
 
   // ---- codegen
   std::string error, ir;
@@ -541,6 +568,17 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
       }
     }
   }
+  m->parameter_bindings = kernel(kernels.parameter_bindings, *state->jit);
+  if (kernels.sensitivities) {
+    m->sens_F_p = sparse(kernels.sens_F_p, *state->jit);
+    m->sens_init = sparse(kernels.sens_init, *state->jit);
+    m->sens_start = sparse(kernels.sens_start, *state->jit);
+    m->sens_bindings = sparse(kernels.sens_bindings, *state->jit);
+    m->sens_outputs = sparse(kernels.sens_outputs, *state->jit);
+  }
+  m->constant_leading_matrix = constant_leading_matrix;
+  // every kernel has its code and sizes in the CompiledModel: the outputs and patterns go
+  kernels = ModelKernels{};
   for (const auto& o : dae->outputs) {
     m->output_names.push_back(o.name);
     m->output_role.push_back(o.role);
@@ -604,36 +642,14 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
     m->inputs.push_back({v.name, source_ref(sources, v.span, v.name)});
     m->input_slot.push_back(static_cast<int32_t>(v.symbol));
   }
-  m->parameter_bindings = kernel(kernels.parameter_bindings, *state->jit);
-  if (kernels.sensitivities) {
-    m->sens_F_p = sparse(kernels.sens_F_p, *state->jit);
-    m->sens_init = sparse(kernels.sens_init, *state->jit);
-    m->sens_start = sparse(kernels.sens_start, *state->jit);
-    m->sens_bindings = sparse(kernels.sens_bindings, *state->jit);
-    m->sens_outputs = sparse(kernels.sens_outputs, *state->jit);
-  }
   m->n_v = static_cast<int32_t>(cx.symbol_count());
-  {
-    // does the leading matrix (newton_matrix at zero coefficients) depend on parameters only?
-    std::unordered_map<uint32_t, sym::Expr> zero = {
-        {kernels.c_q, cx.zero()}, {kernels.c_qd, cx.zero()}, {kernels.c_y, cx.zero()}};
-    bool constant = true;
-    for (sym::Expr e : kernels.newton_matrix.spec.outputs) {
-      for (uint32_t s : sym::free_symbols(sym::substitute(cx, e, zero)))
-        if (!param_value.count(s) || flat->vars[flat->var_of_symbol.at(s)].role == VarRole::Input ||
-            flat->vars[flat->var_of_symbol.at(s)].role == VarRole::Discrete)  // changes over a run
-          constant = false;
-      if (!constant) break;
-    }
-    m->constant_leading_matrix = constant;
-  }
 
   // initial symbol vector: parameters, then start values from the initial_values kernel
   m->v0.assign(m->n_v, 0.0);
   for (const auto& [s, x] : param_value) m->v0[s] = x;
   for (size_t i = 0; i < m->pre_slot.size(); ++i)  // pre(x) = x outside events
     m->v0[m->pre_slot[i]] = m->v0[m->pre_value_slot[i]];
-  std::vector<double> start(kernels.initial_values.outputs.size());
+  std::vector<double> start(static_cast<size_t>(m->initial_values.n_out));
   int32_t st = m->initial_values(m->v0.data(), start.data());
   size_t k = 0;
   auto put = [&](int32_t slot, const std::string& name, Span span) {
