@@ -145,13 +145,15 @@ void expect_linear(const std::string& small, const std::string& large, double li
 }
 
 // The kernels differentiate each node by each symbol once: differentiating it again would
-// create no node, so the derivative steps of the kernels pass are a small multiple of the nodes
-// (1.5 for the chain below, 2.1 for the condensed chain; 5.0 and 7.0 when every matrix had its
-// own differentiators).
-void expect_each_derivative_once(Work& w) {
+// create no node, so the derivative steps of the kernels pass are a small multiple of the nodes,
+// below `limit`. The kernels count the inner nodes they differentiate (sym::MultiDifferentiator
+// memoises no leaves): 0.54 for the chain below, 1.68 for the condensed chain; with leaves
+// counted they were 1.5 and 2.1, and 5.0 and 7.0 when every matrix had its own differentiators
+// (by the same proportion about 1.9 and 5.6 in inner nodes: estimated, not measured).
+void expect_each_derivative_once(Work& w, double limit) {
   const double steps = static_cast<double>(w["kernels"].derivative_steps) -
                        static_cast<double>(w["dae"].derivative_steps);
-  EXPECT_LT(steps, 3.0 * static_cast<double>(w["kernels"].nodes))
+  EXPECT_LT(steps, limit * static_cast<double>(w["kernels"].nodes))
       << w["kernels"].derivative_steps << " derivative steps for " << w["kernels"].nodes
       << " nodes";
 }
@@ -172,7 +174,7 @@ std::string oscillator_array(int n) {
 TEST(Scaling, FirstOrderChainIsLinear) {
   expect_linear(ode_chain(100), ode_chain(200), 2.5);
   Work w = work_per_pass(ode_chain(200));
-  expect_each_derivative_once(w);
+  expect_each_derivative_once(w, 1.0);
 }
 
 TEST(Scaling, ArrayOfOscillatorsIsLinear) {
@@ -228,7 +230,7 @@ TEST(Scaling, CondensedChainIsLinearUpToTheDae) {
   // the kernels: quadratic (x4 per doubling) as the dense M(q) is, and no more
   EXPECT_LT(growth(a, b, "kernels", nodes), 4.4);
   EXPECT_LT(growth(a, b, "kernels", derivative_steps), 4.4);
-  expect_each_derivative_once(b);
+  expect_each_derivative_once(b, 2.2);
 }
 
 // Issue 14's memory target (300 MB at 10^5 equations): the most bytes held at once by a whole
