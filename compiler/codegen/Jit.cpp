@@ -440,7 +440,9 @@ std::unique_ptr<JitModule> JitModule::compile(const sym::Context& cx,
   std::vector<std::string> optimised_names;
   size_t optimised_nodes = 0, huge_nodes = 0;
   std::vector<size_t> huge_size;
-  for (const KernelSpec& k : unique) {
+  std::vector<std::string> unique_names;
+  for (KernelSpec& k : unique) {
+    unique_names.push_back(k.name);
     // size: computed nodes plus stores (a kernel of a few nodes can have thousands of outputs);
     // memory operations: the symbols loaded plus the stores
     const std::vector<sym::Expr> order = sym::topological_order(k.outputs);
@@ -457,13 +459,14 @@ std::unique_ptr<JitModule> JitModule::compile(const sym::Context& cx,
       std::fprintf(stderr, "[mbs jit] kernel %-18s %7zu nodes, %6zu outputs, %6zu memory, O%d\n",
                    k.name.c_str(), nodes, k.outputs.size(), memory,
                    is_huge ? 0 : options.opt_level);
+    // moved, not copied: the outputs of a model's kernels are megabytes at 10^5 equations
     if (is_huge) {
-      huge.push_back(k);
       huge_size.push_back(nodes);
       huge_nodes += nodes;
+      huge.push_back(std::move(k));
     } else {
-      normal.push_back(k);
       optimised_names.push_back(k.name);
+      normal.push_back(std::move(k));
     }
   }
   // Jobs: the optimised module, and the O0 kernels in up to `threads` modules of similar size;
@@ -491,7 +494,7 @@ std::unique_ptr<JitModule> JitModule::compile(const sym::Context& cx,
     for (size_t i : order) {
       size_t p = std::min_element(load.begin(), load.end()) - load.begin();
       load[p] += huge_size[i];
-      jobs[first + p].kernels.push_back(huge[i]);
+      jobs[first + p].kernels.push_back(std::move(huge[i]));
     }
   }
   if (ir_text != nullptr) ir_text->clear();
@@ -545,7 +548,7 @@ std::unique_ptr<JitModule> JitModule::compile(const sym::Context& cx,
       if (!job.error.empty()) return fail(job.error);
     }
   }
-  for (const KernelSpec& k : unique) im.code_symbol.emplace(k.name, k.name);
+  for (const std::string& k : unique_names) im.code_symbol.emplace(k, k);
   for (const auto& [name, target] : aliases) {
     im.kernels.emplace(name, im.kernels.at(target));
     im.code_symbol.emplace(name, target);

@@ -421,20 +421,26 @@ class KernelLowering {
       fn->addParamAttr(i, llvm::Attribute::NoUndef);
     }
     fn->addParamAttr(0, llvm::Attribute::ReadOnly);
-    const auto table = [&](const std::vector<uint32_t>& values, const char* what) {
-      llvm::Constant* data = llvm::ConstantDataArray::get(c, llvm::ArrayRef<uint32_t>(values));
-      return new llvm::GlobalVariable(m_, data->getType(), true, llvm::GlobalValue::PrivateLinkage,
-                                      data, name + "." + what);
+    // The tables are arrays of bytes (the values' bytes in the host's order, read back as i32 or
+    // double): the object writer emits a byte array in one piece, an array of i32 or double
+    // element by element, each in a fragment of its own (about 150 bytes of the writer's memory
+    // per element: 125 MB for the tables of the 10^5-equation chain).
+    const auto table = [&](const void* values, size_t count, size_t size, const char* what) {
+      llvm::Constant* data = llvm::ConstantDataArray::get(
+          c, llvm::ArrayRef<uint8_t>(static_cast<const uint8_t*>(values), count * size));
+      auto* global = new llvm::GlobalVariable(
+          m_, data->getType(), true, llvm::GlobalValue::PrivateLinkage, data, name + "." + what);
+      global->setAlignment(llvm::Align(size));
+      return global;
     };
     std::vector<uint32_t> out_index(g.outputs.begin(), g.outputs.end());
-    llvm::GlobalVariable* outs = table(out_index, "out");
-    llvm::GlobalVariable* syms = g.n_symbols > 0 ? table(g.symbols, "symbols") : nullptr;
-    llvm::GlobalVariable* consts = nullptr;
-    if (g.n_constants > 0) {
-      llvm::Constant* data = llvm::ConstantDataArray::get(c, llvm::ArrayRef<double>(g.constants));
-      consts = new llvm::GlobalVariable(
-          m_, data->getType(), true, llvm::GlobalValue::PrivateLinkage, data, name + ".constants");
-    }
+    llvm::GlobalVariable* outs = table(out_index.data(), out_index.size(), sizeof(uint32_t), "out");
+    llvm::GlobalVariable* syms =
+        g.n_symbols > 0 ? table(g.symbols.data(), g.symbols.size(), sizeof(uint32_t), "symbols")
+                        : nullptr;
+    llvm::GlobalVariable* consts = g.n_constants > 0 ? table(g.constants.data(), g.constants.size(),
+                                                             sizeof(double), "constants")
+                                                     : nullptr;
     begin_body(fn);
     llvm::BasicBlock* entry = b_.GetInsertBlock();
     auto* body = llvm::BasicBlock::Create(c, "body", fn);

@@ -769,6 +769,13 @@ std::optional<SymbolicDae> Builder::run() {
   if (!check_matching(live, unknowns)) return std::nullopt;
 
   // ---- classification (order 2: ODE2, 1: ODE1, 0: algebraic; -1 cannot happen after matching)
+  {  // the vectors of 10^5 elements are not grown by doubling (up to twice their size held)
+    size_t n[3] = {0, 0, 0};
+    for (uint32_t s : unknowns) ++n[order[s] == 2 ? 0 : order[s] == 1 ? 1 : 2];
+    dae.q.reserve(n[0]);
+    dae.y.reserve(n[1]);
+    dae.z.reserve(n[2]);
+  }
   for (uint32_t s : unknowns) {
     DaeUnknown u;
     u.name = var_name(s);
@@ -943,6 +950,7 @@ std::optional<SymbolicDae> Builder::run() {
   std::unordered_map<std::string_view, int32_t> eliminated_by_name;
   for (size_t i = 0; i < dae.eliminated.size(); ++i)
     eliminated_by_name.emplace(dae.eliminated[i].name, static_cast<int32_t>(i));
+  dae.outputs.reserve(flat.vars.size());
   for (const auto& v : flat.vars) {
     if (v.hidden) continue;  // the compiler's own (the counters of sample())
     if (v.role == VarRole::Input || v.role == VarRole::Discrete) {  // a column reading its slot

@@ -30,6 +30,10 @@
 #include "runtime/model/Constraints.h"
 #include "runtime/solvers/GenAlpha.h"
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 namespace mbs {
 
 std::string default_cache_dir() {
@@ -62,6 +66,14 @@ std::vector<std::string> library_path(const std::vector<std::string>& include_di
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Gives the pages of the memory a pass has freed back to the system (glibc keeps them, and the
+// next pass's allocations of other sizes do not always reuse them).
+void release_freed_memory() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
 
 // Everything one compilation owns; the CompiledModel keeps it alive through code_owner.
 struct CompilationState {
@@ -294,15 +306,20 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
     print_flat_model(emit_out, cx, *flat);
     return finish(true);
   }
+  flat->vars.shrink_to_fit();  // grown by doubling: up to half of it unused, until the end
 
   // ---- dae
   auto dae = build_dae(*flat, cx, ders, diags);
   mark("dae");
+  release_freed_memory();
   if (!dae) return finish(false);
   if (options.emit == "dae") {
     print_dae(emit_out, cx, *dae);
     return finish(true);
   }
+  // the DAE has its own copies of the equations (their residuals resolved, their texts)
+  std::vector<FlatEquation>().swap(flat->equations);
+  std::vector<FlatEquation>().swap(flat->initial_equations);
 
   // ---- parameter values (resolved by the flattener)
   std::unordered_map<uint32_t, double> param_value;
@@ -340,6 +357,7 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
                         cat({&qs, &qds, &qdds, &ys, &yds, &zs, &parameter_symbols}));
   }
   mark("kernels");
+  release_freed_memory();
   if (options.emit == "kernels") {
     print_kernels(emit_out, cx, kernels);
     return finish(true);
@@ -356,6 +374,19 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
     }
   }
   if (!options.codegen) return finish(true);
+  // does the leading matrix (newton_matrix at zero coefficients) depend on parameters only?
+  bool constant_leading_matrix = true;
+  {
+    std::unordered_map<uint32_t, sym::Expr> zero = {
+        {kernels.c_q, cx.zero()}, {kernels.c_qd, cx.zero()}, {kernels.c_y, cx.zero()}};
+    for (sym::Expr e : kernels.newton_matrix.spec.outputs) {
+      for (uint32_t s : sym::free_symbols(sym::substitute(cx, e, zero)))
+        if (!param_value.count(s) || flat->vars[flat->var_of_symbol.at(s)].role == VarRole::Input ||
+            flat->vars[flat->var_of_symbol.at(s)].role == VarRole::Discrete)  // changes over a run
+          constant_leading_matrix = false;
+      if (!constant_leading_matrix) break;
+    }
+  }
 
   // ---- codegen
   std::string error, ir;
@@ -394,6 +425,13 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
     return finish(false);
   }
   if (options.emit == "ir") emit_out << ir;
+  for (const auto& spec : specs) {
+    if (state->jit->lookup(spec.name)) continue;
+    diags.report(DiagKind::jit_failed, Span{}, {"no code for kernel '" + spec.name + "'"});
+    return finish(false);
+  }
+  // the kernels are compiled: their copies go (ModelKernels keeps the outputs and patterns)
+  std::vector<codegen::KernelSpec>().swap(specs);
 
   // ---- assemble the CompiledModel
   auto m = std::make_shared<rt::CompiledModel>();
@@ -402,6 +440,30 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
   m->n_y = static_cast<int32_t>(dae->y.size());
   m->n_z = static_cast<int32_t>(dae->z.size());
   m->slot_time = static_cast<int32_t>(dae->time_symbol);
+  // the vectors of 10^5 elements are not grown by doubling (up to twice their size held)
+  m->q_slot.reserve(dae->q.size());
+  m->qd_slot.reserve(dae->q.size());
+  m->qdd_slot.reserve(dae->q.size());
+  m->q.reserve(dae->q.size());
+  m->y_slot.reserve(dae->y.size());
+  m->yd_slot.reserve(dae->y.size());
+  m->y.reserve(dae->y.size());
+  m->z_slot.reserve(dae->z.size());
+  m->z.reserve(dae->z.size());
+  const size_t n_eq = dae->equations.size();
+  m->eq_level.reserve(n_eq);
+  m->eq_source.reserve(n_eq);
+  m->eq_role.reserve(n_eq);
+  m->eq_param_slot.reserve(n_eq);
+  m->eq_subject.reserve(n_eq);
+  const size_t n_out = dae->outputs.size();
+  m->output_names.reserve(n_out);
+  m->output_role.reserve(n_out);
+  m->output_unit.reserve(n_out);
+  m->output_description.reserve(n_out);
+  m->output_interface.reserve(n_out);
+  m->output_discrete.reserve(n_out);
+  m->output_source.reserve(n_out);
   for (const auto& u : dae->q) {
     m->q_slot.push_back(static_cast<int32_t>(u.symbol));
     m->qd_slot.push_back(static_cast<int32_t>(u.d1));
@@ -506,6 +568,17 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
       }
     }
   }
+  m->parameter_bindings = kernel(kernels.parameter_bindings, *state->jit);
+  if (kernels.sensitivities) {
+    m->sens_F_p = sparse(kernels.sens_F_p, *state->jit);
+    m->sens_init = sparse(kernels.sens_init, *state->jit);
+    m->sens_start = sparse(kernels.sens_start, *state->jit);
+    m->sens_bindings = sparse(kernels.sens_bindings, *state->jit);
+    m->sens_outputs = sparse(kernels.sens_outputs, *state->jit);
+  }
+  m->constant_leading_matrix = constant_leading_matrix;
+  // every kernel has its code and sizes in the CompiledModel: the outputs and patterns go
+  kernels = ModelKernels{};
   for (const auto& o : dae->outputs) {
     m->output_names.push_back(o.name);
     m->output_role.push_back(o.role);
@@ -533,11 +606,6 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
       }
     }
     m->output_source.push_back(std::move(src));
-  }
-  for (const auto& spec : specs) {
-    if (state->jit->lookup(spec.name)) continue;
-    diags.report(DiagKind::jit_failed, Span{}, {"no code for kernel '" + spec.name + "'"});
-    return finish(false);
   }
   for (const rt::SparseKernel* k : {&m->newton_matrix, &m->mass_matrix, &m->init_matrix, &m->jac_q,
                                     &m->jac_qd, &m->jac_y, &m->jac_z, &m->index2_matrix}) {
@@ -574,36 +642,14 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
     m->inputs.push_back({v.name, source_ref(sources, v.span, v.name)});
     m->input_slot.push_back(static_cast<int32_t>(v.symbol));
   }
-  m->parameter_bindings = kernel(kernels.parameter_bindings, *state->jit);
-  if (kernels.sensitivities) {
-    m->sens_F_p = sparse(kernels.sens_F_p, *state->jit);
-    m->sens_init = sparse(kernels.sens_init, *state->jit);
-    m->sens_start = sparse(kernels.sens_start, *state->jit);
-    m->sens_bindings = sparse(kernels.sens_bindings, *state->jit);
-    m->sens_outputs = sparse(kernels.sens_outputs, *state->jit);
-  }
   m->n_v = static_cast<int32_t>(cx.symbol_count());
-  {
-    // does the leading matrix (newton_matrix at zero coefficients) depend on parameters only?
-    std::unordered_map<uint32_t, sym::Expr> zero = {
-        {kernels.c_q, cx.zero()}, {kernels.c_qd, cx.zero()}, {kernels.c_y, cx.zero()}};
-    bool constant = true;
-    for (sym::Expr e : kernels.newton_matrix.spec.outputs) {
-      for (uint32_t s : sym::free_symbols(sym::substitute(cx, e, zero)))
-        if (!param_value.count(s) || flat->vars[flat->var_of_symbol.at(s)].role == VarRole::Input ||
-            flat->vars[flat->var_of_symbol.at(s)].role == VarRole::Discrete)  // changes over a run
-          constant = false;
-      if (!constant) break;
-    }
-    m->constant_leading_matrix = constant;
-  }
 
   // initial symbol vector: parameters, then start values from the initial_values kernel
   m->v0.assign(m->n_v, 0.0);
   for (const auto& [s, x] : param_value) m->v0[s] = x;
   for (size_t i = 0; i < m->pre_slot.size(); ++i)  // pre(x) = x outside events
     m->v0[m->pre_slot[i]] = m->v0[m->pre_value_slot[i]];
-  std::vector<double> start(kernels.initial_values.outputs.size());
+  std::vector<double> start(static_cast<size_t>(m->initial_values.n_out));
   int32_t st = m->initial_values(m->v0.data(), start.data());
   size_t k = 0;
   auto put = [&](int32_t slot, const std::string& name, Span span) {

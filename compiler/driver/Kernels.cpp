@@ -14,8 +14,12 @@ namespace {
 
 using sym::Expr;
 
+// A column of a Jacobian: a weighted sum of up to three symbols' derivatives, (symbol,
+// coefficient) with a null coefficient for the unused terms. Held inline: a matrix's columns are
+// made one at a time by a function of the column's index (a vector of them, each with a vector of
+// terms, held 29 MB for the kernels of 10^5 equations).
 struct Column {
-  std::vector<std::pair<uint32_t, Expr>> terms;  // (symbol, coefficient)
+  std::pair<uint32_t, Expr> terms[3];
 };
 
 // The rows of a list of functions in which each symbol occurs (compressed by symbol). Built
@@ -46,38 +50,31 @@ class Incidence {
   std::vector<int32_t> rows_;
 };
 
-// One memoised differentiator per symbol, shared by every Jacobian of one build_kernels: the
-// kernels differentiate the same residuals by the same symbols several times (dF/dqdd for the
-// Newton, mass, index-2 and initial matrices), and a dense M(q) makes each of those passes
-// quadratic in the size of a mechanism.
-class Derivatives {
- public:
-  explicit Derivatives(sym::Context& cx) : cx_(cx) {}
-  Expr operator()(Expr f, uint32_t s) {
-    auto it = by_symbol_.find(s);
-    if (it == by_symbol_.end()) it = by_symbol_.emplace(s, sym::Differentiator(cx_, s)).first;
-    return it->second(f);
-  }
-
- private:
-  sym::Context& cx_;
-  std::unordered_map<uint32_t, sym::Differentiator> by_symbol_;
-};
+// The memoised derivatives shared by every Jacobian of one build_kernels: the kernels
+// differentiate the same residuals by the same symbols several times (dF/dqdd for the Newton,
+// mass, index-2 and initial matrices), and a dense M(q) makes each of those passes quadratic in
+// the size of a mechanism. One table for all symbols (a Differentiator per symbol held 100 MB
+// for a model of 10^5 equations).
+using Derivatives = sym::MultiDifferentiator;
 
 // Sparse Jacobian of the functions of `rows` with respect to columns that are weighted sums of
 // symbol derivatives.
+// `column(j)` is the j-th of n_cols columns.
+template <class ColumnAt>
 MatrixKernel jacobian(sym::Context& cx, Derivatives& derivative, const char* name,
-                      const Incidence& rows, const std::vector<Column>& cols) {
+                      const Incidence& rows, size_t n_cols, ColumnAt&& column) {
   const std::vector<Expr>& f = rows.functions();
   MatrixKernel m;
   m.spec.name = name;
   m.pattern.rows = static_cast<int32_t>(f.size());
-  m.pattern.cols = static_cast<int32_t>(cols.size());
+  m.pattern.cols = static_cast<int32_t>(n_cols);
   std::vector<Expr> entry(f.size(), nullptr);  // the current column's entries by row
   std::vector<int32_t> nonzero;                // their rows
-  for (size_t j = 0; j < cols.size(); ++j) {
+  for (size_t j = 0; j < n_cols; ++j) {
     nonzero.clear();
-    for (const auto& [s, coef] : cols[j].terms) {
+    const Column col = column(j);
+    for (const auto& [s, coef] : col.terms) {
+      if (coef == nullptr) continue;
       for (int32_t i : rows.rows(s)) {
         Expr d = derivative(f[static_cast<size_t>(i)], s);
         if (d->is_const(0.0)) continue;
@@ -106,10 +103,10 @@ MatrixKernel jacobian(sym::Context& cx, Derivatives& derivative, const char* nam
 
 MatrixKernel symbol_jacobian(sym::Context& cx, const char* name, const std::vector<Expr>& f,
                              const std::vector<uint32_t>& symbols) {
-  std::vector<Column> cols(symbols.size());
-  for (size_t j = 0; j < symbols.size(); ++j) cols[j].terms.push_back({symbols[j], cx.one()});
   Derivatives derivative(cx);
-  return jacobian(cx, derivative, name, Incidence(cx, f), cols);
+  return jacobian(cx, derivative, name, Incidence(cx, f), symbols.size(), [&](size_t j) {
+    return Column{{{symbols[j], cx.one()}}};
+  });
 }
 
 namespace {
@@ -224,35 +221,37 @@ ModelKernels build_kernels(const SymbolicDae& dae, sym::Context& cx, bool invers
   k.init_residual.name = "init_residual";
   k.init_residual.outputs = g;
 
-  std::vector<Column> newton, mass, init;
-  for (const auto& u : dae.q) {
-    newton.push_back({{{u.d2, one}, {u.symbol, cx.symbol(k.c_q)}, {u.d1, cx.symbol(k.c_qd)}}});
-    mass.push_back({{{u.d2, one}}});
-    init.push_back({{{u.d2, one}}});
-  }
-  for (const auto& u : dae.y) {
-    newton.push_back({{{u.d1, one}, {u.symbol, cx.symbol(k.c_y)}}});
-    mass.push_back({{{u.d1, one}}});
-    init.push_back({{{u.d1, one}}});
-  }
-  for (const auto& u : dae.z) {
-    newton.push_back({{{u.symbol, one}}});
-    init.push_back({{{u.symbol, one}}});
-  }
+  // the columns: [qdd | yd | z] for the Newton matrix (with c_q dF/dq + c_qd dF/dqd and c_y
+  // dF/dy), the mass matrix ([qdd | yd]) and the initial one; q, qd, y, z for the four blocks
+  const size_t nq = dae.q.size(), ny = dae.y.size(), nz = dae.z.size();
+  const Expr c_q = cx.symbol(k.c_q), c_qd = cx.symbol(k.c_qd), c_y = cx.symbol(k.c_y);
+  const auto newton = [&](size_t j) {
+    if (j < nq) {
+      const DaeUnknown& u = dae.q[j];
+      return Column{{{u.d2, one}, {u.symbol, c_q}, {u.d1, c_qd}}};
+    }
+    if (j < nq + ny) {
+      const DaeUnknown& u = dae.y[j - nq];
+      return Column{{{u.d1, one}, {u.symbol, c_y}}};
+    }
+    return Column{{{dae.z[j - nq - ny].symbol, one}}};
+  };
+  const auto init = [&](size_t j) {  // the mass matrix's are its first nq + ny
+    if (j < nq) return Column{{{dae.q[j].d2, one}}};
+    if (j < nq + ny) return Column{{{dae.y[j - nq].d1, one}}};
+    return Column{{{dae.z[j - nq - ny].symbol, one}}};
+  };
+  const auto cq = [&](size_t j) { return Column{{{dae.q[j].symbol, one}}}; };
+  const auto cqd = [&](size_t j) { return Column{{{dae.q[j].d1, one}}}; };
+  const auto cy = [&](size_t j) { return Column{{{dae.y[j].symbol, one}}}; };
+  const auto cz = [&](size_t j) { return Column{{{dae.z[j].symbol, one}}}; };
   Derivatives derivative(cx);
   const Incidence rows_f(cx, f);
-  k.newton_matrix = jacobian(cx, derivative, "newton_matrix", rows_f, newton);
-  std::vector<Column> cq, cqd, cy, cz;
-  for (const auto& u : dae.q) {
-    cq.push_back({{{u.symbol, one}}});
-    cqd.push_back({{{u.d1, one}}});
-  }
-  for (const auto& u : dae.y) cy.push_back({{{u.symbol, one}}});
-  for (const auto& u : dae.z) cz.push_back({{{u.symbol, one}}});
-  k.jac_q = jacobian(cx, derivative, "jac_q", rows_f, cq);
-  k.jac_qd = jacobian(cx, derivative, "jac_qd", rows_f, cqd);
-  k.jac_y = jacobian(cx, derivative, "jac_y", rows_f, cy);
-  k.jac_z = jacobian(cx, derivative, "jac_z", rows_f, cz);
+  k.newton_matrix = jacobian(cx, derivative, "newton_matrix", rows_f, nq + ny + nz, newton);
+  k.jac_q = jacobian(cx, derivative, "jac_q", rows_f, nq, cq);
+  k.jac_qd = jacobian(cx, derivative, "jac_qd", rows_f, nq, cqd);
+  k.jac_y = jacobian(cx, derivative, "jac_y", rows_f, ny, cy);
+  k.jac_z = jacobian(cx, derivative, "jac_z", rows_f, nz, cz);
   // index 2: a position-level constraint g(q) = 0 is replaced by dg/dt = G qd = 0
   std::vector<Expr> f2;
   for (const auto& e : dae.equations)
@@ -264,9 +263,11 @@ ModelKernels build_kernels(const SymbolicDae& dae, sym::Context& cx, bool invers
   std::optional<Incidence> rows_f2, rows_g;
   if (f2 != f) rows_f2.emplace(cx, f2);
   if (g != f) rows_g.emplace(cx, g);
-  k.index2_matrix = jacobian(cx, derivative, "index2_matrix", rows_f2 ? *rows_f2 : rows_f, newton);
-  k.mass_matrix = jacobian(cx, derivative, "mass_matrix", rows_f, mass);
-  k.init_matrix = jacobian(cx, derivative, "init_matrix", rows_g ? *rows_g : rows_f, init);
+  k.index2_matrix =
+      jacobian(cx, derivative, "index2_matrix", rows_f2 ? *rows_f2 : rows_f, nq + ny + nz, newton);
+  k.mass_matrix = jacobian(cx, derivative, "mass_matrix", rows_f, nq + ny, init);
+  k.init_matrix =
+      jacobian(cx, derivative, "init_matrix", rows_g ? *rows_g : rows_f, nq + ny + nz, init);
 
   // the position-level constraints alone (closure rows, unit quaternions, prescribed motion):
   // g, G = dg/dq, dg/dt and the acceleration bias gamma = d2g/dt2 at qdd = 0
@@ -287,13 +288,13 @@ ModelKernels build_kernels(const SymbolicDae& dae, sym::Context& cx, bool invers
     k.constraint_gd.outputs = gd;
     k.constraint_gamma.name = "constraint_gamma";
     k.constraint_gamma.outputs = gam;
-    k.constraint_G = jacobian(cx, derivative, "constraint_G", Incidence(cx, cg), cq);
+    k.constraint_G = jacobian(cx, derivative, "constraint_G", Incidence(cx, cg), nq, cq);
   }
 
   k.outputs.name = "outputs";
   for (const auto& o : dae.outputs) k.outputs.outputs.push_back(o.value);
   if (inverse_dynamics) {
-    k.outputs_z = jacobian(cx, derivative, "outputs_z", Incidence(cx, k.outputs.outputs), cz);
+    k.outputs_z = jacobian(cx, derivative, "outputs_z", Incidence(cx, k.outputs.outputs), nz, cz);
     // the outputs rt::InverseDynamics reads (it falls back to outputs and outputs_z for any
     // other): every output with a role (closure checks, joint and sensor wrenches) and every
     // output that depends on z
@@ -326,12 +327,11 @@ ModelKernels build_kernels(const SymbolicDae& dae, sym::Context& cx, bool invers
   }
   if (inverse_dynamics) {
     const BodyBalance& bb = dae.body_balance;
-    std::vector<Column> cu = cz;
+    const auto cu = [&](size_t j) {  // z, then the reaction coordinates
+      return j < nz ? cz(j) : Column{{{bb.reactions[j - nz], one}}};
+    };
     std::unordered_map<uint32_t, Expr> no_reactions;
-    for (uint32_t r : bb.reactions) {
-      cu.push_back({{{r, one}}});
-      no_reactions[r] = cx.zero();
-    }
+    for (uint32_t r : bb.reactions) no_reactions[r] = cx.zero();
     for (const auto& u : dae.z) k.body_columns.push_back(u.name);
     for (const auto& n : bb.reaction_names) k.body_columns.push_back(n);
     k.body_rows.name = "body_rows";
@@ -340,8 +340,9 @@ ModelKernels build_kernels(const SymbolicDae& dae, sym::Context& cx, bool invers
     k.body_wrench.name = "body_wrench";
     for (const Expr& w : bb.wrenches)
       k.body_wrench.outputs.push_back(sym::substitute(cx, w, no_reactions));
-    k.body_rows_u = jacobian(cx, derivative, "body_rows_u", Incidence(cx, bb.rows), cu);
-    k.body_wrench_u = jacobian(cx, derivative, "body_wrench_u", Incidence(cx, bb.wrenches), cu);
+    const size_t nu = nz + bb.reactions.size();
+    k.body_rows_u = jacobian(cx, derivative, "body_rows_u", Incidence(cx, bb.rows), nu, cu);
+    k.body_wrench_u = jacobian(cx, derivative, "body_wrench_u", Incidence(cx, bb.wrenches), nu, cu);
   }
 
   k.parameter_bindings.name = "parameter_bindings";

@@ -140,6 +140,72 @@ Expr Differentiator::operator()(Expr e) {
   return *memo.find(e);
 }
 
+// (node, symbol) -> derivative, open addressing with linear probing, load factor <= 1/2. The key
+// is (id << 32 | symbol) + 1, so that 0 marks an empty slot.
+struct MultiDifferentiator::Memo {
+  struct Slot {
+    uint64_t key = 0;
+    Expr value = nullptr;
+  };
+  std::vector<Slot> slots = std::vector<Slot>(1024);
+  size_t size = 0;
+
+  static uint64_t key_of(Expr n, uint32_t symbol) { return ((uint64_t{n->id} << 32) | symbol) + 1; }
+  Expr find(uint64_t key) const {
+    const size_t mask = slots.size() - 1;
+    for (size_t i = detail::mix64(key) & mask; slots[i].key != 0; i = (i + 1) & mask)
+      if (slots[i].key == key) return slots[i].value;
+    return nullptr;
+  }
+  void insert(uint64_t key, Expr value) {  // key is absent
+    if ((size + 1) * 2 > slots.size()) {
+      std::vector<Slot> old(slots.size() * 2);
+      old.swap(slots);
+      for (const Slot& s : old)
+        if (s.key != 0) place(s);
+    }
+    place({key, value});
+    ++size;
+  }
+  void place(const Slot& s) {
+    const size_t mask = slots.size() - 1;
+    size_t i = detail::mix64(s.key) & mask;
+    while (slots[i].key != 0) i = (i + 1) & mask;
+    slots[i] = s;
+  }
+};
+
+MultiDifferentiator::MultiDifferentiator(Context& cx) : cx_(cx), memo_(std::make_unique<Memo>()) {}
+MultiDifferentiator::~MultiDifferentiator() = default;
+
+size_t MultiDifferentiator::memo_bytes() const {
+  return memo_->slots.capacity() * sizeof(Memo::Slot);
+}
+
+Expr MultiDifferentiator::operator()(Expr e, uint32_t symbol) {
+  const auto leaf = [&](Expr n) {
+    return n->is_symbol() && n->symbol == symbol ? cx_.one() : cx_.zero();
+  };
+  if (e->nargs == 0) return leaf(e);
+  Memo& memo = *memo_;
+  if (Expr known = memo.find(Memo::key_of(e, symbol))) return known;
+  const Expr root[1] = {e};
+  size_t steps = 0;
+  detail::post_order(
+      root, [&](Expr n) { return n->nargs > 0 && memo.find(Memo::key_of(n, symbol)) == nullptr; },
+      [&](Expr n) {
+        args_.resize(n->nargs);
+        for (uint32_t i = 0; i < n->nargs; ++i) {
+          const Expr a = n->args[i];
+          args_[i] = a->nargs == 0 ? leaf(a) : memo.find(Memo::key_of(a, symbol));
+        }
+        memo.insert(Memo::key_of(n, symbol), derivative(cx_, n, args_.data()));
+        ++steps;
+      });
+  cx_.count_derivative_steps(steps);
+  return memo.find(Memo::key_of(e, symbol));
+}
+
 Expr diff(Context& cx, Expr e, uint32_t symbol) {
   return Differentiator(cx, symbol)(e);
 }

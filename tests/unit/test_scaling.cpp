@@ -8,12 +8,76 @@
 // the explicit elimination, 1.3 s at N = 40, and its kernels differentiated the residuals by
 // the same symbols again for every matrix).
 #include <gtest/gtest.h>
+#include <malloc.h>
 
+#include <atomic>
+#include <cstdlib>
 #include <map>
+#include <new>
 #include <sstream>
 #include <string>
 
 #include "compiler/driver/Compile.h"
+
+// The bytes held through operator new (every form but the aligned ones, which keep their own
+// new and delete), and the most held at once since the last reset: the peak memory of a compile
+// in allocated bytes, which, unlike the process's resident size, does not depend on the C
+// library's arenas or on what earlier tests freed. The size of a block is malloc_usable_size's,
+// at new and at delete alike.
+namespace {
+std::atomic<int64_t> g_held{0}, g_peak{0};
+
+void* held_new(std::size_t n) noexcept {
+  void* p = std::malloc(n ? n : 1);
+  if (p == nullptr) return nullptr;
+  const int64_t now = g_held.fetch_add(static_cast<int64_t>(malloc_usable_size(p))) +
+                      static_cast<int64_t>(malloc_usable_size(p));
+  int64_t peak = g_peak.load(std::memory_order_relaxed);
+  while (now > peak && !g_peak.compare_exchange_weak(peak, now)) {
+  }
+  return p;
+}
+void held_delete(void* p) noexcept {
+  if (p == nullptr) return;
+  g_held.fetch_sub(static_cast<int64_t>(malloc_usable_size(p)));
+  std::free(p);
+}
+void* held_new_or_throw(std::size_t n) {
+  if (void* p = held_new(n)) return p;
+  throw std::bad_alloc();
+}
+}  // namespace
+
+void* operator new(std::size_t n) {
+  return held_new_or_throw(n);
+}
+void* operator new[](std::size_t n) {
+  return held_new_or_throw(n);
+}
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+  return held_new(n);
+}
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept {
+  return held_new(n);
+}
+void operator delete(void* p) noexcept {
+  held_delete(p);
+}
+void operator delete[](void* p) noexcept {
+  held_delete(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  held_delete(p);
+}
+void operator delete[](void* p, std::size_t) noexcept {
+  held_delete(p);
+}
+void operator delete(void* p, const std::nothrow_t&) noexcept {
+  held_delete(p);
+}
+void operator delete[](void* p, const std::nothrow_t&) noexcept {
+  held_delete(p);
+}
 
 namespace mbs {
 namespace {
@@ -81,13 +145,15 @@ void expect_linear(const std::string& small, const std::string& large, double li
 }
 
 // The kernels differentiate each node by each symbol once: differentiating it again would
-// create no node, so the derivative steps of the kernels pass are a small multiple of the nodes
-// (1.5 for the chain below, 2.1 for the condensed chain; 5.0 and 7.0 when every matrix had its
-// own differentiators).
-void expect_each_derivative_once(Work& w) {
+// create no node, so the derivative steps of the kernels pass are a small multiple of the nodes,
+// below `limit`. The kernels count the inner nodes they differentiate (sym::MultiDifferentiator
+// memoises no leaves): 0.54 for the chain below, 1.68 for the condensed chain; with leaves
+// counted they were 1.5 and 2.1, and 5.0 and 7.0 when every matrix had its own differentiators
+// (by the same proportion about 1.9 and 5.6 in inner nodes: estimated, not measured).
+void expect_each_derivative_once(Work& w, double limit) {
   const double steps = static_cast<double>(w["kernels"].derivative_steps) -
                        static_cast<double>(w["dae"].derivative_steps);
-  EXPECT_LT(steps, 3.0 * static_cast<double>(w["kernels"].nodes))
+  EXPECT_LT(steps, limit * static_cast<double>(w["kernels"].nodes))
       << w["kernels"].derivative_steps << " derivative steps for " << w["kernels"].nodes
       << " nodes";
 }
@@ -108,7 +174,7 @@ std::string oscillator_array(int n) {
 TEST(Scaling, FirstOrderChainIsLinear) {
   expect_linear(ode_chain(100), ode_chain(200), 2.5);
   Work w = work_per_pass(ode_chain(200));
-  expect_each_derivative_once(w);
+  expect_each_derivative_once(w, 1.0);
 }
 
 TEST(Scaling, ArrayOfOscillatorsIsLinear) {
@@ -164,7 +230,35 @@ TEST(Scaling, CondensedChainIsLinearUpToTheDae) {
   // the kernels: quadratic (x4 per doubling) as the dense M(q) is, and no more
   EXPECT_LT(growth(a, b, "kernels", nodes), 4.4);
   EXPECT_LT(growth(a, b, "kernels", derivative_steps), 4.4);
-  expect_each_derivative_once(b);
+  expect_each_derivative_once(b, 2.2);
+}
+
+// Issue 14's memory target (300 MB at 10^5 equations): the most bytes held at once by a whole
+// compile (flatten to code generation, the CompiledModel) of a chain of 40,000 first-order
+// equations, large enough for the loop kernels (32,768 outputs), stays under a bound per
+// equation. The code generator once emitted the loops' tables of i32 and double element by
+// element, ~150 bytes of the object writer's memory each; the kernels held a Differentiator (a
+// hash map) per symbol and a vector of terms per Jacobian column; the unique table had 16-byte
+// slots; the per-variable vectors grew by doubling. Measured (ci build): 5,157 bytes per
+// equation before those changes, 2,840 to 2,850 after (alone or after the other tests); the same on
+// every run (the threads of the code generator allocate little now). The bound fails if one of the
+// larger savings is lost (the tables alone were ~1,250 bytes per equation).
+TEST(Scaling, PeakBytesOfACompilePerEquation) {
+  const int n = 40000;
+  CompileOptions o;
+  o.file = "chain.mbs";
+  o.source = ode_chain(n);
+  o.cache_dir = "off";
+  o.opt_level = 0;
+  std::ostringstream emit, diag;
+  const int64_t before = g_held.load();
+  g_peak.store(before);
+  {
+    CompileResult r = compile(o, emit, diag);
+    ASSERT_TRUE(r.ok) << diag.str();
+  }
+  const double per_equation = static_cast<double>(g_peak.load() - before) / n;
+  EXPECT_LT(per_equation, 3300.0) << "bytes held at the peak of the compile, per equation";
 }
 
 }  // namespace
