@@ -27,6 +27,7 @@
 #include "runtime/model/ModelImage.h"
 #include "runtime/model/RotationCharts.h"
 #include "runtime/solvers/Integrator.h"
+#include "tests/unit/cli_test_util.h"
 
 namespace {
 
@@ -631,26 +632,10 @@ TEST(LieGroup, TheCommandLineSwitchesAJointToItsLieGroupForm) {
                           "--no-cache -q --output " +
                           out + " 2>/dev/null";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  // the CSV's fields (a quoted name such as "s.R[1,1]" holds a comma)
-  auto fields = [](const std::string& line) {
-    std::vector<std::string> f(1);
-    bool quoted = false;
-    for (char ch : line) {
-      if (ch == '"')
-        quoted = !quoted;
-      else if (ch == ',' && !quoted)
-        f.emplace_back();
-      else
-        f.back() += ch;
-    }
-    return f;
-  };
-  std::ifstream in(out);
-  std::string line, last;
-  std::getline(in, line);
-  const std::vector<std::string> header = fields(line);
-  while (std::getline(in, line)) last = line;
-  const std::vector<std::string> row = fields(last);
+  const auto csv = mbs::clitest::read_csv(out);  // quoted names such as "s.R[1,1]" kept whole
+  ASSERT_GE(csv.size(), 2u);
+  const std::vector<std::string>& header = csv.front();
+  const std::vector<std::string>& row = csv.back();
   ASSERT_EQ(row.size(), header.size());
   const auto& m = heavy_top();
   const SimRun run = simulate(m, "dopri5", 0.5, 1e-3);
