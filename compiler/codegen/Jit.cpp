@@ -14,6 +14,7 @@
 #include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/BLAKE3.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
@@ -193,14 +194,40 @@ std::string print(const llvm::Module& m) {
 // that hashes its unoptimised IR, the optimisation levels, the host CPU and features, the LLVM
 // version and kCacheFormat (bump it when the optimisation pipeline changes without changing the
 // IR).
-constexpr const char* kCacheFormat = "mbs-object-cache-3";
+// 4: the IR hashed as it is printed, after the key of the rest
+constexpr const char* kCacheFormat = "mbs-object-cache-4";
 
-CacheKey object_key(const std::string& ir, int ir_level, int cg_level, const HostTarget& host) {
+// A stream that hashes what is written to it: the text of a module of 10^5 equations is some
+// 40 MB, which the key need not hold at once.
+class HashingStream final : public llvm::raw_ostream {
+ public:
+  HashingStream() = default;
+  ~HashingStream() override { flush(); }
+  CacheKey key() {
+    flush();
+    return hash_.final();
+  }
+
+ private:
+  void write_impl(const char* p, size_t n) override {
+    hash_.update(llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t*>(p), n));
+    pos_ += n;
+  }
+  uint64_t current_pos() const override { return pos_; }
+  llvm::BLAKE3 hash_;
+  uint64_t pos_ = 0;
+};
+
+CacheKey object_key(const llvm::Module& m, int ir_level, int cg_level, const HostTarget& host) {
   std::string levels = std::to_string(ir_level) + "/" + std::to_string(cg_level);
   std::string features = host.builder->getFeatures().getString();
-  const std::string_view material[] = {
-      kCacheFormat, LLVM_VERSION_STRING, host.builder->getCPU(), features, levels, ir};
-  return cache_key(material);
+  const std::string_view material[] = {kCacheFormat, LLVM_VERSION_STRING, host.builder->getCPU(),
+                                       features, levels};
+  const CacheKey head = cache_key(material);
+  HashingStream os;
+  os.write(reinterpret_cast<const char*>(head.data()), head.size());
+  m.print(os, nullptr);
+  return os.key();
 }
 
 // One job's use of the object cache.
@@ -244,7 +271,7 @@ std::string compile_to_object(const sym::Context& cx, std::span<const KernelSpec
   bool cached = !cache.dir.empty() && ir_text == nullptr;
   if (cached) {
     timer.step("cache");
-    cache.key = object_key(print(module), ir_level, cg_level, host);
+    cache.key = object_key(module, ir_level, cg_level, host);
     cache.path = cache_entry_path(cache.dir, cache.key);
     if (cache.read) {
       CacheRead entry = read_cache_entry(cache.path, cache.key);

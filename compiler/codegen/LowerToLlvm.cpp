@@ -184,7 +184,7 @@ std::vector<Expr> output_shape(Expr root, std::string& shape, std::vector<uint32
       continue;
     }
     if (next < n->nargs) {
-      Expr a = n->args[next++];
+      Expr a = n->args()[next++];
       if (local.find(a) == nullptr) stack.push_back({a, 0});
       continue;
     }
@@ -197,7 +197,7 @@ std::vector<Expr> output_shape(Expr root, std::string& shape, std::vector<uint32
   }
   std::vector<char> fixed(order.size(), 0);
   for (Expr n : order)
-    if (n->op == Op::Pow && n->args[1]->is_const()) fixed[*local.find(n->args[1])] = 1;
+    if (n->op == Op::Pow && n->args()[1]->is_const()) fixed[*local.find(n->args()[1])] = 1;
   for (size_t k = 0; k < order.size(); ++k) {
     const Expr n = order[k];
     shape += std::to_string(static_cast<int>(n->op));
@@ -213,7 +213,7 @@ std::vector<Expr> output_shape(Expr root, std::string& shape, std::vector<uint32
       constants.push_back(n->value);
     } else {
       for (uint32_t i = 0; i < n->nargs; ++i)
-        shape += "," + std::to_string(*local.find(n->args[i]));
+        shape += "," + std::to_string(*local.find(n->args()[i]));
     }
     shape += ";";
   }
@@ -334,7 +334,7 @@ class KernelLowering {
     uint32_t n_slots = 0;
     for (Expr n : order)
       for (uint32_t a = 0; a < n->nargs; ++a) {
-        Expr arg = n->args[a];
+        Expr arg = n->args()[a];
         if (arg->nargs == 0 || *part_of.find(arg) == *part_of.find(n)) continue;
         if (slot.insert(arg, n_slots).second) ++n_slots;
       }
@@ -457,9 +457,9 @@ class KernelLowering {
     llvm::Value* cbase = g.n_constants > 0 ? b_.CreateMul(i, b_.getInt64(g.n_constants)) : nullptr;
     std::vector<char> is_exponent(g.order.size(), 0);  // constants the shape fixes
     for (Expr n : g.order)
-      if (n->op == Op::Pow && n->args[1]->is_const())
+      if (n->op == Op::Pow && n->args()[1]->is_const())
         for (size_t j = 0; j < g.order.size(); ++j)
-          if (g.order[j] == n->args[1]) is_exponent[j] = 1;
+          if (g.order[j] == n->args()[1]) is_exponent[j] = 1;
     for (size_t j = 0; j < g.order.size(); ++j) {
       const Expr n = g.order[j];
       if (n->is_symbol()) {
@@ -594,30 +594,30 @@ class KernelLowering {
   llvm::Value* emit_boolean(Expr n) {
     switch (n->op) {
       case Op::Lt:
-        return b_.CreateFCmpOLT(value(n->args[0]), value(n->args[1]));
+        return b_.CreateFCmpOLT(value(n->args()[0]), value(n->args()[1]));
       case Op::Le:
-        return b_.CreateFCmpOLE(value(n->args[0]), value(n->args[1]));
+        return b_.CreateFCmpOLE(value(n->args()[0]), value(n->args()[1]));
       case Op::Gt:
-        return b_.CreateFCmpOGT(value(n->args[0]), value(n->args[1]));
+        return b_.CreateFCmpOGT(value(n->args()[0]), value(n->args()[1]));
       case Op::Ge:
-        return b_.CreateFCmpOGE(value(n->args[0]), value(n->args[1]));
+        return b_.CreateFCmpOGE(value(n->args()[0]), value(n->args()[1]));
       case Op::Eq:
-        return b_.CreateFCmpOEQ(value(n->args[0]), value(n->args[1]));
+        return b_.CreateFCmpOEQ(value(n->args()[0]), value(n->args()[1]));
       case Op::Ne:
-        return b_.CreateFCmpUNE(value(n->args[0]), value(n->args[1]));
+        return b_.CreateFCmpUNE(value(n->args()[0]), value(n->args()[1]));
       case Op::And:
-        return b_.CreateAnd(truth(n->args[0]), truth(n->args[1]));
+        return b_.CreateAnd(truth(n->args()[0]), truth(n->args()[1]));
       case Op::Or:
-        return b_.CreateOr(truth(n->args[0]), truth(n->args[1]));
+        return b_.CreateOr(truth(n->args()[0]), truth(n->args()[1]));
       case Op::Not:
-        return b_.CreateNot(truth(n->args[0]));
+        return b_.CreateNot(truth(n->args()[0]));
       default:
         sym::detail::internal_error("codegen: not a boolean op");
     }
   }
 
   llvm::Value* emit_value(Expr n) {
-    auto arg = [&](uint32_t i) { return value(n->args[i]); };
+    auto arg = [&](uint32_t i) { return value(n->args()[i]); };
     switch (n->op) {
       case Op::Add: {
         llvm::Value* s = arg(0);
@@ -630,7 +630,7 @@ class KernelLowering {
         return p;
       }
       case Op::Pow: {
-        Expr e = n->args[1];
+        Expr e = n->args()[1];
         if (e->is_const()) {
           double k = e->value;
           if (sym::detail::is_integer(k) && std::fabs(k) <= 4) {
@@ -651,7 +651,7 @@ class KernelLowering {
       case Op::Max:
         return b_.CreateSelect(b_.CreateFCmpOGT(arg(0), arg(1)), arg(0), arg(1));
       case Op::Select:
-        return b_.CreateSelect(truth(n->args[0]), arg(1), arg(2));
+        return b_.CreateSelect(truth(n->args()[0]), arg(1), arg(2));
       default:
         break;
     }

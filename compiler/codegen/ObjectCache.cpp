@@ -35,11 +35,29 @@ llvm::ArrayRef<uint8_t> bytes(std::string_view s) {
   return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
 }
 
-CacheKey checksum(std::string_view header, std::string_view object) {
+CacheKey checksum(std::string_view header, std::span<const std::string_view> object) {
   llvm::BLAKE3 h;
   h.update(bytes(header.substr(0, kChecksumAt)));
-  h.update(bytes(object));
+  for (std::string_view piece : object) h.update(bytes(piece));
   return h.final();
+}
+
+CacheKey checksum(std::string_view header, std::string_view object) {
+  return checksum(header, std::span<const std::string_view>(&object, 1));
+}
+
+// The header of the entry holding the concatenation of `object`.
+std::string entry_header(const CacheKey& key, std::span<const std::string_view> object) {
+  size_t n = 0;
+  for (std::string_view piece : object) n += piece.size();
+  std::string header(kCacheHeaderBytes, '\0');
+  std::memcpy(header.data(), kMagic, sizeof kMagic);
+  put_le(header, 8, kCacheEntryVersion, 4);
+  std::memcpy(header.data() + kKeyAt, key.data(), key.size());
+  put_le(header, kLengthAt, n, 8);
+  CacheKey sum = checksum(header, object);
+  std::memcpy(header.data() + kChecksumAt, sum.data(), sum.size());
+  return header;
 }
 
 bool same(std::string_view s, size_t at, const CacheKey& k) {
@@ -97,13 +115,7 @@ std::string cache_entry_path(const std::string& dir, const CacheKey& key, const 
 }
 
 std::string encode_cache_entry(const CacheKey& key, std::string_view object) {
-  std::string entry(kCacheHeaderBytes, '\0');
-  std::memcpy(entry.data(), kMagic, sizeof kMagic);
-  put_le(entry, 8, kCacheEntryVersion, 4);
-  std::memcpy(entry.data() + kKeyAt, key.data(), key.size());
-  put_le(entry, kLengthAt, object.size(), 8);
-  CacheKey sum = checksum(entry, object);
-  std::memcpy(entry.data() + kChecksumAt, sum.data(), sum.size());
+  std::string entry = entry_header(key, std::span<const std::string_view>(&object, 1));
   entry.append(object);
   return entry;
 }
@@ -173,6 +185,11 @@ CacheRead read_cache_entry(const std::string& path, const CacheKey& key) {
 
 std::string write_cache_entry(const std::string& path, const CacheKey& key,
                               std::string_view object) {
+  return write_cache_entry(path, key, std::span<const std::string_view>(&object, 1));
+}
+
+std::string write_cache_entry(const std::string& path, const CacheKey& key,
+                              std::span<const std::string_view> object) {
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
   if (ec) return "cannot create the cache directory: " + ec.message();
@@ -184,16 +201,21 @@ std::string write_cache_entry(const std::string& path, const CacheKey& key,
                     std::to_string(std::random_device{}());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
   if (fd < 0) return "cannot create '" + tmp + "': " + errno_text();
-  std::string entry = encode_cache_entry(key, object);
+  // the header, then the pieces as they are (no copy of the whole entry in memory)
+  const std::string header = entry_header(key, object);
   std::string error;
-  for (size_t done = 0; done < entry.size() && error.empty();) {
-    ssize_t put = ::write(fd, entry.data() + done, entry.size() - done);
-    if (put < 0 && errno == EINTR) continue;
-    if (put <= 0)
-      error = "cannot write '" + tmp + "': " + errno_text();
-    else
-      done += static_cast<size_t>(put);
-  }
+  const auto write_all = [&](std::string_view piece) {
+    for (size_t done = 0; done < piece.size() && error.empty();) {
+      ssize_t put = ::write(fd, piece.data() + done, piece.size() - done);
+      if (put < 0 && errno == EINTR) continue;
+      if (put <= 0)
+        error = "cannot write '" + tmp + "': " + errno_text();
+      else
+        done += static_cast<size_t>(put);
+    }
+  };
+  write_all(header);
+  for (std::string_view piece : object) write_all(piece);
   if (::close(fd) != 0 && error.empty()) error = "cannot write '" + tmp + "': " + errno_text();
   // atomic: a reader opens the old entry or the new one, never a partial file
   if (error.empty() && std::rename(tmp.c_str(), path.c_str()) != 0)

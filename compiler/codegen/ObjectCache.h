@@ -69,6 +69,10 @@ CacheRead read_cache_entry(const std::string& path, const CacheKey& key);
 // and leaves no temporary file behind either way.
 std::string write_cache_entry(const std::string& path, const CacheKey& key,
                               std::string_view object);
+// The same for an object given in pieces, written one after the other (a whole model's entry:
+// no copy of it all in memory).
+std::string write_cache_entry(const std::string& path, const CacheKey& key,
+                              std::span<const std::string_view> object);
 
 // Deletes whatever is at `path` (an empty directory too). Returns "" or why it could not.
 std::string delete_cache_entry(const std::string& path);

@@ -167,6 +167,7 @@ using sym::Expr;
 
 struct Builder {
   const FlatModel& flat;
+  std::vector<FlatEquation>& flat_equations;  // flat.equations, emptied once they are done with
   sym::Context& cx;
   DerivativeTable& ders;
   DiagnosticEngine& diags;
@@ -194,9 +195,11 @@ struct Builder {
   struct Eq {
     Expr r;
     Span span;
-    std::string text;
+    std::string text;  // an equation the pass adds; the flat equation's is its source's
     bool alive = true;
     const FlatEquation* source = nullptr;  // null for equations the pass adds
+    // as written (the flat equation's text is not copied: 10^5 of them in a model of 10^5)
+    const std::string& written() const { return source ? source->text : text; }
   };
   std::vector<Eq> eqs;
   SymbolicDae dae;
@@ -230,6 +233,7 @@ struct Builder {
   // may read what the start determines: q, der(q), der(der(q)), y, der(y), z, parameters,
   // inputs and time; anything else is initial_unknown.
   bool resolve_initial_equations() {
+    if (flat.initial_equations.empty()) return true;
     std::unordered_set<uint32_t> known;
     for (const auto& u : dae.q) known.insert({u.symbol, u.d1, u.d2});
     for (const auto& u : dae.y) known.insert({u.symbol, u.d1});
@@ -365,7 +369,7 @@ struct Builder {
       s = d;
     }
     const FlatVar& fv = flat.vars[unknown_var.at(x)];
-    dae.eliminated.push_back({fv.name, value, how, span, eq.text});
+    dae.eliminated.push_back({fv.name, value, how, span, eq.written()});
   }
 
   // What the eliminations need to know of a residual r, from one walk of it: its symbols, and
@@ -591,7 +595,7 @@ struct Builder {
     for (size_t i = 0; i < live.size() && shown < 8; ++i)
       if (match[i] < 0) {
         diags.note(eqs[live[i]].span,
-                   "this equation has no unknown of its own: '" + eqs[live[i]].text + "'");
+                   "this equation has no unknown of its own: '" + eqs[live[i]].written() + "'");
         ++shown;
       }
     for (size_t j = 0; j < unknowns.size() && shown < 16; ++j)
@@ -632,7 +636,8 @@ std::optional<SymbolicDae> Builder::run() {
       free_span[v.symbol] = v.start_span.valid() ? v.start_span : v.span;
     }
   }
-  for (const auto& e : flat.equations) eqs.push_back({e.residual, e.span, e.text, true, &e});
+  eqs.reserve(flat.equations.size());
+  for (const auto& e : flat.equations) eqs.push_back({e.residual, e.span, {}, true, &e});
   if (unknown_var.empty() && eqs.empty()) {
     diags.report(DiagKind::no_unknowns, flat.span, {});
     return std::nullopt;
@@ -805,6 +810,15 @@ std::optional<SymbolicDae> Builder::run() {
       dae.z.push_back(u);
     }
   }
+  // the unknowns have their spans and starts: the tables of the elimination go before the
+  // equations are made (only eliminate() and this classification read them; 10^5 entries each
+  // in a model of 10^5 equations)
+  std::unordered_map<uint32_t, size_t>().swap(unknown_var);
+  std::unordered_map<uint32_t, Expr>().swap(start);
+  std::unordered_map<uint32_t, Expr>().swap(der_start);
+  for (auto* set : {&free_start, &free_der_start, &fixed_der_start})
+    std::unordered_set<uint32_t>().swap(*set);
+  std::unordered_map<uint32_t, Span>().swap(free_span);
 
   // ---- linearity in the highest derivatives
   std::vector<uint32_t> highest;
@@ -872,7 +886,7 @@ std::optional<SymbolicDae> Builder::run() {
     DaeEquation de;
     de.residual = eq.r;
     de.span = eq.span;
-    de.text = eq.text;
+    de.text = eq.written();
     if (eq.source) {
       de.role = eq.source->role;
       de.param = eq.source->param;
@@ -920,6 +934,18 @@ std::optional<SymbolicDae> Builder::run() {
     dae.equations.push_back(std::move(de));
   }
   if (bad) return std::nullopt;
+  // what the classification and the levels needed goes before the outputs are made (a model of
+  // 10^5 equations holds 10^5 entries in each), and so do the flat equations (their texts, roles
+  // and subjects are in the DAE's equations now)
+  std::vector<Eq>().swap(eqs);
+  std::vector<FlatEquation>().swap(flat_equations);
+  std::vector<size_t>().swap(live);
+  std::vector<uint32_t>().swap(remaining);
+  std::vector<uint32_t>().swap(unknowns);
+  std::vector<uint32_t>().swap(highest);
+  std::vector<int8_t>().swap(degree_memo);
+  std::unordered_map<uint32_t, int>().swap(order);
+  for (auto* set : {&highest_set, &zs, &qs, &qds, &ys}) std::unordered_set<uint32_t>().swap(*set);
 
   // the initial system must be regular in [qdd | yd | z]
   {
@@ -978,9 +1004,10 @@ std::optional<SymbolicDae> Builder::run() {
 
 }  // namespace
 
-std::optional<SymbolicDae> build_dae(const FlatModel& flat, sym::Context& cx, DerivativeTable& ders,
+std::optional<SymbolicDae> build_dae(FlatModel& flat, sym::Context& cx, DerivativeTable& ders,
                                      DiagnosticEngine& diags) {
-  Builder b{flat, cx, ders, diags, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
+  Builder b{flat, flat.equations, cx, ders, diags, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {},
+            {}};
   return b.run();
 }
 

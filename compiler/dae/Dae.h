@@ -117,8 +117,10 @@ struct SymbolicDae {
 
 // Builds the DAE: alias and explicit-auxiliary elimination, order reduction of derivatives above
 // two, classification, linearity check, matching, equation levels and the index-reduced initial
-// system. Returns nullopt when errors were reported.
-std::optional<SymbolicDae> build_dae(const FlatModel& flat, sym::Context& cx, DerivativeTable& ders,
+// system. Returns nullopt when errors were reported. The flat model's equations are consumed:
+// emptied once the DAE's equations are made (a model of 10^5 equations held them twice until the
+// end of the pass); the rest of the flat model is only read.
+std::optional<SymbolicDae> build_dae(FlatModel& flat, sym::Context& cx, DerivativeTable& ders,
                                      DiagnosticEngine& diags);
 
 void print_dae(std::ostream& os, const sym::Context& cx, const SymbolicDae& dae);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -75,11 +76,39 @@ void release_freed_memory() {
 #endif
 }
 
-// Everything one compilation owns; the CompiledModel keeps it alive through code_owner.
+// Everything one compilation owns; the CompiledModel keeps it alive through code_owner. The
+// symbolic context goes once the model is assembled (the runtime needs only the code: a model
+// cache hit has no context either).
 struct CompilationState {
-  sym::Context cx;
+  std::unique_ptr<sym::Context> cx = std::make_unique<sym::Context>();
   std::unique_ptr<codegen::JitModule> jit;
 };
+
+// Once the DAE is built, the rest of the compile (the parameters' values and bindings for the
+// kernels, the assembly of the CompiledModel) reads of the flat variables only the parameters,
+// constants, inputs and discrete variables (values, bindings, bounds, compile-time marks) and the
+// multipliers and auxiliaries among the unknowns (z_level, z_auxiliary); the DAE has its own
+// copies of everything else. The other variables go (10^5 FlatVars of 272 bytes in a model
+// of 10^5 equations), and var_of_symbol is rebuilt over those kept: a symbol not found in it is
+// treated as a variable by every reader.
+void keep_variables_the_assembly_reads(FlatModel& flat) {
+  const auto read = [](const FlatVar& v) {
+    return v.role != VarRole::Variable || v.multiplier ||
+           v.auxiliary != rt::EquationLevel::Algebraic;
+  };
+  const auto kept = static_cast<size_t>(std::count_if(flat.vars.begin(), flat.vars.end(), read));
+  if (kept == flat.vars.size()) return;
+  std::vector<FlatVar> vars;
+  vars.reserve(kept);
+  for (FlatVar& v : flat.vars)
+    if (read(v)) vars.push_back(std::move(v));
+  flat.vars.swap(vars);
+  std::vector<FlatVar>().swap(vars);
+  std::unordered_map<uint32_t, size_t> index;
+  index.reserve(kept);
+  for (size_t i = 0; i < flat.vars.size(); ++i) index.emplace(flat.vars[i].symbol, i);
+  flat.var_of_symbol.swap(index);
+}
 
 rt::SourceRef source_ref(const SourceManager& sm, Span s, std::string text) {
   rt::SourceRef r;
@@ -260,7 +289,7 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
 
   // ---- flatten
   auto state = std::make_shared<CompilationState>();
-  sym::Context& cx = state->cx;
+  sym::Context& cx = *state->cx;
   context = &cx;
   DerivativeTable ders(cx);
   ClassLoader loader(sources, diags, library_path(options.include_dirs));
@@ -317,9 +346,10 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
     print_dae(emit_out, cx, *dae);
     return finish(true);
   }
-  // the DAE has its own copies of the equations (their residuals resolved, their texts)
-  std::vector<FlatEquation>().swap(flat->equations);
+  // the DAE has its own copies of the equations (their residuals resolved, their texts; build_dae
+  // consumed flat->equations) and of the variables
   std::vector<FlatEquation>().swap(flat->initial_equations);
+  keep_variables_the_assembly_reads(*flat);
 
   // ---- parameter values (resolved by the flattener)
   std::unordered_map<uint32_t, double> param_value;
@@ -430,8 +460,11 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
     diags.report(DiagKind::jit_failed, Span{}, {"no code for kernel '" + spec.name + "'"});
     return finish(false);
   }
-  // the kernels are compiled: their copies go (ModelKernels keeps the outputs and patterns)
+  // the kernels are compiled: their copies go (ModelKernels keeps the outputs and patterns), and
+  // so do the pages the code generator's threads freed (their own arenas, which the assembly on
+  // this thread does not reuse)
   std::vector<codegen::KernelSpec>().swap(specs);
+  release_freed_memory();
 
   // ---- assemble the CompiledModel
   auto m = std::make_shared<rt::CompiledModel>();
@@ -440,55 +473,9 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
   m->n_y = static_cast<int32_t>(dae->y.size());
   m->n_z = static_cast<int32_t>(dae->z.size());
   m->slot_time = static_cast<int32_t>(dae->time_symbol);
-  // the vectors of 10^5 elements are not grown by doubling (up to twice their size held)
-  m->q_slot.reserve(dae->q.size());
-  m->qd_slot.reserve(dae->q.size());
-  m->qdd_slot.reserve(dae->q.size());
-  m->q.reserve(dae->q.size());
-  m->y_slot.reserve(dae->y.size());
-  m->yd_slot.reserve(dae->y.size());
-  m->y.reserve(dae->y.size());
-  m->z_slot.reserve(dae->z.size());
-  m->z.reserve(dae->z.size());
-  const size_t n_eq = dae->equations.size();
-  m->eq_level.reserve(n_eq);
-  m->eq_source.reserve(n_eq);
-  m->eq_role.reserve(n_eq);
-  m->eq_param_slot.reserve(n_eq);
-  m->eq_subject.reserve(n_eq);
-  const size_t n_out = dae->outputs.size();
-  m->output_names.reserve(n_out);
-  m->output_role.reserve(n_out);
-  m->output_unit.reserve(n_out);
-  m->output_description.reserve(n_out);
-  m->output_interface.reserve(n_out);
-  m->output_discrete.reserve(n_out);
-  m->output_source.reserve(n_out);
-  for (const auto& u : dae->q) {
-    m->q_slot.push_back(static_cast<int32_t>(u.symbol));
-    m->qd_slot.push_back(static_cast<int32_t>(u.d1));
-    m->qdd_slot.push_back(static_cast<int32_t>(u.d2));
-    m->q.push_back({u.name, source_ref(sources, u.span, u.name)});
-  }
-  for (const auto& u : dae->y) {
-    m->y_slot.push_back(static_cast<int32_t>(u.symbol));
-    m->yd_slot.push_back(static_cast<int32_t>(u.d1));
-    m->y.push_back({u.name, source_ref(sources, u.span, u.name)});
-  }
-  for (const auto& u : dae->z) {
-    m->z_slot.push_back(static_cast<int32_t>(u.symbol));
-    m->z.push_back({u.name, source_ref(sources, u.span, u.name)});
-  }
   m->slot_c_q = static_cast<int32_t>(kernels.c_q);
   m->slot_c_qd = static_cast<int32_t>(kernels.c_qd);
   m->slot_c_y = static_cast<int32_t>(kernels.c_y);
-  for (const auto& e : dae->equations) {
-    m->eq_level.push_back(e.level);
-    m->eq_source.push_back(source_ref(sources, e.span, e.text));
-    m->eq_role.push_back(e.role);
-    m->eq_param_slot.push_back(e.param >= 0 ? static_cast<int32_t>(e.param) : -1);
-    m->eq_subject.push_back(e.subject);
-  }
   m->residual = kernel(kernels.residual, *state->jit);
   m->newton_matrix = sparse(kernels.newton_matrix, *state->jit);
   m->mass_matrix = sparse(kernels.mass_matrix, *state->jit);
@@ -551,23 +538,6 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
     m->slot_initial = static_cast<int32_t>(dae->initial_symbol);
     m->slot_terminal = static_cast<int32_t>(dae->terminal_symbol);
   }
-  const std::unordered_set<uint32_t> discrete(dae->discretes.begin(), dae->discretes.end());
-  if (!flat->rotation_charts.empty()) {
-    // the charts of Lie-group rotations: theta and w must be ODE1 unknowns (y), Q_ref discrete
-    const std::unordered_set<int32_t> y_slots(m->y_slot.begin(), m->y_slot.end());
-    for (const auto& chart : flat->rotation_charts) {
-      for (size_t k = 0; k < chart.size(); ++k) {
-        const auto slot = static_cast<int32_t>(chart[k]);
-        if (k < 6 ? !y_slots.count(slot) : !discrete.count(chart[k])) {
-          diags.report(DiagKind::mech_invalid, flat->span,
-                       {"the rotation chart variable '" + cx.symbol_name(chart[k]) +
-                        "' is not a state of the model (an equation of the model fixes it?)"});
-          return finish(false);
-        }
-        m->rotation_charts.push_back(slot);
-      }
-    }
-  }
   m->parameter_bindings = kernel(kernels.parameter_bindings, *state->jit);
   if (kernels.sensitivities) {
     m->sens_F_p = sparse(kernels.sens_F_p, *state->jit);
@@ -579,15 +549,25 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
   m->constant_leading_matrix = constant_leading_matrix;
   // every kernel has its code and sizes in the CompiledModel: the outputs and patterns go
   kernels = ModelKernels{};
-  for (const auto& o : dae->outputs) {
-    m->output_names.push_back(o.name);
+  const std::unordered_set<uint32_t> discrete(dae->discretes.begin(), dae->discretes.end());
+  // the vectors of 10^5 elements are not grown by doubling (up to twice their size held)
+  const size_t n_out = dae->outputs.size();
+  m->output_names.reserve(n_out);
+  m->output_role.reserve(n_out);
+  m->output_unit.reserve(n_out);
+  m->output_description.reserve(n_out);
+  m->output_interface.reserve(n_out);
+  m->output_discrete.reserve(n_out);
+  m->output_source.reserve(n_out);
+  for (auto& o : dae->outputs) {
+    m->output_names.push_back(std::move(o.name));
     m->output_role.push_back(o.role);
-    m->output_unit.push_back(o.unit);
-    m->output_description.push_back(o.description);
+    m->output_unit.push_back(std::move(o.unit));
+    m->output_description.push_back(std::move(o.description));
     m->output_interface.push_back(o.interface_output ? 1 : 0);
     m->output_discrete.push_back(o.value->is_symbol() && discrete.count(o.value->symbol) ? 1 : 0);
     rt::OutputSource src;
-    src.declaration = source_ref(sources, o.declared, o.name);
+    src.declaration = source_ref(sources, o.declared, m->output_names.back());
     if (o.eliminated >= 0) {
       const Elimination& el = dae->eliminated[static_cast<size_t>(o.eliminated)];
       src.kind =
@@ -606,6 +586,62 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
       }
     }
     m->output_source.push_back(std::move(src));
+  }
+  // the outputs are in the CompiledModel: the DAE's go before the per-unknown vectors are made
+  std::vector<DaeOutput>().swap(dae->outputs);
+  std::vector<Elimination>().swap(dae->eliminated);
+  m->q_slot.reserve(dae->q.size());
+  m->qd_slot.reserve(dae->q.size());
+  m->qdd_slot.reserve(dae->q.size());
+  m->q.reserve(dae->q.size());
+  m->y_slot.reserve(dae->y.size());
+  m->yd_slot.reserve(dae->y.size());
+  m->y.reserve(dae->y.size());
+  m->z_slot.reserve(dae->z.size());
+  m->z.reserve(dae->z.size());
+  const size_t n_eq = dae->equations.size();
+  m->eq_level.reserve(n_eq);
+  m->eq_source.reserve(n_eq);
+  m->eq_role.reserve(n_eq);
+  m->eq_param_slot.reserve(n_eq);
+  m->eq_subject.reserve(n_eq);
+  for (const auto& u : dae->q) {
+    m->q_slot.push_back(static_cast<int32_t>(u.symbol));
+    m->qd_slot.push_back(static_cast<int32_t>(u.d1));
+    m->qdd_slot.push_back(static_cast<int32_t>(u.d2));
+    m->q.push_back({u.name, source_ref(sources, u.span, u.name)});
+  }
+  for (const auto& u : dae->y) {
+    m->y_slot.push_back(static_cast<int32_t>(u.symbol));
+    m->yd_slot.push_back(static_cast<int32_t>(u.d1));
+    m->y.push_back({u.name, source_ref(sources, u.span, u.name)});
+  }
+  for (const auto& u : dae->z) {
+    m->z_slot.push_back(static_cast<int32_t>(u.symbol));
+    m->z.push_back({u.name, source_ref(sources, u.span, u.name)});
+  }
+  for (const auto& e : dae->equations) {
+    m->eq_level.push_back(e.level);
+    m->eq_source.push_back(source_ref(sources, e.span, e.text));
+    m->eq_role.push_back(e.role);
+    m->eq_param_slot.push_back(e.param >= 0 ? static_cast<int32_t>(e.param) : -1);
+    m->eq_subject.push_back(e.subject);
+  }
+  if (!flat->rotation_charts.empty()) {
+    // the charts of Lie-group rotations: theta and w must be ODE1 unknowns (y), Q_ref discrete
+    const std::unordered_set<int32_t> y_slots(m->y_slot.begin(), m->y_slot.end());
+    for (const auto& chart : flat->rotation_charts) {
+      for (size_t k = 0; k < chart.size(); ++k) {
+        const auto slot = static_cast<int32_t>(chart[k]);
+        if (k < 6 ? !y_slots.count(slot) : !discrete.count(chart[k])) {
+          diags.report(DiagKind::mech_invalid, flat->span,
+                       {"the rotation chart variable '" + cx.symbol_name(chart[k]) +
+                        "' is not a state of the model (an equation of the model fixes it?)"});
+          return finish(false);
+        }
+        m->rotation_charts.push_back(slot);
+      }
+    }
   }
   for (const rt::SparseKernel* k : {&m->newton_matrix, &m->mass_matrix, &m->init_matrix, &m->jac_q,
                                     &m->jac_qd, &m->jac_y, &m->jac_z, &m->index2_matrix}) {
@@ -779,6 +815,14 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
     }
   }
 
+  // Everything the model needs at run time is in it and in the JIT: the passes' structures and
+  // the symbolic context go, before the model cache is written and while the model runs (for
+  // 10^5 equations some 190 MB, which the cache's image and object files would come on top of).
+  flat.reset();
+  dae.reset();
+  context = nullptr;
+  state->cx.reset();
+  release_freed_memory();
   m->code_owner = state;
   result.model = m;
   // the copies of the object files (the JIT owns the code) go to the cache and the caller

@@ -40,14 +40,19 @@ void put_u64(std::string& out, uint64_t x) {
   for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((x >> (8 * i)) & 0xff));
 }
 
-std::string encode_list(const std::vector<std::string_view>& parts) {
-  std::string out;
-  put_u64(out, parts.size());
-  for (std::string_view p : parts) {
-    put_u64(out, p.size());
-    out.append(p);
+// The list's bytes as pieces: `lengths` holds the count and each length, `pieces` views into it
+// and into `parts` (written one after the other, without a copy of the parts).
+void encode_list(const std::vector<std::string_view>& parts, std::string& lengths,
+                 std::vector<std::string_view>& pieces) {
+  lengths.clear();
+  put_u64(lengths, parts.size());
+  for (std::string_view p : parts) put_u64(lengths, p.size());
+  pieces.clear();
+  pieces.push_back(std::string_view(lengths).substr(0, 8));
+  for (size_t i = 0; i < parts.size(); ++i) {
+    pieces.push_back(std::string_view(lengths).substr(8 * (i + 1), 8));
+    pieces.push_back(parts[i]);
   }
-  return out;
 }
 
 // "" or what is wrong; `parts` views into `bytes`.
@@ -195,8 +200,10 @@ std::string write_model_cache(const std::string& dir, const codegen::CacheKey& k
   const std::string image = rt::write_model_image(*compile.model);
   std::vector<std::string_view> parts = {probe_text, compile.warnings, kinds, sizes, image};
   for (const std::string& o : objects) parts.push_back(o);
-  return codegen::write_cache_entry(codegen::cache_entry_path(dir, key, ".model"), key,
-                                    encode_list(parts));
+  std::string lengths;
+  std::vector<std::string_view> pieces;
+  encode_list(parts, lengths, pieces);
+  return codegen::write_cache_entry(codegen::cache_entry_path(dir, key, ".model"), key, pieces);
 }
 
 }  // namespace mbs

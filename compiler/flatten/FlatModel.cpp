@@ -5,16 +5,17 @@
 namespace mbs {
 
 uint32_t DerivativeTable::der(uint32_t s) {
-  if (auto it = der_.find(s); it != der_.end()) return it->second;
+  if (has_der(s)) return der_[s];
   uint32_t d = cx_.new_symbol("der(" + cx_.symbol_name(s) + ")");
-  der_.emplace(s, d);
-  inv_.emplace(d, s);
+  if (s >= der_.size()) der_.resize(s + 1, kNone);
+  der_[s] = d;
+  if (d >= inv_.size()) inv_.resize(d + 1, kNone);
+  inv_[d] = s;
   return d;
 }
 
 int64_t DerivativeTable::integral_of(uint32_t s) const {
-  auto it = inv_.find(s);
-  return it == inv_.end() ? -1 : static_cast<int64_t>(it->second);
+  return s < inv_.size() && inv_[s] != kNone ? static_cast<int64_t>(inv_[s]) : -1;
 }
 
 sym::Expr DerivativeTable::total_derivative(sym::Expr e) {

@@ -79,7 +79,8 @@ struct LieRotation {
   size_t elem = 0;
   std::array<uint32_t, 3> theta{}, w{};
   std::array<uint32_t, 4> q_ref{};
-  std::array<Expr, 4> Q{};  // the quaternion of R
+  V3 theta_expr{}, w_expr{};  // the symbols of theta and w
+  std::array<Expr, 4> Q{};    // the quaternion of R
 };
 
 // One step of a path: the transform of a child frame C in its parent P, x_P = R x_C + r, and the
@@ -512,7 +513,9 @@ Step Lowering::rotation_vector(size_t i, const std::array<const JointCoordinate*
     flat_.vars.back().keep = true;
     ks.push_back(coordinate(i, c[k]->coord, c[k]->velocity, Motion::RotationVector));
   }
-  V3 theta, w, w_dot;
+  V3& theta = lie.theta_expr;
+  V3& w = lie.w_expr;
+  V3 w_dot;
   for (int k = 0; k < 3; ++k) {
     theta[k] = cx_.symbol(lie.theta[k]);
     w[k] = cx_.symbol(lie.w[k]);
@@ -537,12 +540,8 @@ Step Lowering::rotation_vector(size_t i, const std::array<const JointCoordinate*
 void Lowering::rotation_vector_equations() {
   for (const LieRotation& lie : lie_) {
     Elem& e = elems_[lie.elem];
-    V3 theta, w;
-    for (int k = 0; k < 3; ++k) {
-      theta[k] = cx_.symbol(lie.theta[k]);
-      w[k] = cx_.symbol(lie.w[k]);
-    }
-    const V3 rate = al_.rotation_vector_rate(theta, w, flat_.no_event);
+    const V3& w = lie.w_expr;
+    const V3 rate = al_.rotation_vector_rate(lie.theta_expr, w, flat_.no_event);
     for (int k = 0; k < 3; ++k)
       add_equation(cx_.sub(cx_.symbol(ders_.der(lie.theta[k])), rate[k]), e.el->span,
                    fmt::format("der({0}.theta[{1}]) = (dexp^-1(theta) w)[{1}]  ({2} rotation "
@@ -1317,9 +1316,9 @@ void Lowering::multipliers() {
     flat_.vars.back().multiplier = keep_[j];
     row.multiplier = l;
     if (keep_[j]) {
-      FlatEquation& eq =
-          add_equation(row.residual, row.span, "closure at '" + row.joint + "': " + row.what,
-                       row.quaternion_of < 0 ? rt::EquationRole::Closure : rt::EquationRole::Model);
+      FlatEquation& eq = add_equation(
+          row.residual, row.span, "closure at '" + row.joint + "': " + row.what,
+          row.quaternion_of < 0 ? rt::EquationRole::Closure : rt::EquationRole::UnitQuaternion);
       if (row.quaternion_of < 0) eq.subject = row.joint;
     } else {
       // inverse dynamics: the reaction of a redundant row still acts on the bodies; the balance

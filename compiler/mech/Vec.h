@@ -5,13 +5,13 @@
 
 #include <array>
 #include <cmath>
-#include <initializer_list>
 #include <span>
 #include <utility>
 #include <vector>
 
 #include "compiler/flatten/FlatModel.h"
 #include "compiler/symbolic/Expr.h"
+#include "runtime/model/RotationSeries.h"
 
 namespace mbs::mech {
 
@@ -117,11 +117,10 @@ class Algebra {
             sum(m(a[0], b[3]), m(a[1], b[2]), n(a[2], b[1]), m(a[3], b[0]))};
   }
   // f(x) for x = |theta|, an even function given as f(sqrt(s)) with s = |theta|^2 and, for
-  // s < kSeriesBelow, as its Taylor polynomial in s (series[k] s^k): the closed form loses
-  // digits (0/0 at s = 0) where the series is exact to rounding. The select is appended to
-  // `quiet` (no event at the switch between the two: they agree there).
-  static constexpr double kSeriesBelow = 1e-2;
-  sym::Expr even_function(sym::Expr s, sym::Expr closed, std::initializer_list<double> series,
+  // s < rt::kRotationSeriesBelow, as its Taylor polynomial in s (runtime/model/RotationSeries.h,
+  // shared with the runtime's chart move). The select is appended to `quiet` (no event at the
+  // switch between the two: they agree there).
+  sym::Expr even_function(sym::Expr s, sym::Expr closed, const std::array<double, 5>& series,
                           std::vector<sym::Expr>& quiet) const {
     std::vector<sym::Expr> terms;
     sym::Expr power = cx_.one();
@@ -129,7 +128,7 @@ class Algebra {
       terms.push_back(cx_.mul(cx_.num(c), power));
       power = cx_.mul(power, s);
     }
-    sym::Expr e = cx_.select(cx_.binary(sym::Op::Lt, s, cx_.num(kSeriesBelow)),
+    sym::Expr e = cx_.select(cx_.binary(sym::Op::Lt, s, cx_.num(rt::kRotationSeriesBelow)),
                              cx_.add(std::span<const sym::Expr>(terms)), closed);
     quiet.push_back(e);
     return e;
@@ -140,15 +139,10 @@ class Algebra {
     sym::Expr s = dot(theta, theta);
     sym::Expr x = cx_.unary(sym::Op::Sqrt, s);
     sym::Expr half = cx_.mul(cx_.num(0.5), x);
-    // sin(x/2)/x = 1/2 - s/48 + s^2/3840 - s^3/645120 + s^4/185794560
     sym::Expr k =
-        even_function(s, cx_.div(cx_.unary(sym::Op::Sin, half), x),
-                      {0.5, -1.0 / 48.0, 1.0 / 3840.0, -1.0 / 645120.0, 1.0 / 185794560.0}, quiet);
-    // cos(x/2) = 1 - s/8 + s^2/384 - s^3/46080 + s^4/10321920 (d/ds of the closed form is 0/0
-    // at s = 0)
-    sym::Expr c =
-        even_function(s, cx_.unary(sym::Op::Cos, half),
-                      {1.0, -1.0 / 8.0, 1.0 / 384.0, -1.0 / 46080.0, 1.0 / 10321920.0}, quiet);
+        even_function(s, cx_.div(cx_.unary(sym::Op::Sin, half), x), rt::kSinHalfOverXSeries, quiet);
+    // cos(x/2) too: d/ds of the closed form is 0/0 at s = 0
+    sym::Expr c = even_function(s, cx_.unary(sym::Op::Cos, half), rt::kCosHalfSeries, quiet);
     return {c, cx_.mul(k, theta[0]), cx_.mul(k, theta[1]), cx_.mul(k, theta[2])};
   }
   // der(theta) of the chart R = R_ref exp([theta]x) for the angular velocity w resolved in the
@@ -159,10 +153,8 @@ class Algebra {
     sym::Expr x = cx_.unary(sym::Op::Sqrt, s);
     sym::Expr half = cx_.mul(cx_.num(0.5), x);
     sym::Expr cot = cx_.div(cx_.unary(sym::Op::Cos, half), cx_.unary(sym::Op::Sin, half));
-    // c = 1/12 + s/720 + s^2/30240 + s^3/1209600 + s^4/47900160
-    sym::Expr c = even_function(
-        s, cx_.div(cx_.sub(cx_.one(), cx_.mul(half, cot)), s),
-        {1.0 / 12.0, 1.0 / 720.0, 1.0 / 30240.0, 1.0 / 1209600.0, 1.0 / 47900160.0}, quiet);
+    sym::Expr c = even_function(s, cx_.div(cx_.sub(cx_.one(), cx_.mul(half, cot)), s),
+                                rt::kDexpInverseSeries, quiet);
     V3 tw = cross(theta, w);
     return add(add(w, scale(cx_.num(0.5), tw)), scale(c, cross(theta, tw)));
   }

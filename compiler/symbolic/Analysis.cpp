@@ -171,7 +171,7 @@ void evaluate(std::span<const Expr> roots, std::span<const double> symbol_values
           v = symbol_values[n->symbol];
         } else {
           args.resize(n->nargs);
-          for (uint32_t i = 0; i < n->nargs; ++i) args[i] = *value.find(n->args[i]);
+          for (uint32_t i = 0; i < n->nargs; ++i) args[i] = *value.find(n->args()[i]);
           v = detail::apply_op(n->op, args.data(), n->nargs);
         }
         value.insert(n, v);

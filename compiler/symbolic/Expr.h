@@ -71,21 +71,26 @@ std::string_view op_name(Op op);
 // Fixed arity of an op, or -1 for the n-ary Add and Mul.
 int op_arity(Op op);
 
+// A node is 32 bytes, its nargs children right after it in the Context's arena (no pointer to
+// them: 8 bytes a node, 8.8 MB of the 1.1 million nodes of a model of 10^5 equations).
 struct Node {
   Op op;
-  uint32_t id;              // creation order within the Context; children always have smaller ids
-  uint32_t nargs;           // number of children
-  uint32_t symbol;          // Symbol: its index; otherwise 0
-  double value;             // Const: its value; otherwise 0
-  size_t hash;              // structural hash
-  const Node* const* args;  // nargs children, owned by the Context
+  uint32_t id;      // creation order within the Context; children always have smaller ids
+  uint32_t nargs;   // number of children
+  uint32_t symbol;  // Symbol: its index; otherwise 0
+  double value;     // Const: its value; otherwise 0
+  size_t hash;      // structural hash
 
-  std::span<const Node* const> children() const { return {args, nargs}; }
-  const Node* arg(size_t i) const { return args[i]; }
+  // the nargs children, owned by the Context
+  const Node* const* args() const { return reinterpret_cast<const Node* const*>(this + 1); }
+  std::span<const Node* const> children() const { return {args(), nargs}; }
+  const Node* arg(size_t i) const { return args()[i]; }
   bool is_const() const { return op == Op::Const; }
   bool is_const(double v) const { return op == Op::Const && value == v; }
   bool is_symbol() const { return op == Op::Symbol; }
 };
+static_assert(sizeof(Node) == 32 && alignof(Node) == alignof(const Node*),
+              "the children follow a node in the arena");
 
 using Expr = const Node*;
 

@@ -123,7 +123,7 @@ void post_order(std::span<const Expr> roots, Enter&& enter, Leave&& leave) {
     while (!stack.empty()) {
       Frame& top = stack.back();
       if (top.next < top.node->nargs) {
-        Expr child = top.node->args[top.next++];
+        Expr child = top.node->args()[top.next++];
         if (enter(child)) stack.push_back({child, 0});
       } else {
         Expr done = top.node;

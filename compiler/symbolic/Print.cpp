@@ -125,7 +125,7 @@ std::string_view comparison(Op op) {
 }
 
 bool is_reciprocal_power(Expr f) {
-  return f->op == Op::Pow && f->args[1]->is_const() && f->args[1]->value < 0;
+  return f->op == Op::Pow && f->args()[1]->is_const() && f->args()[1]->value < 0;
 }
 
 size_t saturating_add(size_t a, size_t b) {
@@ -174,11 +174,11 @@ class Printer {
 
   // The denominator entry for a factor b^(-k): "b" or "b^k".
   void denominator_factor(std::vector<Piece>& out, Expr f, int min) {
-    double k = -f->args[1]->value;
+    double k = -f->args()[1]->value;
     if (k == 1.0) {
-      out.push_back(ref(f->args[0], min));
+      out.push_back(ref(f->args()[0], min));
     } else {
-      out.push_back(ref(f->args[0], kAtom));
+      out.push_back(ref(f->args()[0], kAtom));
       out.push_back(lit("^"));
       out.push_back(lit(number(k)));
     }
@@ -191,7 +191,7 @@ class Printer {
     for (Expr f : factors) (is_reciprocal_power(f) ? down : up).push_back(f);
     // Stored order is by node id (construction history); print by base instead, which keeps
     // x*y^2 and x/y in the order of the symbols whatever was built first.
-    auto base_id = [](Expr f) { return f->op == Op::Pow ? f->args[0]->id : f->id; };
+    auto base_id = [](Expr f) { return f->op == Op::Pow ? f->args()[0]->id : f->id; };
     auto by_base = [&](Expr a, Expr b) { return base_id(a) < base_id(b); };
     std::sort(up.begin(), up.end(), by_base);
     std::sort(down.begin(), down.end(), by_base);
@@ -278,23 +278,23 @@ class Printer {
           product(r, 1.0, {&n, 1});
           return;
         }
-        out.push_back(ref(n->args[0], kAtom));
+        out.push_back(ref(n->args()[0], kAtom));
         out.push_back(lit("^"));
-        out.push_back(ref(n->args[1], kAtom));
+        out.push_back(ref(n->args()[1], kAtom));
         r.prec = kPow;
         return;
       case Op::Select:
         out.push_back(lit("if "));
-        out.push_back(ref(n->args[0], kIf + 1));
+        out.push_back(ref(n->args()[0], kIf + 1));
         out.push_back(lit(" then "));
-        out.push_back(ref(n->args[1], kIf + 1));
+        out.push_back(ref(n->args()[1], kIf + 1));
         out.push_back(lit(" else "));
-        out.push_back(ref(n->args[2], kIf));
+        out.push_back(ref(n->args()[2], kIf));
         r.prec = kIf;
         return;
       case Op::Not:
         out.push_back(lit("not "));
-        out.push_back(ref(n->args[0], kCmp));
+        out.push_back(ref(n->args()[0], kCmp));
         r.prec = kNot;
         return;
       case Op::Lt:
@@ -303,28 +303,28 @@ class Printer {
       case Op::Ge:
       case Op::Eq:
       case Op::Ne:
-        out.push_back(ref(n->args[0], kSum));
+        out.push_back(ref(n->args()[0], kSum));
         out.push_back(lit(comparison(n->op)));
-        out.push_back(ref(n->args[1], kSum));
+        out.push_back(ref(n->args()[1], kSum));
         r.prec = kCmp;
         return;
       case Op::And:
-        out.push_back(ref(n->args[0], kAnd));
+        out.push_back(ref(n->args()[0], kAnd));
         out.push_back(lit(" and "));
-        out.push_back(ref(n->args[1], kNot));
+        out.push_back(ref(n->args()[1], kNot));
         r.prec = kAnd;
         return;
       case Op::Or:
-        out.push_back(ref(n->args[0], kOr));
+        out.push_back(ref(n->args()[0], kOr));
         out.push_back(lit(" or "));
-        out.push_back(ref(n->args[1], kAnd));
+        out.push_back(ref(n->args()[1], kAnd));
         r.prec = kOr;
         return;
       default:
         out.push_back(lit(std::string(function_name(n->op)) + "("));
         for (uint32_t i = 0; i < n->nargs; ++i) {
           if (i > 0) out.push_back(lit(", "));
-          out.push_back(ref(n->args[i], kIf));
+          out.push_back(ref(n->args()[i], kIf));
         }
         out.push_back(lit(")"));
         return;

@@ -36,7 +36,8 @@ Unit::Unit(std::shared_ptr<const CompiledModel> model,
       defaults_(options),
       options_(options),
       kind_(kind),
-      instance_(model_) {
+      instance_(model_),
+      charts_(*model_) {
   if (kind_ == Kind::ModelExchange) obstacle_ = model_exchange_obstacle(*model_);
   reset();
 }
@@ -455,6 +456,13 @@ Status Unit::update_discrete_states(bool& states_changed) {
   if (kind_ != Kind::ModelExchange || !initialized_)
     return error("update_discrete_states: a model-exchange unit after initialization only");
   states_changed = std::exchange(initial_states_changed_, false);
+  if (charts_.due(v_.data(), kChartMoveAbove)) {
+    // the importer's steps do not move the charts: here, before the events fire (as the
+    // integrators do after a step), theta := 0 with the rotation and w unchanged
+    charts_.move(v_.data());
+    changed();
+    states_changed = true;
+  }
   const CompiledModel& m = *model_;
   if (!m.has_events()) return Status::Ok;
   if (!evaluate_events(ev_now_)) return Status::Error;
@@ -471,11 +479,16 @@ Status Unit::completed_integrator_step(bool& enter_event_mode) {
   if (kind_ != Kind::ModelExchange || !initialized_)
     return error("completed_integrator_step: a model-exchange unit after initialization only");
   const CompiledModel& m = *model_;
-  if (!m.has_events()) return Status::Ok;
+  const bool due = charts_.due(v_.data(), kChartMoveAbove);
+  if (!m.has_events()) {
+    enter_event_mode = due;
+    return Status::Ok;
+  }
   if (!evaluate_events(ev_now_)) return Status::Error;
   rising_branches(m, conditions_, ev_now_, fired_);
   enter_event_mode = !fired_.empty();
   if (!enter_event_mode) conditions_.swap(ev_now_);
+  enter_event_mode = enter_event_mode || due;
   return Status::Ok;
 }
 
@@ -636,7 +649,8 @@ Status Unit::set_state(const State& s) {
 namespace {
 
 constexpr char kMagic[8] = {'m', 'b', 's', 'f', 'm', 'u', 's', 't'};
-constexpr uint32_t kVersion = 2;  // 2: the conditions of model exchange's events
+constexpr uint32_t kVersion = 3;  // 2: the conditions of model exchange's events; 3: the
+                                  // implicit methods' Newton constant K (NewmarkFamily)
 
 struct Writer {
   std::vector<uint8_t> out;

@@ -21,6 +21,7 @@
 
 #include "runtime/fmi/Variables.h"
 #include "runtime/model/CompiledModel.h"
+#include "runtime/model/RotationCharts.h"
 #include "runtime/session/Instance.h"
 #include "runtime/solvers/Explicit.h"
 #include "runtime/solvers/Integrator.h"
@@ -88,8 +89,10 @@ class Unit {
   Status update_discrete_states(bool& states_changed);
   // After an integrator step the importer accepted: `enter_event_mode` when a condition rose
   // (the event is then left to event mode); else the conditions of this point are the ones the
-  // next event compares with.
+  // next event compares with. Also when a rotation chart (lie_group = true) is due to move:
+  // |theta|^2 > kChartMoveAbove; event mode then moves it (a step event; docs/fmu.md).
   Status completed_integrator_step(bool& enter_event_mode);
+  static constexpr double kChartMoveAbove = 1.0;
   // The end of a model-exchange run: the branches whose condition rises with terminal() = 1 fire.
   Status terminate();
   // After initialization: d derivatives / d states along `seed` (one value per known), from the
@@ -158,6 +161,7 @@ class Unit {
   std::vector<double> conditions_, ev_now_, ev_after_, ev_reinit_, ev_states_;
   std::vector<int32_t> fired_;
   bool initial_states_changed_ = false;  // the event at the start changed a state: not yet told
+  RotationCharts charts_;                // model exchange moves them in event mode
   std::string message_;
 };
 

@@ -343,16 +343,6 @@ std::vector<std::string> declared_outputs(const CompiledModel& m) {
 }
 
 std::string model_exchange_obstacle(const CompiledModel& m) {
-  if (m.n_rotation_charts() > 0) {
-    std::string name;
-    for (int32_t j = 0; j < m.n_y; ++j)
-      if (m.y_slot[static_cast<size_t>(j)] == m.rotation_charts[0]) name = m.y[j].name;
-    if (const auto dot = name.rfind('.'); dot != std::string::npos) name.resize(dot);
-    return "the model integrates the rotation of '" + name +
-           "' as a Lie group (lie_group = true), whose chart the solver moves after every step; "
-           "model exchange leaves the steps to the importer, so export it for co-simulation or "
-           "use the quaternion form (lie_group = false)";
-  }
   return constraints_obstacle(m);
 }
 

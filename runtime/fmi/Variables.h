@@ -95,8 +95,9 @@ std::vector<std::vector<int32_t>> output_dependencies(
 // solve with the mass matrix), else why not, for the export-time message. Events are no
 // obstacle: the zero-crossing functions are the event indicators (docs/fmu.md, "Model
 // exchange").
-// Rotations integrated as a Lie group (CompiledModel::rotation_charts) are one too: their charts
-// move after every step of the solver, which model exchange leaves to the importer.
+// Rotations integrated as a Lie group (CompiledModel::rotation_charts) are none either: the
+// importer's solver does not move their charts, so completedIntegratorStep asks for a step
+// event when one has |theta| > 1 and event mode moves it (Unit::completed_integrator_step).
 std::string model_exchange_obstacle(const CompiledModel& m);
 // The constraints part of it alone: "" when the derivatives follow from the states (directional
 // derivatives are available), else why not.

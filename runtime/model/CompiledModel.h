@@ -56,11 +56,6 @@ struct SourceRef {
   std::string text;  // the equation as written, or the declaration, for messages
 };
 
-// How an equation's row is scaled in the Newton matrix of an implicit solver. A position-level
-// constraint (depends on q but not on qd, qdd, yd) has a row of size O(h^2); a velocity-level one
-// O(h). Scaling those rows by 1/(beta' h^2) and 1/(gamma' h) keeps the Newton matrix O(1).
-enum class EquationLevel : uint8_t { Dynamic, Velocity, Position, Algebraic };
-
 struct Unknown {
   std::string name;  // dotted, e.g. "s.x"
   SourceRef source;

@@ -30,9 +30,15 @@ static_assert(sizeof(CompiledModel) == 3768, "CompiledModel changed: update Mode
 class Writer {
  public:
   static constexpr bool reading = false;
+  // counting: only the size of the image is summed up in `size` (a first pass, so that `out`
+  // is allocated once: growing it by doubling held up to three times the image at once)
+  explicit Writer(bool counting = false) : counting_(counting) {}
   std::string out;
+  size_t size = 0;
 
   void le(uint64_t x, int bytes) {
+    size += static_cast<size_t>(bytes);
+    if (counting_) return;
     for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((x >> (8 * i)) & 0xff));
   }
   void prim(int32_t& x) { le(static_cast<uint32_t>(x), 4); }
@@ -42,7 +48,8 @@ class Writer {
   void prim(double& x) { le(std::bit_cast<uint64_t>(x), 8); }
   void prim(std::string& s) {
     le(s.size(), 8);
-    out += s;
+    size += s.size();
+    if (!counting_) out += s;
   }
   template <class E>
   requires std::is_enum_v<E>
@@ -52,6 +59,9 @@ class Writer {
     le(n, 8);
     return true;
   }
+
+ private:
+  bool counting_ = false;
 };
 
 class Reader {
@@ -320,7 +330,7 @@ std::string check_consistency(const CompiledModel& m) {
   for (EquationLevel l : m.z_auxiliary)
     if (l > EquationLevel::Algebraic) return "an auxiliary level out of range";
   for (EquationRole r : m.eq_role)
-    if (r > EquationRole::Trajectory) return "an equation role out of range";
+    if (r > EquationRole::UnitQuaternion) return "an equation role out of range";
   for (OutputRole r : m.output_role)
     if (r > OutputRole::ClosureCheckAcceleration) return "an output role out of range";
   for (const OutputSource& o : m.output_source)
@@ -399,9 +409,13 @@ void for_each_kernel(const CompiledModel& m,
 }
 
 std::string write_model_image(const CompiledModel& m) {
-  Writer w;
-  w.out.append(kMagic, kMagicBytes);
   uint32_t version = kModelImageVersion;
+  Writer count(/*counting=*/true);
+  count.prim(version);
+  transfer(count, const_cast<CompiledModel&>(m));
+  Writer w;
+  w.out.reserve(kMagicBytes + count.size);
+  w.out.append(kMagic, kMagicBytes);
   w.prim(version);
   transfer(w, const_cast<CompiledModel&>(m));  // Writer only reads the fields
   return std::move(w.out);

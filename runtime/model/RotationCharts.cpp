@@ -4,14 +4,18 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "runtime/model/RotationSeries.h"
+
 namespace mbs::rt {
 
 std::array<double, 4> quaternion_exp(const std::array<double, 3>& theta) {
   const double s = theta[0] * theta[0] + theta[1] * theta[1] + theta[2] * theta[2];
   const double x = std::sqrt(s);
-  // sin(x/2)/x, by its Taylor series where the quotient loses digits
-  const double k = s < 1e-4 ? 0.5 - s / 48.0 + s * s / 3840.0 : std::sin(0.5 * x) / x;
-  return {std::cos(0.5 * x), k * theta[0], k * theta[1], k * theta[2]};
+  // as the compiled model's quaternion_exp evaluates it (runtime/model/RotationSeries.h)
+  const bool series = s < kRotationSeriesBelow;
+  const double k = series ? rotation_series(kSinHalfOverXSeries, s) : std::sin(0.5 * x) / x;
+  const double c = series ? rotation_series(kCosHalfSeries, s) : std::cos(0.5 * x);
+  return {c, k * theta[0], k * theta[1], k * theta[2]};
 }
 
 RotationCharts::RotationCharts(const CompiledModel& model) : m_(model) {
@@ -26,6 +30,18 @@ RotationCharts::RotationCharts(const CompiledModel& model) : m_(model) {
         throw std::invalid_argument("a rotation chart's theta or w is not a y slot");
       (k < 3 ? theta_y_ : w_y_).push_back(it->second);
     }
+}
+
+bool RotationCharts::due(const double* v, double above) const {
+  for (size_t c = 0; c + 2 < theta_y_.size(); c += 3) {
+    double s = 0.0;
+    for (size_t k = 0; k < 3; ++k) {
+      const double x = v[m_.y_slot[theta_y_[c + k]]];
+      s += x * x;
+    }
+    if (!(s <= above)) return true;
+  }
+  return false;
 }
 
 void RotationCharts::move(double* v) const {

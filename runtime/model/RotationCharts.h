@@ -26,6 +26,9 @@ class RotationCharts {
   // theta := 0 and der(theta) := w, its value at theta = 0. The rotation, w and everything that
   // depends on them are unchanged.
   void move(double* v) const;
+  // Whether some chart's |theta|^2 in v exceeds `above` (or is not finite): a model-exchange FMU
+  // moves its charts then, since the importer's solver does not (rt::fmi::Unit).
+  bool due(const double* v, double above) const;
   // Per chart three indices into the model's y: of theta[1..3] and of w[1..3].
   const std::vector<int32_t>& theta_y() const { return theta_y_; }
   const std::vector<int32_t>& w_y() const { return w_y_; }

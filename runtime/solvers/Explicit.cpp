@@ -179,7 +179,8 @@ ExplicitRk::ExplicitRk(std::shared_ptr<const CompiledModel> model, const SolverO
   if (!options.ignore_constraints && (m.n_z > 0 || first_constraint >= 0)) {
     // a unit-quaternion row of a Spherical or FreeMotion joint: its Lie-group form has none
     for (int32_t i = 0; i < n; ++i)
-      if (equation_text(m, i).find("unit length of the quaternion") != std::string::npos) {
+      if (static_cast<size_t>(i) < m.eq_role.size() &&
+          m.eq_role[static_cast<size_t>(i)] == EquationRole::UnitQuaternion) {
         help +=
             "; a Spherical or FreeMotion joint with lie_group = true (--set "
             "<joint>.lie_group=true) integrates its rotation without the unit-quaternion "
@@ -539,13 +540,9 @@ void ExplicitRk::take_state_from_v() {
 // The first stage of the next step (d0_) is the derivative at the new point: in the moved chart
 // der(theta) = w, the rest is unchanged.
 void ExplicitRk::charts_moved() {
+  take_state_from_v();  // theta = 0
   const auto base = static_cast<size_t>(2 * model_.n_q);
-  const auto& th = charts_.theta_y();
-  const auto& w = charts_.w_y();
-  for (size_t k = 0; k < th.size(); ++k) {
-    xi0_[base + th[k]] = 0.0;
-    d0_[base + th[k]] = xi0_[base + w[k]];
-  }
+  for (const int32_t y : charts_.theta_y()) d0_[base + y] = ws_.v[model_.yd_slot[y]];  // = w
 }
 
 bool ExplicitRk::restart() {

@@ -169,8 +169,11 @@ NewmarkFamily::NewmarkFamily(std::shared_ptr<const CompiledModel> model,
   for (EquationLevel l : multiplier_levels(m)) {
     is_multiplier_.push_back(l != EquationLevel::Algebraic ? 1 : 0);
   }
+  estimate_test_ =
+      std::find(is_multiplier_.begin(), is_multiplier_.end(), 1) == is_multiplier_.end();
   z_auxiliary_.assign(static_cast<size_t>(m.n_z), EquationLevel::Algebraic);
   if (m.z_auxiliary.size() == static_cast<size_t>(m.n_z)) z_auxiliary_ = m.z_auxiliary;
+  z_scale_.assign(static_cast<size_t>(m.n_z), 1.0);
   q0_.assign(static_cast<size_t>(m.n_q), 0.0);
   qd0_ = q0_;
   a0_ = q0_;
@@ -255,13 +258,11 @@ void NewmarkFamily::take_state_from_v() {
 // states starts from them); the predictor's history of der(theta) is shifted by the same jump,
 // so that it extrapolates the trend in the new chart.
 void NewmarkFamily::charts_moved() {
+  take_state_from_v();  // theta = 0
   const auto nq = static_cast<size_t>(model_.n_q);
-  const auto& th = charts_.theta_y();
-  const auto& w = charts_.w_y();
-  for (size_t k = 0; k < th.size(); ++k) {
-    const size_t j = nq + static_cast<size_t>(th[k]);
-    y0_[th[k]] = 0.0;
-    const double jump = y0_[w[k]] - x0_[j];
+  for (const int32_t y : charts_.theta_y()) {
+    const size_t j = nq + static_cast<size_t>(y);
+    const double jump = ws_.v[model_.yd_slot[y]] - x0_[j];  // der(theta) = w
     x0_[j] += jump;
     if (n_history_ >= 1) x_prev_[j] += jump;
     if (n_history_ >= 2) x_prev2_[j] += jump;
@@ -277,7 +278,7 @@ void NewmarkFamily::save_method(std::vector<double>& out) {
   out.insert(out.end(), {h_prev_, h_prev2_, static_cast<double>(n_history_)});
   out.insert(out.end(), {matrix_valid_ ? 1.0 : 0.0, refresh_next_ ? 1.0 : 0.0, matrix_cq_, theta_,
                          row_scale_h_, static_cast<double>(fresh_backoff_),
-                         static_cast<double>(fresh_steps_left_)});
+                         static_cast<double>(fresh_steps_left_), newton_k_});
   save_vector(out, row_scale_);
   const auto nnz = static_cast<size_t>(matrix_->nnz());
   out.push_back(static_cast<double>(nnz));
@@ -290,8 +291,8 @@ bool NewmarkFamily::restore_method(std::span<const double> in, size_t& pos) {
   size_t p = pos;
   for (const auto* x : vectors)
     if (!check_vector(in, p, x->size())) return false;
-  if (in.size() - p < 3 + 7) return false;
-  p += 3 + 7;
+  if (in.size() - p < 3 + 8) return false;
+  p += 3 + 8;
   if (!check_vector(in, p, row_scale_.size())) return false;
   if (p >= in.size() || in[p] != static_cast<double>(nnz) || in.size() - p - 1 < nnz) return false;
   for (auto* x : vectors) load_vector(in, pos, *x);
@@ -306,7 +307,8 @@ bool NewmarkFamily::restore_method(std::span<const double> in, size_t& pos) {
   row_scale_h_ = in[pos + 4];
   fresh_backoff_ = static_cast<int32_t>(in[pos + 5]);
   fresh_steps_left_ = static_cast<int32_t>(in[pos + 6]);
-  pos += 7;
+  newton_k_ = in[pos + 7];
+  pos += 8;
   load_vector(in, pos, row_scale_);
   ++pos;  // the count of the matrix values, checked above
   std::copy_n(in.begin() + static_cast<std::ptrdiff_t>(pos), nnz, matrix_values_);
@@ -523,6 +525,15 @@ bool NewmarkFamily::attempt(double h) {
     }
     row_scale_h_ = h;
   }
+  if (h != z_scale_h_) {
+    // an auxiliary of the recursive form is measured in the units of the coordinates, as
+    // der(q, 2) is: an acceleration or force as cq dz, a velocity as cqd dz
+    for (size_t j = 0; j < z_scale_.size(); ++j)
+      z_scale_[j] = z_auxiliary_[j] == EquationLevel::Dynamic    ? cq_
+                    : z_auxiliary_[j] == EquationLevel::Velocity ? cqd_
+                                                                 : 1.0;
+    z_scale_h_ = h;
+  }
 
   // q_T = q_base + cq qdd_T etc.: everything in (38) and the recurrence that is known.
   const double h2 = h * h;
@@ -617,11 +628,7 @@ bool NewmarkFamily::attempt(double h) {
     }
     norm = state_norm;
     for (int32_t i = nq + ny; i < n; ++i) {
-      // an auxiliary of the recursive form in the units of the coordinates, as der(q, 2) above
-      const EquationLevel aux = z_auxiliary_[static_cast<size_t>(i - nq - ny)];
-      const double scale = aux == EquationLevel::Dynamic    ? cq_
-                           : aux == EquationLevel::Velocity ? cqd_
-                                                            : 1.0;
+      const double scale = z_scale_[static_cast<size_t>(i - nq - ny)];
       const double w = scale * std::fabs(dx[i]) / (atol + rtol * std::fabs(scale * x[i]));
       if (!is_multiplier_[i - nq - ny] && !(w <= state_norm)) state_norm = w;
       if (!(w <= norm)) norm = w, worst = i;
@@ -636,6 +643,12 @@ bool NewmarkFamily::attempt(double h) {
     double theta = theta_;
     const bool measured = full_newton_ ? it > 1 : since_refresh > 0;  // in this attempt
     if (measured) theta = theta_ = prev_norm > 0.0 ? norm / prev_norm : 0.0;
+    // A new matrix is the exact Newton matrix at the iterate it was made at: its first update
+    // leaves an error of about K |dx|^2 (quadratic convergence). K is measured at each new
+    // matrix's first contraction, theta = K |dx_1|.
+    const bool first_fresh = !full_newton_ && matrix_fresh_ && since_refresh == 0;
+    if (!full_newton_ && matrix_fresh_ && since_refresh == 1 && prev_norm > 0.0)
+      newton_k_ = theta / prev_norm;
     since_refresh = full_newton_ ? it : since_refresh + 1;
     prev_norm = norm;
     if (verbosity_ >= 2) [[unlikely]] {
@@ -646,11 +659,22 @@ bool NewmarkFamily::attempt(double h) {
     }
     // Converged when the update is within the tolerance. The first update after a refresh is
     // only trusted once a second one has shown that the iteration contracts (at small steps q
-    // hardly depends on qdd, so a single small update proves nothing). (A test on the estimated
-    // error theta / (1 - theta) |dx| instead, as in production DAE codes, saves iterations but
-    // loses the margin the constraint and multiplier tests rely on: docs/solvers.md.)
+    // hardly depends on qdd, so a single small update proves nothing).
     if (!std::isnan(theta) && norm <= 1.0) {
       return converged(theta);
+    }
+    // Without constraint multipliers, also when the error left in the iterate, estimated from
+    // the rate measured in this attempt as theta / (1 - theta) |dx| (the test of production DAE
+    // codes), is within the tolerance. With multipliers that test loses the margins of the
+    // constraint and multiplier checks (docs/solvers.md, "Newton strategy").
+    // The first update with a new matrix is judged by the constant K of the last new matrix
+    // (carried across steps, as production codes carry the rate), with a margin of 2.
+    if (estimate_test_ && measured && theta < 1.0 && theta / (1.0 - theta) * norm <= 1.0) {
+      return converged(theta);
+    }
+    if (estimate_test_ && first_fresh && newton_k_ * norm <= kThetaRefresh &&
+        2.0 * newton_k_ * norm / (1.0 - newton_k_ * norm) * norm <= 1.0) {
+      return converged(newton_k_ * norm);
     }
     // Multipliers of index-3 constraints are only determined to O(eps / (beta' h^2)): at small
     // steps their updates stagnate above the tolerance. With a fresh matrix, the rest converged

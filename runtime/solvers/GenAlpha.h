@@ -21,6 +21,7 @@
 // See docs/solvers.md, "Implicit family".
 #pragma once
 
+#include <limits>
 #include <vector>
 
 #include "runtime/linalg/LinearSolver.h"
@@ -100,10 +101,16 @@ class NewmarkFamily final : public Integrator {
   std::vector<EquationLevel> row_level_;  // per equation, Position -> Velocity with index 2
   LinearSolver newton_;
   LinearSolver init_solver_;
-  std::vector<double> row_scale_;           // per equation: 1, 1 / (beta' h^2) or 1 / (gamma' h)
-  double row_scale_h_ = -1.0;               // h that row_scale_ was computed for
-  std::vector<uint8_t> is_multiplier_;      // per z: a constraint multiplier (multiplier_levels())
+  std::vector<double> row_scale_;       // per equation: 1, 1 / (beta' h^2) or 1 / (gamma' h)
+  double row_scale_h_ = -1.0;           // h that row_scale_ was computed for
+  std::vector<uint8_t> is_multiplier_;  // per z: a constraint multiplier (multiplier_levels())
+  bool estimate_test_ = false;          // no multipliers: Newton may stop on the estimated error
+  // K of the last new matrix: its first contraction theta = K |dx_1| (Newton's test of a first
+  // update, attempt())
+  double newton_k_ = std::numeric_limits<double>::quiet_NaN();
   std::vector<EquationLevel> z_auxiliary_;  // per z: model.z_auxiliary (or all Algebraic)
+  std::vector<double> z_scale_;  // per z: its update's scale in Newton's test (1, cq or cqd)
+  double z_scale_h_ = -1.0;      // h that z_scale_ was computed for
   // State at the start of the step.
   std::vector<double> q0_, qd0_, a0_, y0_;
   std::vector<double> x0_;                // [qdd_0 | yd_0 | z_0]

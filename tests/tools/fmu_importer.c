@@ -18,6 +18,8 @@
  *     --expect-fail   the run must end with an error status of doStep (printed)
  *     --time          print the wall time of the stepping loop (steps and GetReal) in seconds
  *     --no-rows       write only the first and the last row (GetReal still every step)
+ * Model exchange: a step event the FMU asks for in completedIntegratorStep is handled (event
+ * mode, discrete states, the states again); their number is printed at the end.
  * Exit code 0 on success; 1 with a message on stderr otherwise. */
 #include <dlfcn.h>
 #include <math.h>
@@ -130,6 +132,7 @@ typedef struct {
   double t;
   size_t nx;
   double *x, *k[4], *xs;
+  long events; /* model exchange: step events the FMU asked for */
 } Inst;
 
 static int status_of(int s) { return s; }
@@ -197,12 +200,10 @@ static void initialize(Inst* in, double t0, double t_stop) {
   }
 }
 
-static void exit_initialization(Inst* in) {
-  check(FN(int (*)(void*), version == 2 ? "fmi2ExitInitializationMode"
-                                        : "fmi3ExitInitializationMode")(in->c),
-        "ExitInitializationMode");
-  if (!me) return;
-  /* event iteration (none expected), then continuous-time mode */
+/* model exchange, in event mode: the discrete states until settled, then continuous-time mode;
+ * returns whether the continuous states changed (get them again) */
+static int event_iteration(Inst* in) {
+  int changed = 0;
   if (version == 2) {
     fmi2EventInfo info;
     memset(&info, 0, sizeof info);
@@ -210,10 +211,9 @@ static void exit_initialization(Inst* in) {
     while (info.newDiscreteStatesNeeded) {
       check(FN(fmi2Status(*)(fmi2Component, fmi2EventInfo*), "fmi2NewDiscreteStates")(in->c, &info),
             "fmi2NewDiscreteStates");
-      if (info.terminateSimulation) die("terminated at initialization");
+      if (info.terminateSimulation) die("terminated in an event at t = %.17g", in->t);
+      changed |= info.valuesOfContinuousStatesChanged;
     }
-    check(FN(fmi2Status(*)(fmi2Component), "fmi2EnterContinuousTimeMode")(in->c),
-          "fmi2EnterContinuousTimeMode");
   } else {
     fmi3Boolean need = true, term = false, nominals = false, values = false, next_defined = false;
     fmi3Float64 next = 0;
@@ -223,10 +223,25 @@ static void exit_initialization(Inst* in) {
                "fmi3UpdateDiscreteStates")(in->c, &need, &term, &nominals, &values, &next_defined,
                                            &next),
             "fmi3UpdateDiscreteStates");
-      if (term) die("terminated at initialization");
+      if (term) die("terminated in an event at t = %.17g", in->t);
+      changed |= values;
     }
-    check(FN(fmi3Status(*)(fmi3Instance), "fmi3EnterContinuousTimeMode")(in->c),
-          "fmi3EnterContinuousTimeMode");
+  }
+  check(FN(int (*)(void*), version == 2 ? "fmi2EnterContinuousTimeMode"
+                                        : "fmi3EnterContinuousTimeMode")(in->c),
+        "EnterContinuousTimeMode");
+  return changed;
+}
+
+static void exit_initialization(Inst* in) {
+  check(FN(int (*)(void*), version == 2 ? "fmi2ExitInitializationMode"
+                                        : "fmi3ExitInitializationMode")(in->c),
+        "ExitInitializationMode");
+  if (!me) return;
+  /* the event iteration at the end of initialization, then continuous-time mode (the states are
+   * read after this) */
+  event_iteration(in);
+  if (version == 3) {
     size_t n = 0;
     check(FN(fmi3Status(*)(fmi3Instance, size_t*), "fmi3GetNumberOfContinuousStates")(in->c, &n),
           "fmi3GetNumberOfContinuousStates");
@@ -255,6 +270,20 @@ static void me_derivative(Inst* in, double t, const double* x, double* dx) {
   }
 }
 
+/* model exchange: a step event the FMU asked for in completedIntegratorStep (e.g. a rotation
+ * chart to move): event mode, the discrete states until settled, the states again if they
+ * changed, back to continuous-time mode */
+static void me_event(Inst* in) {
+  check(FN(int (*)(void*), version == 2 ? "fmi2EnterEventMode" : "fmi3EnterEventMode")(in->c),
+        "EnterEventMode");
+  if (event_iteration(in))
+    check(FN(int (*)(void*, double*, size_t),
+             version == 2 ? "fmi2GetContinuousStates" : "fmi3GetContinuousStates")(in->c, in->x,
+                                                                                    in->nx),
+          "GetContinuousStates");
+  ++in->events;
+}
+
 /* one classic Runge-Kutta step of the importer's own */
 static void me_step(Inst* in, double h) {
   size_t n = in->nx, i;
@@ -279,7 +308,8 @@ static void me_step(Inst* in, double h) {
     check(FN(fmi2Status(*)(fmi2Component, fmi2Boolean, fmi2Boolean*, fmi2Boolean*),
              "fmi2CompletedIntegratorStep")(in->c, 1, &enter, &term),
           "fmi2CompletedIntegratorStep");
-    if (enter || term) die("unexpected event request");
+    if (term) die("completedIntegratorStep: terminate at t = %.17g", in->t);
+    if (enter) me_event(in);
   } else {
     check(FN(fmi3Status(*)(fmi3Instance, fmi3Float64), "fmi3SetTime")(in->c, in->t), "fmi3SetTime");
     check(FN(fmi3Status(*)(fmi3Instance, const fmi3Float64*, size_t), "fmi3SetContinuousStates")(
@@ -289,7 +319,8 @@ static void me_step(Inst* in, double h) {
     check(FN(fmi3Status(*)(fmi3Instance, fmi3Boolean, fmi3Boolean*, fmi3Boolean*),
              "fmi3CompletedIntegratorStep")(in->c, true, &enter, &term),
           "fmi3CompletedIntegratorStep");
-    if (enter || term) die("unexpected event request");
+    if (term) die("completedIntegratorStep: terminate at t = %.17g", in->t);
+    if (enter) me_event(in);
   }
 }
 
@@ -500,6 +531,7 @@ int main(int argc, char** argv) {
   clock_gettime(CLOCK_MONOTONIC, &t_done);
   fclose(out);
   if (expect_fail) die("the run was expected to fail");
+  if (me && in[0].events > 0) printf("model-exchange step events: %ld\n", in[0].events);
   if (timing)
     printf("loop %zu steps in %.6f s\n", steps,
            (double)(t_done.tv_sec - t_begin.tv_sec) + 1e-9 * (double)(t_done.tv_nsec - t_begin.tv_nsec));

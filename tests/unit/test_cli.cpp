@@ -410,12 +410,13 @@ size_t check_whole_rows(const std::string& text, size_t columns) {
 }  // namespace
 
 // Starts mbsc with `args` in the source directory, its output thrown away; returns its pid.
-pid_t spawn_mbsc(const std::vector<std::string>& args) {
+// Its standard error goes to `err` (a file), for the message if the run ends by itself.
+pid_t spawn_mbsc(const std::vector<std::string>& args, const std::string& err = "/dev/null") {
   const pid_t pid = ::fork();
   if (pid == 0) {
     if (::chdir(MBS_SOURCE_DIR) != 0) ::_exit(127);
     std::freopen("/dev/null", "w", stdout);
-    std::freopen("/dev/null", "w", stderr);
+    std::freopen(err.c_str(), "w", stderr);
     std::vector<char*> argv = {const_cast<char*>(MBS_MBSC_PATH)};
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
@@ -453,13 +454,17 @@ TEST(Cli, KilledRunsLeaveWholeRows) {
     size_t columns = 0;
     for (int i = 0; i < 8; ++i) {
       std::filesystem::remove(run.csv);
-      const pid_t pid = spawn_mbsc(run.args);
+      const std::string err = tmp("killed.err");
+      const pid_t pid = spawn_mbsc(run.args, err);
       ASSERT_GE(pid, 0);
       std::this_thread::sleep_for(std::chrono::milliseconds(300 + rng() % 1200));
       ::kill(pid, SIGKILL);
       int status = 0;
       ::waitpid(pid, &status, 0);
-      ASSERT_TRUE(WIFSIGNALED(status)) << "the run ended before it was killed";
+      ASSERT_TRUE(WIFSIGNALED(status))
+          << "the run ended before it was killed, with exit status "
+          << (WIFEXITED(status) ? WEXITSTATUS(status) : -1) << "; its standard error:\n"
+          << slurp(err);
       const std::string text = slurp(run.csv);
       if (columns == 0 && !text.empty())
         columns =

@@ -154,11 +154,13 @@ std::string model_description(const rt::CompiledModel& m, const rt::fmi::Variabl
                R"(canGetAndSetFMUstate="{}" canSerializeFMUstate="{}" providesDirectionalDerivative="{}")",
                flag(o.can_get_set_state), flag(o.can_serialize_state),
                flag(o.directional_derivatives));
-  // FMI 3: completedIntegratorStep keeps the conditions the next event compares with (FMI 2
-  // always calls it: completedIntegratorStepNotNeeded is false by default)
+  // FMI 3: completedIntegratorStep keeps the conditions the next event compares with, and asks
+  // for the event that moves a rotation chart (FMI 2 always calls it:
+  // completedIntegratorStepNotNeeded is false by default)
+  const bool needs_completed = m.n_whens() > 0 || m.n_rotation_charts() > 0;
   if (o.model_exchange)
     x += fmt::format("  <ModelExchange modelIdentifier=\"{}\" {}{}/>\n", o.model_identifier,
-                     v3 && m.n_whens() > 0 ? "needsCompletedIntegratorStep=\"true\" " : "",
+                     v3 && needs_completed ? "needsCompletedIntegratorStep=\"true\" " : "",
                      state_flags);
   if (o.co_simulation)
     x += fmt::format(
