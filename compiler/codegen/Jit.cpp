@@ -251,12 +251,15 @@ void discard(CacheUse& cache, std::string reason) {
 std::string compile_to_object(const sym::Context& cx, std::span<const KernelSpec> kernels,
                               int ir_level, int cg_level, HostTarget& host, StepTimer& timer,
                               std::string* ir_text, std::unique_ptr<llvm::MemoryBuffer>& object,
-                              bool own_machine, CacheUse& cache, size_t loop_min_outputs) {
+                              bool own_machine, CacheUse& cache, size_t loop_min_outputs,
+                              size_t loop_min_group) {
   timer.step("lower");
   llvm::LLVMContext ctx;
   ctx.setDiscardValueNames(ir_text == nullptr);  // names only cost time unless someone reads them
   llvm::Module module("mbs_kernels", ctx);
-  if (std::string e = lower_kernels(cx, kernels, module, loop_min_outputs); !e.empty()) return e;
+  if (std::string e = lower_kernels(cx, kernels, module, loop_min_outputs, loop_min_group);
+      !e.empty())
+    return e;
 
   timer.step("verify");
   {
@@ -529,7 +532,7 @@ std::unique_ptr<JitModule> JitModule::compile(const sym::Context& cx,
     try {
       job.error = compile_to_object(cx, job.kernels, job.level, job.level, code, t,
                                     ir_text != nullptr ? &job.ir : nullptr, job.object, own_machine,
-                                    job.cache, options.loop_min_outputs);
+                                    job.cache, options.loop_min_outputs, options.loop_min_group);
     } catch (const std::exception& ex) {  // an internal error of the lowering: report, don't die
       job.error = ex.what();
     }
@@ -614,7 +617,7 @@ std::unique_ptr<JitModule> JitModule::load(const std::vector<std::string>& objec
     err = "no object files to look the kernels up in";
     return nullptr;
   }
-  for (const std::string& s : symbols) jobs[0].kernels.push_back({s, {}});
+  for (const std::string& s : symbols) jobs[0].kernels.push_back({s, {}, {}});
   auto result = std::unique_ptr<JitModule>(new JitModule());
   Impl& im = *result->impl_;
   size_t culprit = jobs.size();

@@ -27,6 +27,10 @@ using KernelFn = int32_t (*)(const double* v, double* out);
 struct KernelSpec {
   std::string name;                // a valid C identifier, unique within one module
   std::vector<sym::Expr> outputs;  // may be empty (the kernel then only returns 0)
+  // Per output, the group of source equations it comes from (FlatEquation::group: the elements
+  // of one for-equation or one array of components; 0: none), or empty: the structure of the
+  // model that code generation keeps (JitOptions::loop_min_group).
+  std::vector<uint32_t> groups = {};
 };
 
 struct JitOptions {
@@ -55,6 +59,12 @@ struct JitOptions {
   // 1,000-link chains), at the same speed on the ODE chain of 20,000 (docs/performance.md), so
   // only kernels beyond this size take them. SIZE_MAX: never.
   size_t loop_min_outputs = 32768;
+  // In a smaller kernel, the outputs of an equation group (KernelSpec::groups) with at least
+  // this many outputs in the kernel take loops too: a for-equation or an array of components is
+  // compiled once per shape whatever the size of the model (the first-order chain of 10^4: codegen
+  // 0.6 s -> see docs/performance.md). The equations of the mechanics lowering have no group, so
+  // multibody kernels keep their straight-line code. SIZE_MAX: never.
+  size_t loop_min_group = 256;
   // Threads for the O0 modules (0: one per hardware thread). The optimised module is compiled on
   // the calling thread meanwhile.
   unsigned threads = 0;

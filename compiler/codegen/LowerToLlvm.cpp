@@ -17,7 +17,9 @@
 //
 // In a kernel with at least JitOptions::loop_min_outputs outputs, the outputs that share a shape
 // -- the same operations, with the same constants, on other symbols, as the equations of one
-// for-loop or one array of components give -- are computed by a loop instead: an internal
+// for-loop or one array of components give -- are computed by a loop instead; in a smaller
+// kernel, those of the equation groups (KernelSpec::groups: the structure the flattener records)
+// with at least JitOptions::loop_min_group outputs. A loop is an internal
 // function `name.loop<g>(v, out)` whose body is the shape once, its leaves loaded through a
 // constant table of symbol slots, its result stored through a table of output indices. Only
 // outputs whose own DAG has at most kTemplateMaxNodes nodes take part (a shared subexpression is
@@ -222,12 +224,14 @@ std::vector<Expr> output_shape(Expr root, std::string& shape, std::vector<uint32
 
 class KernelLowering {
  public:
-  KernelLowering(const sym::Context& cx, llvm::Module& m, size_t loop_min_outputs)
+  KernelLowering(const sym::Context& cx, llvm::Module& m, size_t loop_min_outputs,
+                 size_t loop_min_group)
       : cx_(cx),
         m_(m),
         b_(m.getContext()),
         f64_(b_.getDoubleTy()),
-        loop_min_outputs_(loop_min_outputs) {}
+        loop_min_outputs_(loop_min_outputs),
+        loop_min_group_(loop_min_group) {}
 
   void lower(const KernelSpec& k) {
     // outputs of a repeated shape are computed by loops, the others by straight-line code
@@ -376,16 +380,32 @@ class KernelLowering {
   }
 
   // The shapes of the kernel's outputs shared by at least kLoopMinInstances outputs, in the order
-  // of their first output.
+  // of their first output: of all outputs in a kernel of at least loop_min_outputs_, else of
+  // those of equation groups with at least loop_min_group_ outputs in the kernel.
   std::vector<LoopGroup> loop_groups(const KernelSpec& k) {
     std::vector<LoopGroup> groups;
-    if (k.outputs.size() < loop_min_outputs_) return groups;
+    std::vector<char> candidate;  // per output, when not all are
+    if (k.outputs.size() < loop_min_outputs_) {
+      if (k.groups.size() != k.outputs.size() || k.outputs.size() < loop_min_group_) return groups;
+      std::unordered_map<uint32_t, size_t> size;
+      for (uint32_t g : k.groups)
+        if (g != 0) ++size[g];
+      candidate.assign(k.outputs.size(), 0);
+      bool any = false;
+      for (size_t i = 0; i < k.outputs.size(); ++i)
+        if (k.groups[i] != 0 && size[k.groups[i]] >= loop_min_group_) {
+          candidate[i] = 1;
+          any = true;
+        }
+      if (!any) return groups;
+    }
     std::unordered_map<std::string, size_t> group_of;
     std::vector<LoopGroup> all;
     std::string shape;
     std::vector<uint32_t> symbols;
     std::vector<double> constants;
     for (size_t i = 0; i < k.outputs.size(); ++i) {
+      if (!candidate.empty() && !candidate[i]) continue;
       std::vector<Expr> order = output_shape(k.outputs[i], shape, symbols, constants);
       if (order.empty()) continue;
       auto [it, fresh] = group_of.try_emplace(shape, all.size());
@@ -676,6 +696,7 @@ class KernelLowering {
   sym::detail::NodeMap<llvm::Value*> values_;
   sym::detail::NodeMap<llvm::Value*> truths_;
   size_t loop_min_outputs_;
+  size_t loop_min_group_;
 };
 
 }  // namespace
@@ -693,9 +714,9 @@ std::string check_kernel_names(std::span<const KernelSpec> kernels) {
 }
 
 std::string lower_kernels(const sym::Context& cx, std::span<const KernelSpec> kernels,
-                          llvm::Module& module, size_t loop_min_outputs) {
+                          llvm::Module& module, size_t loop_min_outputs, size_t loop_min_group) {
   if (std::string e = check_kernel_names(kernels); !e.empty()) return e;
-  KernelLowering lowering(cx, module, loop_min_outputs);
+  KernelLowering lowering(cx, module, loop_min_outputs, loop_min_group);
   for (const KernelSpec& k : kernels) lowering.lower(k);
   return {};
 }

@@ -890,6 +890,7 @@ std::optional<SymbolicDae> Builder::run() {
     if (eq.source) {
       de.role = eq.source->role;
       de.param = eq.source->param;
+      de.group = eq.source->group;
       de.subject = eq.source->subject;
     }
     bool has_high = false, has_z = false, has_qd = false, has_q = false, has_y = false;

@@ -52,6 +52,7 @@ struct DaeEquation {
   sym::Expr init_residual = nullptr;                // index-reduced form for initial accelerations
   sym::Expr velocity_residual = nullptr;            // position-level: its first time derivative
   rt::EquationRole role = rt::EquationRole::Model;  // FlatEquation's
+  uint32_t group = 0;  // FlatEquation::group (0 for the equations the pass adds)
   int64_t param = -1;
   std::string subject;
 };

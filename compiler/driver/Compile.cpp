@@ -359,9 +359,11 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
   // ---- kernels
   ModelKernels kernels = build_kernels(*dae, cx, options.inverse_dynamics);
   std::vector<uint32_t> parameter_symbols;
+  VariableGroups parameter_groups;  // the parameters of an array of components, for loops
   for (const FlatVar& v : flat->vars)
     if (v.role == VarRole::Parameter) {
       kernels.parameter_bindings.outputs.push_back(v.binding ? v.binding : cx.num(v.value));
+      kernels.parameter_bindings.groups.push_back(parameter_groups.of(v.span, v.name));
       parameter_symbols.push_back(v.symbol);
     }
   if (options.sensitivities) {

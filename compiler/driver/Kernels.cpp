@@ -99,7 +99,22 @@ MatrixKernel jacobian(sym::Context& cx, Derivatives& derivative, const char* nam
   return m;
 }
 
+// The equation groups of a matrix's entries: those of their rows (KernelSpec::groups).
+void tag_rows(MatrixKernel& m, const std::vector<uint32_t>& row_group) {
+  m.spec.groups.resize(m.spec.outputs.size());
+  for (size_t e = 0; e < m.pattern.row.size(); ++e)
+    m.spec.groups[e] = row_group[static_cast<size_t>(m.pattern.row[e])];
+}
+
 }  // namespace
+
+uint32_t VariableGroups::of(const Span& declared, const std::string& name) {
+  if (!declared.valid()) return 0;
+  key_ = std::to_string(declared.file) + ":" + std::to_string(declared.line) + ":" +
+         std::to_string(declared.col) + ":";
+  append_without_indices(name, key_);
+  return ids_.try_emplace(key_, static_cast<uint32_t>(ids_.size() + 1)).first->second;
+}
 
 MatrixKernel symbol_jacobian(sym::Context& cx, const char* name, const std::vector<Expr>& f,
                              const std::vector<uint32_t>& symbols) {
@@ -223,6 +238,13 @@ ModelKernels build_kernels(const SymbolicDae& dae, sym::Context& cx, bool invers
   k.residual.outputs = f;
   k.init_residual.name = "init_residual";
   k.init_residual.outputs = g;
+  // the structure of the model: which equations come from one for-equation or one array of
+  // components (FlatEquation::group), for the loops of code generation
+  std::vector<uint32_t> group;
+  group.reserve(dae.equations.size());
+  for (const auto& e : dae.equations) group.push_back(e.group);
+  k.residual.groups = group;
+  k.init_residual.groups = group;
 
   // the columns: [qdd | yd | z] for the Newton matrix (with c_q dF/dq + c_qd dF/dqd and c_y
   // dF/dy), the mass matrix ([qdd | yd]) and the initial one; q, qd, y, z for the four blocks
@@ -261,6 +283,7 @@ ModelKernels build_kernels(const SymbolicDae& dae, sym::Context& cx, bool invers
     f2.push_back(e.level == rt::EquationLevel::Position ? e.velocity_residual : e.residual);
   k.index2_residual.name = "index2_residual";
   k.index2_residual.outputs = f2;
+  k.index2_residual.groups = group;
   // (without position-level constraints F2 is F, and without them and velocity-level ones the
   // initial residual is F too: their incidence is F's)
   std::optional<Incidence> rows_f2, rows_g;
@@ -271,6 +294,9 @@ ModelKernels build_kernels(const SymbolicDae& dae, sym::Context& cx, bool invers
   k.mass_matrix = jacobian(cx, derivative, "mass_matrix", rows_f, nq + ny, init);
   k.init_matrix =
       jacobian(cx, derivative, "init_matrix", rows_g ? *rows_g : rows_f, nq + ny + nz, init);
+  for (MatrixKernel* m : {&k.newton_matrix, &k.jac_q, &k.jac_qd, &k.jac_y, &k.jac_z,
+                          &k.index2_matrix, &k.mass_matrix, &k.init_matrix})
+    tag_rows(*m, group);
 
   // the position-level constraints alone (closure rows, unit quaternions, prescribed motion):
   // g, G = dg/dq, dg/dt and the acceleration bias gamma = d2g/dt2 at qdd = 0
@@ -295,7 +321,11 @@ ModelKernels build_kernels(const SymbolicDae& dae, sym::Context& cx, bool invers
   }
 
   k.outputs.name = "outputs";
-  for (const auto& o : dae.outputs) k.outputs.outputs.push_back(o.value);
+  VariableGroups variable_groups;
+  for (const auto& o : dae.outputs) {
+    k.outputs.outputs.push_back(o.value);
+    k.outputs.groups.push_back(variable_groups.of(o.declared, o.name));
+  }
   if (inverse_dynamics) {
     k.outputs_z = jacobian(cx, derivative, "outputs_z", Incidence(cx, k.outputs.outputs), nz, cz);
     // the outputs rt::InverseDynamics reads (it falls back to outputs and outputs_z for any
@@ -351,10 +381,14 @@ ModelKernels build_kernels(const SymbolicDae& dae, sym::Context& cx, bool invers
   k.parameter_bindings.name = "parameter_bindings";
   k.initial_values.name = "initial_values";
   auto start = [&](Expr e) { return e ? e : cx.zero(); };
-  for (const auto& u : dae.q) k.initial_values.outputs.push_back(start(u.start));
-  for (const auto& u : dae.q) k.initial_values.outputs.push_back(start(u.start_der));
-  for (const auto& u : dae.y) k.initial_values.outputs.push_back(start(u.start));
-  for (const auto& u : dae.z) k.initial_values.outputs.push_back(start(u.start));
+  auto initial = [&](const DaeUnknown& u, Expr value) {
+    k.initial_values.outputs.push_back(start(value));
+    k.initial_values.groups.push_back(variable_groups.of(u.span, u.name));
+  };
+  for (const auto& u : dae.q) initial(u, u.start);
+  for (const auto& u : dae.q) initial(u, u.start_der);
+  for (const auto& u : dae.y) initial(u, u.start);
+  for (const auto& u : dae.z) initial(u, u.start);
 
   std::vector<Expr> switches = switch_crossings(dae, cx);
   if (!dae.whens.empty() || !switches.empty()) {

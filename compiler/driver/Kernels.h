@@ -5,6 +5,7 @@
 
 #include <iosfwd>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "compiler/codegen/Jit.h"
@@ -12,6 +13,18 @@
 #include "compiler/symbolic/Expr.h"
 
 namespace mbs {
+
+// Groups of variables for KernelSpec::groups: the elements of one declared array, or one
+// variable of an array of components (the same declaration, the same name but for indices).
+class VariableGroups {
+ public:
+  // 0 for a variable without a declaration
+  uint32_t of(const Span& declared, const std::string& name);
+
+ private:
+  std::unordered_map<std::string, uint32_t> ids_;
+  std::string key_;
+};
 
 struct MatrixKernel {
   codegen::KernelSpec spec;

@@ -33,6 +33,15 @@ sym::Expr DerivativeTable::total_derivative(sym::Expr e) {
   return cx_.add(std::span<const sym::Expr>(terms));
 }
 
+void append_without_indices(std::string_view path, std::string& out) {
+  int depth = 0;
+  for (char c : path) {
+    if (c == ']') --depth;
+    if (depth == 0) out.push_back(c);
+    if (c == '[') ++depth;
+  }
+}
+
 void print_flat_model(std::ostream& os, const sym::Context& cx, const FlatModel& m) {
   os << "flat model " << m.name << "\n";
   size_t nvar = 0, npar = 0, ninput = 0, ndiscrete = 0;

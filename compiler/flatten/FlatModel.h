@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -69,6 +70,12 @@ struct FlatEquation {
   std::string text;    // the equation as written (for messages), e.g. "x^2 + y^2 = L^2"
   std::string origin;  // instance path the equation came from ("" for the top model)
   rt::EquationRole role = rt::EquationRole::Model;
+  // The equations of one source equation in one for-equation, one array of components or one
+  // array equation share a group (1, 2, ...; set by the flattener at its end); 0: none (the
+  // equations the mechanics lowering and the DAE pass add). The structure survives to code
+  // generation, which computes a large group's equations by a loop over index tables
+  // (KernelSpec::groups, docs/architecture.md).
+  uint32_t group = 0;   // (in the padding after role)
   int64_t param = -1;   // Trajectory: the parameter symbol the row reads
   std::string subject;  // Closure: the cut joint's path; Trajectory: the coordinate's name
 };
@@ -208,5 +215,10 @@ struct FlatModel {
 };
 
 void print_flat_model(std::ostream& os, const sym::Context& cx, const FlatModel& m);
+
+// An instance path or variable name without its array indices ("a[3].b[1, 2]" -> "a[].b[]"):
+// equal for the elements of one array (the key of FlatEquation::group and of the variables'
+// groups of KernelSpec::groups).
+void append_without_indices(std::string_view path, std::string& out);
 
 }  // namespace mbs

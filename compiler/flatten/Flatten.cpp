@@ -335,6 +335,7 @@ class Flattener {
   Instance* resolve_connector(const ast::Expr& ref, Scope s, bool& outside);
   void connect_pair(Instance* a, bool a_out, Instance* b, bool b_out, const ast::Equation& eq);
   void generate_connection_equations(Instance& root);
+  void assign_equation_groups();
   std::string source_text(Span span) const;
 
   [[noreturn]] void fail(DiagKind k, Span span, std::vector<std::string> args = {}) {
@@ -3657,7 +3658,44 @@ std::optional<FlatModel> Flattener::run(const ast::ClassDef& model) {
   }
   report_unused_overrides();
   if (diags_.has_errors()) return std::nullopt;
+  assign_equation_groups();
   return std::move(flat_);
+}
+
+// FlatEquation::group: equations of the same source equation (its span) whose instance paths
+// differ only in array indices ("a[3].b" and "a[7].b" are both "a[].b") form one group: the
+// elements of a for-equation, of an array equation and of the equations of an array of
+// components. (The connection sets of a connect in a for-equation share the span of their last
+// connector's declaration; they group the same way.)
+void Flattener::assign_equation_groups() {
+  struct Key {
+    uint32_t file, line, col, origin;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      uint64_t h = (static_cast<uint64_t>(k.file) << 48) ^ (static_cast<uint64_t>(k.line) << 24) ^
+                   (static_cast<uint64_t>(k.col) << 8) ^ (static_cast<uint64_t>(k.origin) << 32);
+      return std::hash<uint64_t>{}(h * 0x9e3779b97f4a7c15ULL);
+    }
+  };
+  std::unordered_map<std::string, uint32_t> origins;  // the paths without their indices
+  std::unordered_map<Key, uint32_t, KeyHash> groups;
+  std::string stripped;
+  const std::string* last_origin = nullptr;
+  uint32_t last_origin_id = 0;
+  for (FlatEquation& e : flat_.equations) {
+    if (!e.span.valid()) continue;  // no source equation: no group
+    if (last_origin == nullptr || e.origin != *last_origin) {
+      stripped.clear();
+      append_without_indices(e.origin, stripped);
+      last_origin_id =
+          origins.try_emplace(stripped, static_cast<uint32_t>(origins.size())).first->second;
+      last_origin = &e.origin;
+    }
+    const Key key{e.span.file, e.span.line, e.span.col, last_origin_id};
+    e.group = groups.try_emplace(key, static_cast<uint32_t>(groups.size() + 1)).first->second;
+  }
 }
 
 }  // namespace

@@ -779,6 +779,69 @@ TEST_F(Codegen, RepeatedOutputsAreComputedByLoops) {
   EXPECT_EQ(sa, 7 * 56 + 1);  // the first output that reads x57: x57 - 0.5 x56 (i = 56)
 }
 
+// In a kernel below loop_min_outputs, the outputs of an equation group (KernelSpec::groups: the
+// elements of one for-equation or one array of components) of at least loop_min_group outputs
+// take loops; outputs of the same shape without a group (the mechanics lowering's) and a group
+// below the limit keep straight-line code. The values are those of straight-line code, bit for
+// bit.
+TEST_F(Codegen, LargeEquationGroupsTakeLoopsInASmallKernel) {
+  const int n = 300;
+  std::vector<Expr> x;
+  for (int i = 0; i < n + 1; ++i) x.push_back(cx.symbol(cx.new_symbol("g" + std::to_string(i))));
+  KernelSpec k{"grouped", {}};
+  for (int i = 0; i < n; ++i) {  // group 1: n outputs of one shape
+    k.outputs.push_back(cx.sub(x[i + 1], cx.mul(cx.num(0.5), x[i])));
+    k.groups.push_back(1);
+  }
+  for (int i = 0; i < 100; ++i) {  // no group, the same shape
+    k.outputs.push_back(cx.sub(x[i], cx.mul(cx.num(0.5), x[i + 1])));
+    k.groups.push_back(0);
+  }
+  for (int i = 0; i < 200; ++i) {  // group 2: below the limit
+    k.outputs.push_back(cx.unary(Op::Sin, cx.add(x[i], x[i + 1])));
+    k.groups.push_back(2);
+  }
+  ASSERT_LT(k.outputs.size(), JitOptions{}.loop_min_outputs);
+  const auto compile = [&](const KernelSpec& spec, size_t min_group, std::string* ir) {
+    std::string error;
+    JitOptions options;
+    options.opt_level = 0;
+    options.loop_min_group = min_group;
+    auto jit = JitModule::compile(cx, std::span<const KernelSpec>(&spec, 1), options, &error, ir);
+    EXPECT_NE(jit, nullptr) << error;
+    return jit;
+  };
+  std::string ir, ir_plain;
+  auto looped = compile(k, JitOptions{}.loop_min_group, &ir);
+  auto plain = compile(k, SIZE_MAX, &ir_plain);
+  ASSERT_TRUE(looped && plain);
+  EXPECT_NE(ir.find("@grouped.loop0("), std::string::npos) << "group 1 takes a loop";
+  EXPECT_EQ(ir.find("@grouped.loop1("), std::string::npos) << "one loop only";
+  // the loop's table of output indices: group 1's n outputs, 4 bytes each (not the 100 of the
+  // same shape without a group)
+  EXPECT_NE(ir.find("@grouped.loop0.out = private constant [" + std::to_string(4 * n) + " x i8]"),
+            std::string::npos);
+  EXPECT_EQ(ir_plain.find(".loop"), std::string::npos);
+  KernelSpec ungrouped = k;
+  ungrouped.groups.clear();
+  std::string ir_ungrouped;
+  compile(ungrouped, JitOptions{}.loop_min_group, &ir_ungrouped);
+  EXPECT_EQ(ir_ungrouped.find(".loop"), std::string::npos) << "no groups, no loops";
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> dist(-2, 2);
+  KernelFn a = looped->lookup("grouped"), b = plain->lookup("grouped");
+  ASSERT_TRUE(a && b);
+  for (int p = 0; p < 5; ++p) {
+    std::vector<double> v(cx.symbol_count());
+    for (double& value : v) value = dist(rng);
+    std::vector<double> out_a(k.outputs.size()), out_b(k.outputs.size());
+    EXPECT_EQ(a(v.data(), out_a.data()), b(v.data(), out_b.data()));
+    for (size_t i = 0; i < out_a.size(); ++i) ASSERT_EQ(out_a[i], out_b[i]) << "output " << i;
+  }
+  compare_with_interpreter(cx, *looped, std::span<const KernelSpec>(&k, 1), cx.symbol_count(), 3,
+                           13);
+}
+
 TEST_F(Codegen, ASplitKernelAgreesWithTheInterpreter) {
   // random expressions of every op (comparisons, selects, libm calls) sharing subexpressions,
   // in one kernel of more than kChunkNodes inner nodes: values, booleans and shared nodes cross

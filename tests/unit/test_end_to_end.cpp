@@ -112,6 +112,69 @@ TEST(EndToEnd, ALongChainComputedByLoopKernelsFollowsItsClosedForm) {
   }
 }
 
+// The structure of a model reaches code generation at any size (FlatEquation::group ->
+// KernelSpec::groups, JitOptions::loop_min_group): the equations of a for-equation and of an
+// array of components, the variables and the parameters of arrays, are computed by loops over
+// tables, so the code is the same at n = 1,000 and 2,000 (kernels far below loop_min_outputs);
+// and the model follows its closed form: y_1' = -y_1, y_i' = y_{i-1} - y_i from 1 (as above),
+// and each cell's x' = -k x, x(0) = 1, with its own k from an array modifier.
+TEST(EndToEnd, ForEquationsAndComponentArraysCompileToLoopsAtAnySize) {
+  const auto source = [](int n) {
+    return "model Cell\n  parameter Real k = 2;\n  Real x(start = 1);\nequation\n  der(x) = -k*x;\n"
+           "end Cell;\nmodel Arrays\n  parameter Integer n = " +
+           std::to_string(n) +
+           ";\n  Real y[n](each start = 1);\n  Cell c[n](k = {1 + 0.001*i for i in 1:n});\n"
+           "equation\n  der(y[1]) = -y[1];\n  for i in 2:n loop\n    der(y[i]) = y[i-1] - y[i];\n"
+           "  end for;\nend Arrays;\n";
+  };
+  const auto compile = [&](int n, std::string& ir) {
+    mbs::CompileOptions o;
+    o.file = "arrays.mbs";
+    o.source = source(n);
+    o.cache_dir = "off";
+    o.emit = "ir";
+    std::ostringstream emit, diag;
+    mbs::CompileResult r = mbs::compile(o, emit, diag);
+    EXPECT_TRUE(r.ok) << diag.str();
+    ir = emit.str();
+    for (const auto& k : r.kernel_sizes)
+      EXPECT_LT(k.outputs, mbs::codegen::JitOptions{}.loop_min_outputs) << k.name;
+    return r;
+  };
+  const auto instructions = [](const std::string& ir) {
+    size_t count = 0;
+    std::istringstream in(ir);
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind("  ", 0) == 0) ++count;  // inside a function (globals start at column 0)
+    return count;
+  };
+  std::string ir_small, ir_large;
+  const mbs::CompileResult small = compile(1000, ir_small);
+  compile(2000, ir_large);
+  ASSERT_TRUE(small.model);
+  for (const char* loop :
+       {"@residual.loop", "@newton_matrix.loop", "@outputs.loop", "@parameter_bindings.loop"})
+    EXPECT_NE(ir_small.find(loop), std::string::npos) << loop;
+  EXPECT_EQ(instructions(ir_large), instructions(ir_small));
+  EXPECT_LT(instructions(ir_small), 1000u);  // straight-line code: several per equation
+  const SimRun run = simulate(*small.model, 1.0, 0.01, 0.9, mbs::rt::SolverKind::Rk4);
+  ASSERT_EQ(run.status, mbs::rt::SolveStatus::Finished);
+  const std::vector<double>& last = run.rows.back();
+  const double t = run.t.back();
+  ASSERT_NEAR(t, 1.0, 1e-12);
+  for (int i : {1, 2, 500, 1000}) {
+    double sum = 0.0, term = 1.0;
+    for (int k = 0; k < i; ++k) sum += term, term *= t / (k + 1);
+    EXPECT_NEAR(last[column(*small.model, "y[" + std::to_string(i) + "]")], std::exp(-t) * sum,
+                1e-9)
+        << "y[" << i << "]";
+    const double k = 1 + 0.001 * i;
+    EXPECT_NEAR(last[column(*small.model, "c[" + std::to_string(i) + "].x")], std::exp(-k * t),
+                1e-9)
+        << "c[" << i << "].x";
+  }
+}
+
 TEST(EndToEnd, MassSpringDamperMatchesAnalyticSolutionWithSecondOrderConvergence) {
   auto r = compile_file(example("mass_spring_damper.mbs"));
   ASSERT_TRUE(r.model);
