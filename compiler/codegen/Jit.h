@@ -62,8 +62,8 @@ struct JitOptions {
   // In a smaller kernel, the outputs of an equation group (KernelSpec::groups) with at least
   // this many outputs in the kernel take loops too: a for-equation or an array of components is
   // compiled once per shape whatever the size of the model (the first-order chain of 10^4: codegen
-  // 0.6 s -> see docs/performance.md). The equations of the mechanics lowering have no group, so
-  // multibody kernels keep their straight-line code. SIZE_MAX: never.
+  // 0.6 s -> 0.09 s, docs/performance.md). The equations of the mechanics lowering have no group,
+  // so multibody kernels keep their straight-line code. SIZE_MAX: never.
   size_t loop_min_group = 256;
   // Threads for the O0 modules (0: one per hardware thread). The optimised module is compiled on
   // the calling thread meanwhile.
