@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "compiler/codegen/Jit.h"
+#include "tests/unit/ir_test_util.h"
 
 namespace mbs::codegen {
 namespace {
@@ -180,6 +181,22 @@ struct Agreement {
   size_t identical = 0;
   double worst = 0;  // relative error, floor 1
 };
+
+// Kernels a and b (the same outputs, compiled two ways) give the same values, bit for bit, and
+// the same status at `points` random points in [-2, 2].
+void expect_bitwise_equal(KernelFn a, KernelFn b, size_t n_symbols, size_t n_outputs, uint64_t seed,
+                          int points = 5) {
+  ASSERT_TRUE(a && b);
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> dist(-2, 2);
+  for (int p = 0; p < points; ++p) {
+    std::vector<double> v(n_symbols);
+    for (double& value : v) value = dist(rng);
+    std::vector<double> out_a(n_outputs), out_b(n_outputs);
+    EXPECT_EQ(a(v.data(), out_a.data()), b(v.data(), out_b.data()));
+    for (size_t i = 0; i < n_outputs; ++i) ASSERT_EQ(out_a[i], out_b[i]) << "output " << i;
+  }
+}
 
 // Runs every kernel at `points` random inputs and compares with the interpreter.
 Agreement compare_with_interpreter(const Context& cx, const JitModule& jit,
@@ -729,13 +746,7 @@ TEST_F(Codegen, RepeatedOutputsAreComputedByLoops) {
     k.outputs.push_back(cx.unary(Op::Exp, cx.add(x[0], x[1])));
     return k;
   };
-  const auto instructions = [](const std::string& ir) {
-    size_t count = 0;
-    std::istringstream in(ir);
-    for (std::string line; std::getline(in, line);)
-      if (line.rfind("  ", 0) == 0) ++count;  // inside a function (globals start at column 0)
-    return count;
-  };
+  const auto instructions = mbs::testutil::ir_instructions;
   const auto compile = [&](const KernelSpec& k, size_t loop_min, std::string* ir) {
     std::string error;
     JitOptions options;
@@ -758,17 +769,8 @@ TEST_F(Codegen, RepeatedOutputsAreComputedByLoops) {
   EXPECT_LT(instructions(ir_large), instructions(ir_small) + 20);
   EXPECT_GT(instructions(ir_plain_large), instructions(ir_plain_small) * 19 / 10);
   // the same values as straight-line code, bit for bit, at random points
-  std::mt19937_64 rng(5);
-  std::uniform_real_distribution<double> dist(-2, 2);
   KernelFn a = looped->lookup("chain200"), b = plain->lookup("chain200");
-  ASSERT_TRUE(a && b);
-  for (int p = 0; p < 5; ++p) {
-    std::vector<double> v(cx.symbol_count());
-    for (double& x : v) x = dist(rng);
-    std::vector<double> out_a(small.outputs.size()), out_b(small.outputs.size());
-    EXPECT_EQ(a(v.data(), out_a.data()), b(v.data(), out_b.data()));
-    for (size_t i = 0; i < out_a.size(); ++i) ASSERT_EQ(out_a[i], out_b[i]) << "output " << i;
-  }
+  expect_bitwise_equal(a, b, cx.symbol_count(), small.outputs.size(), 5);
   compare_with_interpreter(cx, *looped, std::span<const KernelSpec>(&small, 1), cx.symbol_count(),
                            3, 9);
   // a non-finite output in a loop gives the status of its index, as straight-line code does
@@ -827,17 +829,8 @@ TEST_F(Codegen, LargeEquationGroupsTakeLoopsInASmallKernel) {
   std::string ir_ungrouped;
   compile(ungrouped, JitOptions{}.loop_min_group, &ir_ungrouped);
   EXPECT_EQ(ir_ungrouped.find(".loop"), std::string::npos) << "no groups, no loops";
-  std::mt19937_64 rng(11);
-  std::uniform_real_distribution<double> dist(-2, 2);
-  KernelFn a = looped->lookup("grouped"), b = plain->lookup("grouped");
-  ASSERT_TRUE(a && b);
-  for (int p = 0; p < 5; ++p) {
-    std::vector<double> v(cx.symbol_count());
-    for (double& value : v) value = dist(rng);
-    std::vector<double> out_a(k.outputs.size()), out_b(k.outputs.size());
-    EXPECT_EQ(a(v.data(), out_a.data()), b(v.data(), out_b.data()));
-    for (size_t i = 0; i < out_a.size(); ++i) ASSERT_EQ(out_a[i], out_b[i]) << "output " << i;
-  }
+  expect_bitwise_equal(looped->lookup("grouped"), plain->lookup("grouped"), cx.symbol_count(),
+                       k.outputs.size(), 11);
   compare_with_interpreter(cx, *looped, std::span<const KernelSpec>(&k, 1), cx.symbol_count(), 3,
                            13);
 }

@@ -14,6 +14,7 @@
 #include "compiler/codegen/Jit.h"
 #include "compiler/driver/Compile.h"
 #include "runtime/solvers/Integrator.h"
+#include "tests/unit/ir_test_util.h"
 
 namespace {
 
@@ -141,13 +142,7 @@ TEST(EndToEnd, ForEquationsAndComponentArraysCompileToLoopsAtAnySize) {
       EXPECT_LT(k.outputs, mbs::codegen::JitOptions{}.loop_min_outputs) << k.name;
     return r;
   };
-  const auto instructions = [](const std::string& ir) {
-    size_t count = 0;
-    std::istringstream in(ir);
-    for (std::string line; std::getline(in, line);)
-      if (line.rfind("  ", 0) == 0) ++count;  // inside a function (globals start at column 0)
-    return count;
-  };
+  const auto instructions = mbs::testutil::ir_instructions;
   std::string ir_small, ir_large;
   const mbs::CompileResult small = compile(1000, ir_small);
   compile(2000, ir_large);
