@@ -248,8 +248,8 @@ void discard(CacheUse& cache, std::string reason) {
 // cg_level) kernels into one object file, or takes it from the cache. Returns an error message,
 // or "" on success. With own_machine, a TargetMachine of its own is made (for a job on another
 // thread); otherwise the process's cached one is used under host.mutex.
-std::string compile_to_object(const sym::Context& cx, std::span<const KernelSpec> kernels,
-                              int ir_level, int cg_level, HostTarget& host, StepTimer& timer,
+std::string compile_to_object(const sym::Context& cx, KernelRefs kernels, int ir_level,
+                              int cg_level, HostTarget& host, StepTimer& timer,
                               std::string* ir_text, std::unique_ptr<llvm::MemoryBuffer>& object,
                               bool own_machine, CacheUse& cache, size_t loop_min_outputs,
                               size_t loop_min_group) {
@@ -326,7 +326,7 @@ std::string compile_to_object(const sym::Context& cx, std::span<const KernelSpec
 
 // A module of kernels compiled to one object file (on a thread of its own, or from the cache).
 struct Job {
-  std::vector<KernelSpec> kernels;
+  std::vector<const KernelSpec*> kernels;  // the caller's
   int level = 0;
   std::string ir, error;
   std::unique_ptr<llvm::MemoryBuffer> object;
@@ -388,7 +388,8 @@ std::string JitModule::Impl::link(HostTarget& host, const std::vector<Job>& jobs
     }
   }
   for (size_t i = 0; i < jobs.size(); ++i) {
-    for (const KernelSpec& k : jobs[i].kernels) {
+    for (const KernelSpec* kp : jobs[i].kernels) {
+      const KernelSpec& k = *kp;
       auto address = jit->lookup(k.name);
       if (!address) {
         culprit = i;
@@ -431,6 +432,12 @@ std::unique_ptr<JitModule> JitModule::compile(const sym::Context& cx,
                                               std::span<const KernelSpec> kernels,
                                               const JitOptions& options, std::string* error,
                                               std::string* ir_text) {
+  return compile(cx, kernel_refs(kernels), options, error, ir_text);
+}
+
+std::unique_ptr<JitModule> JitModule::compile(const sym::Context& cx, KernelRefs kernels,
+                                              const JitOptions& options, std::string* error,
+                                              std::string* ir_text) {
   std::string ignored;
   std::string& err = error != nullptr ? *error : ignored;
   auto fail = [&](std::string what) -> std::unique_ptr<JitModule> {
@@ -451,13 +458,13 @@ std::unique_ptr<JitModule> JitModule::compile(const sym::Context& cx,
 
   // Identical kernels (without constraints, the index-2 and initial systems are the residual
   // and its Newton matrix) are compiled once; the others' names are aliases.
-  std::vector<KernelSpec> unique;
+  std::vector<const KernelSpec*> unique;
   std::vector<std::pair<std::string, std::string>> aliases;  // (name, the kernel it equals)
-  for (const KernelSpec& k : kernels) {
+  for (const KernelSpec* k : kernels) {
     auto same = std::find_if(unique.begin(), unique.end(),
-                             [&](const KernelSpec& u) { return u.outputs == k.outputs; });
-    if (same != unique.end() && !k.outputs.empty()) {
-      aliases.emplace_back(k.name, same->name);
+                             [&](const KernelSpec* u) { return u->outputs == k->outputs; });
+    if (same != unique.end() && !k->outputs.empty()) {
+      aliases.emplace_back(k->name, (*same)->name);
     } else {
       unique.push_back(k);
     }
@@ -465,13 +472,14 @@ std::unique_ptr<JitModule> JitModule::compile(const sym::Context& cx,
 
   // Huge kernels go into modules of their own, compiled at O0 (see the top of this file).
   timer.step("partition");
-  std::vector<KernelSpec> normal;
-  std::vector<KernelSpec> huge;
+  std::vector<const KernelSpec*> normal;
+  std::vector<const KernelSpec*> huge;
   std::vector<std::string> optimised_names;
   size_t optimised_nodes = 0, huge_nodes = 0;
   std::vector<size_t> huge_size;
   std::vector<std::string> unique_names;
-  for (KernelSpec& k : unique) {
+  for (const KernelSpec* kp : unique) {
+    const KernelSpec& k = *kp;
     unique_names.push_back(k.name);
     // size: computed nodes plus stores (a kernel of a few nodes can have thousands of outputs);
     // memory operations: the symbols loaded plus the stores
@@ -489,20 +497,19 @@ std::unique_ptr<JitModule> JitModule::compile(const sym::Context& cx,
       std::fprintf(stderr, "[mbs jit] kernel %-18s %7zu nodes, %6zu outputs, %6zu memory, O%d\n",
                    k.name.c_str(), nodes, k.outputs.size(), memory,
                    is_huge ? 0 : options.opt_level);
-    // moved, not copied: the outputs of a model's kernels are megabytes at 10^5 equations
     if (is_huge) {
       huge_size.push_back(nodes);
       huge_nodes += nodes;
-      huge.push_back(std::move(k));
+      huge.push_back(kp);
     } else {
       optimised_names.push_back(k.name);
-      normal.push_back(std::move(k));
+      normal.push_back(kp);
     }
   }
   // Jobs: the optimised module, and the O0 kernels in up to `threads` modules of similar size;
   // the first job runs on this thread, the others on threads of their own.
   std::vector<Job> jobs;
-  auto new_job = [&](std::vector<KernelSpec> ks, int level) {
+  auto new_job = [&](std::vector<const KernelSpec*> ks, int level) {
     Job& job = jobs.emplace_back();
     job.kernels = std::move(ks);
     job.level = level;
@@ -524,7 +531,7 @@ std::unique_ptr<JitModule> JitModule::compile(const sym::Context& cx,
     for (size_t i : order) {
       size_t p = std::min_element(load.begin(), load.end()) - load.begin();
       load[p] += huge_size[i];
-      jobs[first + p].kernels.push_back(std::move(huge[i]));
+      jobs[first + p].kernels.push_back(huge[i]);
     }
   }
   if (ir_text != nullptr) ir_text->clear();
@@ -617,7 +624,10 @@ std::unique_ptr<JitModule> JitModule::load(const std::vector<std::string>& objec
     err = "no object files to look the kernels up in";
     return nullptr;
   }
-  for (const std::string& s : symbols) jobs[0].kernels.push_back({s, {}, {}});
+  std::vector<KernelSpec> named;  // names only: what link() looks up
+  named.reserve(symbols.size());
+  for (const std::string& s : symbols) named.push_back({s, {}, {}});
+  for (const KernelSpec& k : named) jobs[0].kernels.push_back(&k);
   auto result = std::unique_ptr<JitModule>(new JitModule());
   Impl& im = *result->impl_;
   size_t culprit = jobs.size();

@@ -33,6 +33,12 @@ struct KernelSpec {
   std::vector<uint32_t> groups = {};
 };
 
+// Kernels passed by address: a model's kernels are megabytes of outputs at 10^5 equations, so
+// the compiler hands them to code generation without copying them.
+using KernelRefs = std::span<const KernelSpec* const>;
+// The addresses of `kernels`, for the overloads taking KernelRefs.
+std::vector<const KernelSpec*> kernel_refs(std::span<const KernelSpec> kernels);
+
 struct JitOptions {
   int opt_level = 2;  // 0..3, LLVM's optimisation pipeline level
   // A kernel with more DAG nodes than this is compiled at level 0 whatever opt_level says:
@@ -102,6 +108,11 @@ class JitModule {
   // nullptr and sets *error. When ir_text is non-null it receives the optimised IR as text.
   static std::unique_ptr<JitModule> compile(const sym::Context& cx,
                                             std::span<const KernelSpec> kernels,
+                                            const JitOptions& options, std::string* error,
+                                            std::string* ir_text = nullptr);
+  // The same, for kernels that the caller keeps (nothing is copied; they must live until
+  // compile() returns).
+  static std::unique_ptr<JitModule> compile(const sym::Context& cx, KernelRefs kernels,
                                             const JitOptions& options, std::string* error,
                                             std::string* ir_text = nullptr);
 

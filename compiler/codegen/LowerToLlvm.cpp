@@ -701,9 +701,10 @@ class KernelLowering {
 
 }  // namespace
 
-std::string check_kernel_names(std::span<const KernelSpec> kernels) {
+std::string check_kernel_names(KernelRefs kernels) {
   std::set<std::string> names;
-  for (const KernelSpec& k : kernels) {
+  for (const KernelSpec* kp : kernels) {
+    const KernelSpec& k = *kp;
     if (!is_identifier(k.name)) return "kernel name '" + k.name + "' is not a C identifier";
     if (is_reserved(k.name)) {
       return "kernel name '" + k.name + "' is reserved (a C math library function)";
@@ -713,12 +714,24 @@ std::string check_kernel_names(std::span<const KernelSpec> kernels) {
   return {};
 }
 
-std::string lower_kernels(const sym::Context& cx, std::span<const KernelSpec> kernels,
-                          llvm::Module& module, size_t loop_min_outputs, size_t loop_min_group) {
+std::string lower_kernels(const sym::Context& cx, KernelRefs kernels, llvm::Module& module,
+                          size_t loop_min_outputs, size_t loop_min_group) {
   if (std::string e = check_kernel_names(kernels); !e.empty()) return e;
   KernelLowering lowering(cx, module, loop_min_outputs, loop_min_group);
-  for (const KernelSpec& k : kernels) lowering.lower(k);
+  for (const KernelSpec* k : kernels) lowering.lower(*k);
   return {};
+}
+
+std::string lower_kernels(const sym::Context& cx, std::span<const KernelSpec> kernels,
+                          llvm::Module& module, size_t loop_min_outputs, size_t loop_min_group) {
+  return lower_kernels(cx, kernel_refs(kernels), module, loop_min_outputs, loop_min_group);
+}
+
+std::vector<const KernelSpec*> kernel_refs(std::span<const KernelSpec> kernels) {
+  std::vector<const KernelSpec*> refs;
+  refs.reserve(kernels.size());
+  for (const KernelSpec& k : kernels) refs.push_back(&k);
+  return refs;
 }
 
 }  // namespace mbs::codegen

@@ -14,7 +14,7 @@ namespace mbs::codegen {
 
 // Checks that kernel names are valid C identifiers, distinct, and not names of C math library
 // functions. Returns "" or the first problem.
-std::string check_kernel_names(std::span<const KernelSpec> kernels);
+std::string check_kernel_names(KernelRefs kernels);
 
 // Adds one function `i32 name(ptr v, ptr out)` per kernel to `module` (unoptimised IR; internal
 // functions for the parts of a large kernel and for the loops over its repeated outputs, in
@@ -22,6 +22,9 @@ std::string check_kernel_names(std::span<const KernelSpec> kernels);
 // least `loop_min_group` in any kernel: JitOptions). Returns an empty string on
 // success, otherwise the reason it failed (the problem check_kernel_names reports); the module is
 // then incomplete.
+std::string lower_kernels(const sym::Context& cx, KernelRefs kernels, llvm::Module& module,
+                          size_t loop_min_outputs = JitOptions{}.loop_min_outputs,
+                          size_t loop_min_group = JitOptions{}.loop_min_group);
 std::string lower_kernels(const sym::Context& cx, std::span<const KernelSpec> kernels,
                           llvm::Module& module,
                           size_t loop_min_outputs = JitOptions{}.loop_min_outputs,

@@ -195,11 +195,15 @@ struct Builder {
   struct Eq {
     Expr r;
     Span span;
-    std::string text;  // an equation the pass adds; the flat equation's is its source's
+    std::string text;  // as written
     bool alive = true;
-    const FlatEquation* source = nullptr;  // null for equations the pass adds
-    // as written (the flat equation's text is not copied: 10^5 of them in a model of 10^5)
-    const std::string& written() const { return source ? source->text : text; }
+    // of the flat equation (moved from it: the flat equations go at the start of the pass, so
+    // that a model of 10^5 equations does not hold both); defaults for equations the pass adds
+    rt::EquationRole role = rt::EquationRole::Model;
+    uint32_t group = 0;
+    int64_t param = -1;
+    std::string subject;
+    const std::string& written() const { return text; }
   };
   std::vector<Eq> eqs;
   SymbolicDae dae;
@@ -637,7 +641,10 @@ std::optional<SymbolicDae> Builder::run() {
     }
   }
   eqs.reserve(flat.equations.size());
-  for (const auto& e : flat.equations) eqs.push_back({e.residual, e.span, {}, true, &e});
+  for (FlatEquation& e : flat_equations)
+    eqs.push_back({e.residual, e.span, std::move(e.text), true, e.role, e.group, e.param,
+                   std::move(e.subject)});
+  std::vector<FlatEquation>().swap(flat_equations);
   if (unknown_var.empty() && eqs.empty()) {
     diags.report(DiagKind::no_unknowns, flat.span, {});
     return std::nullopt;
@@ -734,8 +741,10 @@ std::optional<SymbolicDae> Builder::run() {
     for (auto& eq : eqs)
       if (eq.alive) eq.r = sym::substitute(cx, eq.r, sub);
     for (auto& el : dae.eliminated) el.value = sym::substitute(cx, el.value, sub);
-    eqs.push_back({cx.sub(cx.symbol(w), cx.symbol(ders.der(x))), flat.vars[unknown_var.at(x)].span,
-                   "der(" + flat.vars[unknown_var.at(x)].name + ") (order reduction)"});
+    Eq& added = eqs.emplace_back();
+    added.r = cx.sub(cx.symbol(w), cx.symbol(ders.der(x)));
+    added.span = flat.vars[unknown_var.at(x)].span;
+    added.text = "der(" + flat.vars[unknown_var.at(x)].name + ") (order reduction)";
     if (der_start.count(ders.der(x))) start[w] = der_start[ders.der(x)];
     if (free_der_start.count(ders.der(x))) {
       free_start.insert(w);
@@ -881,18 +890,17 @@ std::optional<SymbolicDae> Builder::run() {
     qds.insert(u.d1);
   }
   for (const auto& u : dae.y) ys.insert(u.symbol);
+  dae.equations.reserve(live.size());  // not grown by doubling: 10^5 of them are 13 MB
   for (size_t i : live) {
-    const Eq& eq = eqs[i];
+    Eq& eq = eqs[i];
     DaeEquation de;
     de.residual = eq.r;
     de.span = eq.span;
-    de.text = eq.written();
-    if (eq.source) {
-      de.role = eq.source->role;
-      de.param = eq.source->param;
-      de.group = eq.source->group;
-      de.subject = eq.source->subject;
-    }
+    de.text = std::move(eq.text);  // eqs go right after this loop
+    de.role = eq.role;
+    de.param = eq.param;
+    de.group = eq.group;
+    de.subject = std::move(eq.subject);
     bool has_high = false, has_z = false, has_qd = false, has_q = false, has_y = false;
     for (uint32_t s : sym::free_symbols(eq.r)) {
       has_high |= highest_set.count(s) != 0;
@@ -936,10 +944,9 @@ std::optional<SymbolicDae> Builder::run() {
   }
   if (bad) return std::nullopt;
   // what the classification and the levels needed goes before the outputs are made (a model of
-  // 10^5 equations holds 10^5 entries in each), and so do the flat equations (their texts, roles
-  // and subjects are in the DAE's equations now)
+  // 10^5 equations holds 10^5 entries in each), and so do the pass's equations (their texts,
+  // roles and subjects are in the DAE's equations now)
   std::vector<Eq>().swap(eqs);
-  std::vector<FlatEquation>().swap(flat_equations);
   std::vector<size_t>().swap(live);
   std::vector<uint32_t>().swap(remaining);
   std::vector<uint32_t>().swap(unknowns);

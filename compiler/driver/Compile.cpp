@@ -335,7 +335,10 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
     print_flat_model(emit_out, cx, *flat);
     return finish(true);
   }
-  flat->vars.shrink_to_fit();  // grown by doubling: up to half of it unused, until the end
+  // grown by doubling: up to half of them unused, the variables until the end, the equations
+  // through the DAE pass (where the 10^5-equation models peak)
+  flat->vars.shrink_to_fit();
+  flat->equations.shrink_to_fit();
 
   // ---- dae
   auto dae = build_dae(*flat, cx, ders, diags);
@@ -422,10 +425,10 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
 
   // ---- codegen
   std::string error, ir;
-  auto specs = kernels.all();
-  for (const auto& k : specs)
+  const std::vector<const codegen::KernelSpec*> specs = kernels.all();
+  for (const codegen::KernelSpec* k : specs)
     result.kernel_sizes.push_back(
-        {k.name, sym::topological_order(k.outputs).size(), k.outputs.size()});
+        {k->name, sym::topological_order(k->outputs).size(), k->outputs.size()});
   codegen::JitOptions jopts;
   jopts.opt_level = options.opt_level;
   // the kernels the inverse dynamics evaluates at every sample are optimised in addition to the
@@ -433,7 +436,7 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
   if (kernels.inverse_dynamics)
     for (size_t i = 0; i < ModelKernels::per_sample_inverse; ++i)
       jopts.max_optimised_total_nodes +=
-          sym::topological_order(specs[i].outputs).size() + specs[i].outputs.size();
+          sym::topological_order(specs[i]->outputs).size() + specs[i]->outputs.size();
   jopts.cache_dir = cache_dir;
   // stored in the model cache below (then dropped), or returned
   jopts.keep_object_files = model_cache || options.keep_object_files;
@@ -457,15 +460,13 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
     return finish(false);
   }
   if (options.emit == "ir") emit_out << ir;
-  for (const auto& spec : specs) {
-    if (state->jit->lookup(spec.name)) continue;
-    diags.report(DiagKind::jit_failed, Span{}, {"no code for kernel '" + spec.name + "'"});
+  for (const codegen::KernelSpec* spec : specs) {
+    if (state->jit->lookup(spec->name)) continue;
+    diags.report(DiagKind::jit_failed, Span{}, {"no code for kernel '" + spec->name + "'"});
     return finish(false);
   }
-  // the kernels are compiled: their copies go (ModelKernels keeps the outputs and patterns), and
-  // so do the pages the code generator's threads freed (their own arenas, which the assembly on
-  // this thread does not reuse)
-  std::vector<codegen::KernelSpec>().swap(specs);
+  // the kernels are compiled: the pages the code generator's threads freed go (their own
+  // arenas, which the assembly on this thread does not reuse)
   release_freed_memory();
 
   // ---- assemble the CompiledModel

@@ -1,6 +1,7 @@
 #include "compiler/driver/Kernels.h"
 
 #include <algorithm>
+#include <initializer_list>
 #include <optional>
 #include <ostream>
 #include <span>
@@ -201,24 +202,24 @@ std::vector<Expr> switch_crossings(const SymbolicDae& dae, sym::Context& cx) {
 
 }  // namespace
 
-std::vector<codegen::KernelSpec> ModelKernels::all() const {
-  std::vector<codegen::KernelSpec> a = {residual,        newton_matrix.spec, mass_matrix.spec,
-                                        init_residual,   init_matrix.spec,   jac_q.spec,
-                                        jac_qd.spec,     jac_y.spec,         jac_z.spec,
-                                        index2_residual, index2_matrix.spec, outputs,
-                                        initial_values,  parameter_bindings};
-  if (has_events) a.insert(a.end(), {events, event_reinit});
+std::vector<const codegen::KernelSpec*> ModelKernels::all() const {
+  std::vector<const codegen::KernelSpec*> a;
+  const auto add = [&a](std::initializer_list<const codegen::KernelSpec*> ks) {
+    for (const codegen::KernelSpec* k : ks) a.push_back(k);
+  };
+  // first: the kernels rt::InverseDynamics calls at every sample (see per_sample_inverse)
+  if (inverse_dynamics)
+    add({&constraint_g, &constraint_G.spec, &constraint_gd, &constraint_gamma, &inverse_balance});
+  add({&residual, &newton_matrix.spec, &mass_matrix.spec, &init_residual, &init_matrix.spec,
+       &jac_q.spec, &jac_qd.spec, &jac_y.spec, &jac_z.spec, &index2_residual, &index2_matrix.spec,
+       &outputs, &initial_values, &parameter_bindings});
+  if (has_events) add({&events, &event_reinit});
   if (sensitivities)
-    a.insert(a.end(), {sens_F_p.spec, sens_init.spec, sens_start.spec, sens_bindings.spec,
-                       sens_outputs.spec});
-  if (inverse_dynamics) {
-    // first: the kernels rt::InverseDynamics calls at every sample (see per_sample_inverse)
-    a.insert(a.begin(),
-             {constraint_g, constraint_G.spec, constraint_gd, constraint_gamma, inverse_balance});
-    // then those of BalanceForm::Bodies (not in the optimised budget: a cross-check)
-    a.insert(a.end(),
-             {outputs_z.spec, body_rows, body_rows_u.spec, body_wrench, body_wrench_u.spec});
-  }
+    add({&sens_F_p.spec, &sens_init.spec, &sens_start.spec, &sens_bindings.spec,
+         &sens_outputs.spec});
+  // then those of BalanceForm::Bodies (not in the optimised budget: a cross-check)
+  if (inverse_dynamics)
+    add({&outputs_z.spec, &body_rows, &body_rows_u.spec, &body_wrench, &body_wrench_u.spec});
   return a;
 }
 

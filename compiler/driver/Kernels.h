@@ -81,8 +81,9 @@ struct ModelKernels {
   // d/d[q | qd | qdd | y | yd | z | p], p = the flat model's parameters in order.
   bool sensitivities = false;
   MatrixKernel sens_F_p, sens_init, sens_start, sens_bindings, sens_outputs;
-  // every kernel; with inverse_dynamics the per_sample_inverse ones first
-  std::vector<codegen::KernelSpec> all() const;
+  // every kernel (their addresses: nothing is copied); with inverse_dynamics the
+  // per_sample_inverse ones first
+  std::vector<const codegen::KernelSpec*> all() const;
   static constexpr size_t per_sample_inverse = 5;
 };
 
