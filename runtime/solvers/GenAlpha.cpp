@@ -592,6 +592,11 @@ bool NewmarkFamily::attempt(double h) {
   };
 
   const double rtol = options_.rtol, atol = options_.atol;
+  // The size of the coordinates, which the auxiliaries of the recursive form are measured
+  // against: an auxiliary is a function of q, der(q) and der(q, 2), so its update, in the units
+  // of the coordinates, is asked for to what they are (docs/solvers.md, "Newton strategy").
+  double q_ref = 0.0;
+  for (int32_t i = 0; i < nq; ++i) q_ref = std::max(q_ref, std::fabs(q0_[i]));
   double* r = ws_.residual.data();
   double* dx = ws_.dx.data();
   double prev_norm = 0.0;
@@ -629,7 +634,10 @@ bool NewmarkFamily::attempt(double h) {
     norm = state_norm;
     for (int32_t i = nq + ny; i < n; ++i) {
       const double scale = z_scale_[static_cast<size_t>(i - nq - ny)];
-      const double w = scale * std::fabs(dx[i]) / (atol + rtol * std::fabs(scale * x[i]));
+      // an auxiliary (scale != 1) is held to the coordinates' tolerance (q_ref: their size)
+      const double ref =
+          scale != 1.0 ? std::max(q_ref, std::fabs(scale * x[i])) : std::fabs(scale * x[i]);
+      const double w = scale * std::fabs(dx[i]) / (atol + rtol * ref);
       if (!is_multiplier_[i - nq - ny] && !(w <= state_norm)) state_norm = w;
       if (!(w <= norm)) norm = w, worst = i;
     }

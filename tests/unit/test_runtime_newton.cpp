@@ -91,9 +91,13 @@ TEST(Newton, HeavyTopAsALieGroupKeepsItsMatrix) {
 // multipliers Newton also stops when the estimated error theta / (1 - theta) |dx| is within the
 // tolerance, and a first update with a new matrix is judged by the last new matrix's quadratic
 // constant: 2.43 iterations and 0.88 factorizations per step.
+// Measured: 2.10 iterations and 0.92 factorizations per step since the auxiliaries are held to
+// the coordinates' tolerance (2.43 and 0.88 before, when their relative part was measured on
+// their own tiny scaled values: an angular velocity was held 70 times tighter than the joint
+// rates it is the sum of).
 TEST(Newton, ChainOfHundredLinksTakesFewerIterations) {
   const Counts c = run_example("examples/mechanics/chain.mbs --set N=100 --t-end 2");
-  EXPECT_LE(c.iterations_per_step, 2.5);
+  EXPECT_LE(c.iterations_per_step, 2.25);
   EXPECT_LE(c.factorizations_per_step, 1.01);
   EXPECT_LE(c.rejected, 2);
 }
