@@ -3,6 +3,7 @@
 // Set MBS_JIT_DEBUG=1 in the environment to have each step report its time on stderr.
 #include "compiler/codegen/Jit.h"
 
+#include <llvm/Bitcode/BitcodeWriter.h>
 #include <llvm/Config/llvm-config.h>
 #include <llvm/ExecutionEngine/Orc/CompileUtils.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
@@ -195,7 +196,8 @@ std::string print(const llvm::Module& m) {
 // version and kCacheFormat (bump it when the optimisation pipeline changes without changing the
 // IR).
 // 4: the IR hashed as it is printed, after the key of the rest
-constexpr const char* kCacheFormat = "mbs-object-cache-4";
+// 5: the IR hashed as bitcode (printing it spent most of its time tracking text columns)
+constexpr const char* kCacheFormat = "mbs-object-cache-5";
 
 // A stream that hashes what is written to it: the text of a module of 10^5 equations is some
 // 40 MB, which the key need not hold at once.
@@ -226,7 +228,7 @@ CacheKey object_key(const llvm::Module& m, int ir_level, int cg_level, const Hos
   const CacheKey head = cache_key(material);
   HashingStream os;
   os.write(reinterpret_cast<const char*>(head.data()), head.size());
-  m.print(os, nullptr);
+  llvm::WriteBitcodeToFile(m, os);
   return os.key();
 }
 
