@@ -119,8 +119,9 @@ struct SymbolicDae {
 // Builds the DAE: alias and explicit-auxiliary elimination, order reduction of derivatives above
 // two, classification, linearity check, matching, equation levels and the index-reduced initial
 // system. Returns nullopt when errors were reported. The flat model's equations are consumed:
-// emptied once the DAE's equations are made (a model of 10^5 equations held them twice until the
-// end of the pass); the rest of the flat model is only read.
+// their texts and subjects move into the pass's own equations and they are emptied at its start
+// (a model of 10^5 equations held them until the end of the pass, at its peak of memory); the
+// rest of the flat model is only read.
 std::optional<SymbolicDae> build_dae(FlatModel& flat, sym::Context& cx, DerivativeTable& ders,
                                      DiagnosticEngine& diags);
 

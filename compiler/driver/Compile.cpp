@@ -335,10 +335,7 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
     print_flat_model(emit_out, cx, *flat);
     return finish(true);
   }
-  // grown by doubling: up to half of them unused, the variables until the end, the equations
-  // through the DAE pass (where the 10^5-equation models peak)
-  flat->vars.shrink_to_fit();
-  flat->equations.shrink_to_fit();
+  flat->vars.shrink_to_fit();  // grown by doubling: up to half of it unused, until the end
 
   // ---- dae
   auto dae = build_dae(*flat, cx, ders, diags);
