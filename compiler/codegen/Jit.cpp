@@ -430,6 +430,13 @@ size_t JitModule::objects() const {
 JitModule::JitModule() : impl_(std::make_unique<Impl>()) {}
 JitModule::~JitModule() = default;
 
+std::vector<const KernelSpec*> kernel_refs(std::span<const KernelSpec> kernels) {
+  std::vector<const KernelSpec*> refs;
+  refs.reserve(kernels.size());
+  for (const KernelSpec& k : kernels) refs.push_back(&k);
+  return refs;
+}
+
 std::unique_ptr<JitModule> JitModule::compile(const sym::Context& cx,
                                               std::span<const KernelSpec> kernels,
                                               const JitOptions& options, std::string* error,

@@ -727,11 +727,4 @@ std::string lower_kernels(const sym::Context& cx, std::span<const KernelSpec> ke
   return lower_kernels(cx, kernel_refs(kernels), module, loop_min_outputs, loop_min_group);
 }
 
-std::vector<const KernelSpec*> kernel_refs(std::span<const KernelSpec> kernels) {
-  std::vector<const KernelSpec*> refs;
-  refs.reserve(kernels.size());
-  for (const KernelSpec& k : kernels) refs.push_back(&k);
-  return refs;
-}
-
 }  // namespace mbs::codegen

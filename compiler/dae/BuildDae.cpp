@@ -203,7 +203,6 @@ struct Builder {
     uint32_t group = 0;
     int64_t param = -1;
     std::string subject;
-    const std::string& written() const { return text; }
   };
   std::vector<Eq> eqs;
   SymbolicDae dae;
@@ -373,7 +372,7 @@ struct Builder {
       s = d;
     }
     const FlatVar& fv = flat.vars[unknown_var.at(x)];
-    dae.eliminated.push_back({fv.name, value, how, span, eq.written()});
+    dae.eliminated.push_back({fv.name, value, how, span, eq.text});
   }
 
   // What the eliminations need to know of a residual r, from one walk of it: its symbols, and
@@ -599,7 +598,7 @@ struct Builder {
     for (size_t i = 0; i < live.size() && shown < 8; ++i)
       if (match[i] < 0) {
         diags.note(eqs[live[i]].span,
-                   "this equation has no unknown of its own: '" + eqs[live[i]].written() + "'");
+                   "this equation has no unknown of its own: '" + eqs[live[i]].text + "'");
         ++shown;
       }
     for (size_t j = 0; j < unknowns.size() && shown < 16; ++j)

@@ -633,12 +633,14 @@ bool NewmarkFamily::attempt(double h) {
     }
     norm = state_norm;
     for (int32_t i = nq + ny; i < n; ++i) {
-      const double scale = z_scale_[static_cast<size_t>(i - nq - ny)];
-      // an auxiliary (scale != 1) is held to the coordinates' tolerance (q_ref: their size)
+      const size_t j = static_cast<size_t>(i - nq - ny);
+      const double scale = z_scale_[j];
+      // an auxiliary is held to the coordinates' tolerance (q_ref: their size)
+      const bool auxiliary = z_auxiliary_[j] != EquationLevel::Algebraic;
       const double ref =
-          scale != 1.0 ? std::max(q_ref, std::fabs(scale * x[i])) : std::fabs(scale * x[i]);
+          auxiliary ? std::max(q_ref, std::fabs(scale * x[i])) : std::fabs(scale * x[i]);
       const double w = scale * std::fabs(dx[i]) / (atol + rtol * ref);
-      if (!is_multiplier_[i - nq - ny] && !(w <= state_norm)) state_norm = w;
+      if (!is_multiplier_[j] && !(w <= state_norm)) state_norm = w;
       if (!(w <= norm)) norm = w, worst = i;
     }
     attempt_iterations_ = it;

@@ -90,11 +90,10 @@ TEST(Newton, HeavyTopAsALieGroupKeepsItsMatrix) {
 // and 0.98 factorizations per step (4.32 and 1.0 when they were held to atol absolute). Without
 // multipliers Newton also stops when the estimated error theta / (1 - theta) |dx| is within the
 // tolerance, and a first update with a new matrix is judged by the last new matrix's quadratic
-// constant: 2.43 iterations and 0.88 factorizations per step.
-// Measured: 2.10 iterations and 0.92 factorizations per step since the auxiliaries are held to
-// the coordinates' tolerance (2.43 and 0.88 before, when their relative part was measured on
-// their own tiny scaled values: an angular velocity was held 70 times tighter than the joint
-// rates it is the sum of).
+// constant: 2.43 iterations and 0.88 factorizations per step; with the auxiliaries held to the
+// coordinates' tolerance (their relative part was taken of their own tiny scaled values, so an
+// angular velocity was held 70 times tighter than the joint rates it is the sum of), 2.10 and
+// 0.92, which the bound of 2.25 iterations requires.
 TEST(Newton, ChainOfHundredLinksTakesFewerIterations) {
   const Counts c = run_example("examples/mechanics/chain.mbs --set N=100 --t-end 2");
   EXPECT_LE(c.iterations_per_step, 2.25);

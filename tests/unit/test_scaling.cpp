@@ -250,8 +250,8 @@ TEST(Scaling, CondensedChainIsLinearUpToTheDae) {
 // DerivativeTable in vectors (branch mem2). 2,076 (2,259 before; filling the cache) once code
 // generation takes the kernels by address instead of two copies of them, the DAE pass moves the
 // flat equations' texts into its own at its start and frees them, and reserves its equations.
-// The bound (2,250) fails if one of those savings is lost (the tables alone were ~1,250 bytes
-// per equation).
+// The bound (2,250) fails without them all (2,259); which of the three it would miss alone was
+// not measured (the tables alone were ~1,250 bytes per equation).
 // The heap bytes held at the peak of a compile of the first-order chain of n equations, per
 // equation (`cache_dir`: "off", or a directory emptied first and removed after).
 double peak_bytes_per_equation(int n, const std::string& cache_dir) {
