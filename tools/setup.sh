@@ -14,13 +14,18 @@ case "$what" in
   *) echo "usage: tools/setup.sh example|test|test-fast" >&2; exit 2 ;;
 esac
 
-tools/install-deps.sh
+case "$what" in
+  example) tools/install-deps.sh example ;;
+  *) tools/install-deps.sh all ;;
+esac
 
 jobs=$(nproc 2>/dev/null || echo 2)
 case "$what" in
   example)
+    # only what a run needs: mbsc (with the FMU runtime), its man page and completion; the
+    # tests and benchmarks are built by `test` (docs/install.md)
     cmake --preset release >/dev/null
-    cmake --build --preset release -j "$jobs"
+    cmake --build --preset release -j "$jobs" --target mbsc mbsc_docs
     mkdir -p build/examples
     out=build/examples/pendulum.csv
     build/release/mbsc examples/pendulum.mbs --simulate --t-end 2 --step 1e-3 --output "$out"

@@ -28,6 +28,7 @@
 #include "compiler/mech/Mechanics.h"
 #include "compiler/symbolic/Expr.h"
 #include "compiler/syntax/Parser.h"
+#include "runtime/io/Home.h"
 #include "runtime/model/Constraints.h"
 #include "runtime/solvers/GenAlpha.h"
 
@@ -60,7 +61,14 @@ std::vector<std::string> library_path(const std::vector<std::string>& include_di
       start = colon + 1;
     }
   }
-  path.push_back(MBS_STDLIB_DIR);
+  // the standard library of this installation or build tree (runtime/io/Home.h)
+  // (its real path: the build tree's share/mbs/stdlib is a link to the source's stdlib/, whose
+  // files messages name as the user sees them)
+  if (const std::string stdlib = rt::install_home().stdlib_dir(); !stdlib.empty()) {
+    std::error_code ec;
+    const std::filesystem::path real = std::filesystem::canonical(stdlib, ec);
+    path.push_back(ec ? stdlib : real.string());
+  }
   return path;
 }
 
@@ -315,7 +323,14 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
   fopts.max_instances = options.max_instances;
   auto flat = flatten(*model, loader, sources, cx, ders, fopts, diags);
   mark("flatten");
-  if (!flat) return finish(false);
+  if (!flat) {
+    // a library class not found may be the standard library missing from the installation
+    const rt::InstallHome& home = rt::install_home();
+    std::error_code ec;
+    if (home.root.empty() || !std::filesystem::is_directory(home.stdlib_dir(), ec))
+      diags.note(Span{}, "the standard library was not found (" + home.explain() + ")");
+    return finish(false);
+  }
   if (options.emit == "flat") {
     print_flat_model(emit_out, cx, *flat);
     return finish(true);

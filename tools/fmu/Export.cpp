@@ -17,6 +17,7 @@
 #include "compiler/codegen/ObjectCache.h"
 #include "runtime/fmi/Config.h"
 #include "runtime/fmi/Variables.h"
+#include "runtime/io/Home.h"
 #include "runtime/model/ModelImage.h"
 #include "tools/fmu/Archive.h"
 #include "tools/fmu/Embed.h"
@@ -41,7 +42,9 @@ std::string read_file(const std::string& path, bool& ok) {
 // cannot disagree with what it defines.
 std::string blob_functions(FmiVersion version, std::vector<std::string>& names) {
   auto buffer = llvm::MemoryBuffer::getFile(runtime_blob_path());
-  if (!buffer) return std::string("cannot read the FMU runtime ") + runtime_blob_path();
+  if (!buffer)
+    return "cannot read the FMU runtime " + runtime_blob_path() + " (" +
+           rt::install_home().explain() + ")";
   auto object = llvm::object::ObjectFile::createObjectFile((*buffer)->getMemBufferRef());
   if (!object) return "the FMU runtime is damaged: " + llvm::toString(object.takeError());
   const std::string prefix = version == FmiVersion::V3 ? "fmi3" : "fmi2";
@@ -55,8 +58,7 @@ std::string blob_functions(FmiVersion version, std::vector<std::string>& names) 
     if (name->starts_with(prefix)) names.push_back(name->str());
   }
   if (names.empty())
-    return "the FMU runtime " + std::string(runtime_blob_path()) + " defines no " + prefix +
-           " functions";
+    return "the FMU runtime " + runtime_blob_path() + " defines no " + prefix + " functions";
   return {};
 }
 

@@ -17,6 +17,8 @@
 #include <system_error>
 #include <vector>
 
+#include "runtime/io/Home.h"
+
 namespace mbs::fmu {
 
 namespace {
@@ -165,8 +167,8 @@ int run_lld(const std::vector<std::string>& args, std::string& messages) {
 
 }  // namespace
 
-const char* runtime_blob_path() {
-  return MBS_FMU_RUNTIME_BLOB;
+std::string runtime_blob_path() {
+  return rt::install_home().fmu_runtime();
 }
 
 std::string link_shared_library(const std::vector<std::string>& objects,
@@ -181,8 +183,9 @@ std::string link_shared_library(const std::vector<std::string>& objects,
       return what + "object " + std::to_string(i) + " is not a relocatable x86-64 ELF object";
     }
   }
-  if (!fs::exists(runtime_blob_path())) {
-    return what + "the FMU runtime " + std::string(runtime_blob_path()) + " does not exist";
+  if (runtime_blob_path().empty() || !fs::exists(runtime_blob_path())) {
+    return what + "the FMU runtime " + runtime_blob_path() + " does not exist (" +
+           rt::install_home().explain() + ")";
   }
   for (const char* lib : kSystemLibraries) {
     if (!fs::exists(lib)) return what + "the system library " + lib + " does not exist";

@@ -19,7 +19,8 @@ std::string link_shared_library(const std::vector<std::string>& objects,
                                 const std::vector<std::string>& exported_symbols,
                                 const std::string& out_path);
 
-// The runtime blob linked into every library (a file of the build tree).
-const char* runtime_blob_path();
+// The runtime blob linked into every library: <home>/lib/mbs/mbs_fmu_runtime.o of the
+// installation or build tree (runtime/io/Home.h).
+std::string runtime_blob_path();
 
 }  // namespace mbs::fmu

@@ -64,8 +64,9 @@ void add_study_flags(CLI::App& app, StudyFlags& flags) {
       ->allow_extra_args(false)
       ->group(group);
   app.add_option("--sensitivity", flags.sensitivity,
-                 "d objective / d NAME by central finite differences at the model's values (with "
-                 "--set/--start); NAME=LOWER:UPPER keeps the differences inside bounds")
+                 "d objective / d NAME at the model's values (with --set/--start), exact by "
+                 "default or by central differences (--sensitivity-method fd); NAME=LOWER:UPPER "
+                 "keeps the differences inside bounds")
       ->type_name("NAME")
       ->allow_extra_args(false)
       ->group(group);
@@ -105,7 +106,8 @@ void add_study_flags(CLI::App& app, StudyFlags& flags) {
       ->group(group);
   app.add_option("--method", flags.method,
                  "minimize: nelder-mead (default), bobyqa, cobyla (derivative-free), lbfgs, slsqp "
-                 "(gradient by central differences)")
+                 "(gradient-based: the gradient from the exact sensitivities, or by central "
+                 "differences with --sensitivity-method fd)")
       ->check(CLI::IsMember({"nelder-mead", "bobyqa", "cobyla", "lbfgs", "slsqp"}))
       ->group(group);
   auto& m = flags.minimize;

@@ -28,6 +28,8 @@
 #include "runtime/solvers/OptionsCli.h"
 #include "tools/mbsc/Analyses.h"
 #include "tools/mbsc/FmuCli.h"
+#include "tools/mbsc/Help.h"
+#include "tools/mbsc/Options.h"
 #include "tools/mbsc/StudyCli.h"
 #include "tools/repl/ReplMain.h"
 
@@ -36,20 +38,6 @@ namespace {
 using mbs::cli::kExitModelError;
 using mbs::cli::kExitOk;
 using mbs::cli::kExitUsage;
-
-const char* kFooter = R"(Exit codes:
-  0    success
-  1    model error (the diagnostics say where, with file:line:col)
-  2    usage error (bad option, a solver that cannot handle the model, or an
-       unwritable file given on the command line)
-  3    solver failure (the message gives time, step size, equation and variable)
-  130  interrupted by Ctrl-C (the result file holds every row up to that point)
-
-Studies: --vary NAME=VALUES ... --objective EXPR (docs/studies.md); mbsc monitor FILE.csv.
-Plots: mbsc plot RESULT.csv NAME... [--vs NAME] [--model FILE.mbs] --output FILE.png|svg
-       (mbsc plot --help).
-Library search path: -I directories, then $MBS_PATH (colon separated), then the stdlib/.
-Documentation: docs/cli.md, docs/language.md, docs/solvers.md)";
 
 // `mbsc plot RESULT.csv NAME... [--vs NAME] [--model FILE.mbs] --output FILE.png|svg`: a view of
 // rt::plot_csv.
@@ -124,6 +112,11 @@ int main(int argc, char** argv) {
   // cache"); the runtime allocates its buffers once, before the steps.
   mallopt(M_MMAP_THRESHOLD, 1 << 20);
 #endif
+  // internal: the man page and bash completion at build time, and the completion's name lists
+  if (argc >= 2 && std::string(argv[1]) == "__generate")
+    return mbs::cli::generate_command(argc - 1, argv + 1);
+  if (argc >= 2 && std::string(argv[1]) == "__complete")
+    return mbs::cli::complete_command(argc - 1, argv + 1);
   if (argc >= 2 && std::string(argv[1]) == "plot") return plot_command(argc - 1, argv + 1);
   if (argc >= 2 && std::string(argv[1]) == "repl")
     return mbs::repl::repl_command(argc - 1, argv + 1);
@@ -142,118 +135,25 @@ int main(int argc, char** argv) {
   argc = static_cast<int>(arg_ptrs.size());
   argv = arg_ptrs.data();
   auto t_process = std::chrono::steady_clock::now();
-  CLI::App app{"mbs: an equation-based modelling language and simulator for multibody systems",
-               "mbsc"};
-  app.footer(kFooter);
+  CLI::App app{mbs::cli::kMainDescription, "mbsc"};
   app.set_version_flag("--version", std::string("mbsc ") + MBS_VERSION);
 
-  mbs::CompileOptions copts;
-  bool simulate = false;
-  std::string output;
-  std::vector<std::string> sets;
-  app.add_option("file", copts.file, "the .mbs model file")->required()->type_name("FILE.mbs");
-  app.add_flag("--simulate", simulate, "simulate the model (without it: compile and check only)");
-  app.add_option("--model", copts.model,
-                 "the model to compile (default: the last model in the file)")
-      ->type_name("NAME");
-  app.add_option("-I", copts.include_dirs, "add a directory to the library search path")
-      ->type_name("DIR")
-      ->allow_extra_args(false);
-  app.add_option("--set", sets, "set a parameter: --set m=2 --set s.k=100")
-      ->type_name("NAME=VALUE")
-      ->allow_extra_args(false);
-  std::vector<std::string> starts;
-  app.add_option("--start", starts,
-                 "set a variable's start value: --start x=0.5 (checked against the constraints "
-                 "like the start values in the model)")
-      ->type_name("NAME=VALUE")
-      ->allow_extra_args(false);
-  app.add_option("--output", output,
-                 "result CSV file (default: <model>.csv in the current directory)")
-      ->type_name("FILE.csv");
-  bool inverse = false;
-  app.add_flag("--inverse-dynamics", inverse,
-               "inverse dynamics of the prescribed motion (joints with prescribed = true): "
-               "reconstruct the motion from t0 to --t-end every --step and write the coordinates, "
-               "the actuator efforts and every joint-wrench component that the motion determines "
-               "uniquely (empty where it does not) to the result file (docs/inverse-dynamics.md)");
-  mbs::rt::InverseDynamicsOptions iopts;
-  std::string trajectory;
-  app.add_option("--trajectory", trajectory,
-                 "inverse dynamics: the motion of the active joints from a CSV file (time, then "
-                 "coordinates by name; optional der(NAME) and der(der(NAME)) columns, otherwise a "
-                 "cubic spline through the samples gives velocities and accelerations)")
-      ->type_name("FILE.csv");
-  app.add_option("--logged", iopts.logged,
-                 "inverse dynamics: compare loads logged by another tool (CSV: time, then output "
-                 "names such as liftCyl.f or boomJ.reaction_f[2]) with the balance at every "
-                 "sample: scaled balance residual, ideal-joint admissibility residual and distance "
-                 "to the admissible solutions (columns logged.* and the summary)")
-      ->type_name("FILE.csv");
-  app.add_option("--rank-rtol", iopts.rank_rtol,
-                 "inverse dynamics: relative part of the rank threshold atol + rtol*sigma_max of "
-                 "the scaled balance matrix (default 1e-10)");
-  app.add_option("--rank-atol", iopts.rank_atol,
-                 "inverse dynamics: absolute part of the rank threshold (default 1e-12)");
-  std::string balance = "tree";
-  app.add_option("--balance", balance,
-                 "inverse dynamics: the balance analysed: 'tree' (the equations of motion of the "
-                 "tree coordinates, the default) or 'bodies' (six Newton-Euler rows per body, "
-                 "every joint's wrench on reaction coordinates of its own; same answers, slower)")
-      ->check(CLI::IsMember({"tree", "bodies"}));
-  bool no_cache = false;
-  app.add_flag("--no-cache", no_cache,
-               "compile every kernel afresh: neither read nor write the object cache "
-               "($MBS_CACHE_DIR, else $XDG_CACHE_HOME/mbs or ~/.cache/mbs)");
-  app.add_flag("--reactions", copts.reactions,
-               "multibody: write every joint's transmitted wrench (<joint>.reaction_f[1..3], "
-               "reaction_t[1..3], frame_a axes, about frame_b's origin) to the result file");
-  app.add_flag("--project-start-velocities", copts.project_start_velocities,
-               "replace start velocities that violate the constraints by their mass-weighted "
-               "projection (velocities declared fixed = true are kept), with a warning that "
-               "lists the changes, instead of the error");
-  app.add_option("--recursive-depth", copts.recursive_depth,
-                 "multibody: keep twists, accelerations and wrenches as unknowns when the tree "
-                 "is deeper than this (-1: automatic, deeper than 24)")
-      ->type_name("INT");
-  app.add_option("--emit", copts.emit,
-                 "print the result of a pass and stop: ast, flat, mech, dae, kernels, ir")
-      ->check(CLI::IsMember({"ast", "flat", "mech", "dae", "kernels", "ir"}));
-  bool do_static = false, do_linearize = false, do_eigen = false;
-  std::string stats_csv;
-  app.add_flag("--static", do_static,
-               "solve for the static equilibrium with load stepping; one CSV row per load step "
-               "(first column: load factor)");
-  app.add_flag("--linearize", do_linearize,
-               "write M, K, D, G (and B) as Matrix Market files <output stem>_M.mtx ... at the "
-               "start state, or at the equilibrium with --static");
-  app.add_flag("--eigen", do_eigen,
-               "print the eigenvalues of the constrained linearised system: frequency [Hz] and "
-               "damping ratio (at the start, or at the equilibrium with --static)");
-  app.add_option("--stats-csv", stats_csv, "write the solver statistics as CSV to this file")
-      ->type_name("FILE.csv");
-  app.add_flag("-v,--verbose", copts.verbose,
-               "print each pass's time, the solver statistics and a progress line every "
-               "--progress-interval seconds during a run");
-  bool quiet = false;
-  app.add_flag("-q,--quiet", quiet,
-               "no progress output (by default a run on a terminal shows one updating line "
-               "once it has lasted 1 s)");
-  double progress_interval = 3.0;
-  app.add_option("--progress-interval", progress_interval,
-                 "seconds between progress lines with -v (default 3)")
-      ->type_name("S")
-      ->check(CLI::PositiveNumber);
-  mbs::cli::StudyFlags study;
-  mbs::cli::add_study_flags(app, study);
-  mbs::cli::FmuFlags fmu;
-  mbs::cli::add_fmu_flags(app, fmu);
-  mbs::rt::SolverOptions sopts;
-  mbs::rt::add_solver_options(app, sopts);
+  mbs::cli::MainOptions o;
+  mbs::cli::add_main_options(app, o);
+  mbs::CompileOptions& copts = o.copts;
+  const bool& simulate = o.simulate;
+  const std::string& output = o.output;
+  const bool& inverse = o.inverse;
+  mbs::rt::InverseDynamicsOptions& iopts = o.iopts;
+  const std::string& trajectory = o.trajectory;
+  const bool &do_static = o.do_static, &do_linearize = o.do_linearize, &do_eigen = o.do_eigen;
+  mbs::cli::StudyFlags& study = o.study;
+  mbs::cli::FmuFlags& fmu = o.fmu;
+  mbs::rt::SolverOptions& sopts = o.sopts;
   // an option given twice (in a --study file and on the command line): the last one counts
-  for (CLI::Option* o : app.get_options())
-    if (o->get_items_expected_max() == 1 && o->get_expected_min() == 1)
-      o->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  for (CLI::Option* opt : app.get_options())
+    if (opt->get_items_expected_max() == 1 && opt->get_expected_min() == 1)
+      opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
 
   try {
     app.parse(argc, argv);
@@ -261,13 +161,13 @@ int main(int argc, char** argv) {
     int code = app.exit(e);
     return code == 0 ? kExitOk : kExitUsage;
   }
-  if (no_cache) copts.cache_dir = "off";
+  if (o.no_cache) copts.cache_dir = "off";
   if (inverse && (simulate || do_static)) {
     std::cerr << "mbsc: error: --inverse-dynamics cannot be combined with --simulate or --static\n";
     return kExitUsage;
   }
   if (inverse) copts.inverse_dynamics = true;
-  iopts.balance = balance == "bodies" ? mbs::rt::BalanceForm::Bodies : mbs::rt::BalanceForm::Tree;
+  iopts.balance = o.balance == "bodies" ? mbs::rt::BalanceForm::Bodies : mbs::rt::BalanceForm::Tree;
   if (!trajectory.empty() && !inverse) {
     std::cerr << "mbsc: error: --trajectory is an input of --inverse-dynamics\n";
     return kExitUsage;
@@ -297,8 +197,8 @@ int main(int argc, char** argv) {
     }
     return true;
   };
-  if (!assignments(sets, "--set", copts.overrides) ||
-      !assignments(starts, "--start", copts.start_overrides))
+  if (!assignments(o.sets, "--set", copts.overrides) ||
+      !assignments(o.starts, "--start", copts.start_overrides))
     return kExitUsage;
   if (do_static && simulate) {
     std::cerr
@@ -353,12 +253,13 @@ int main(int argc, char** argv) {
       return kExitUsage;
     }
     mbs::rt::install_interrupt_handler();
-    mbs::rt::StderrProgress progress(mbs::rt::progress_mode(copts.verbose, quiet),
-                                     progress_interval);
+    mbs::rt::StderrProgress progress(mbs::rt::progress_mode(copts.verbose, o.quiet),
+                                     o.progress_interval);
     return mbs::cli::run_study(session, study, do_static, output, progress);
   }
   mbs::rt::install_interrupt_handler();
-  mbs::rt::StderrProgress progress(mbs::rt::progress_mode(copts.verbose, quiet), progress_interval);
+  mbs::rt::StderrProgress progress(mbs::rt::progress_mode(copts.verbose, o.quiet),
+                                   o.progress_interval);
   if (inverse) {
     mbs::cli::InverseRequest r;
     r.options = iopts;
@@ -377,7 +278,7 @@ int main(int argc, char** argv) {
   r.linearize = do_linearize;
   r.eigen = do_eigen;
   r.output = output;
-  r.stats_csv = stats_csv;
+  r.stats_csv = o.stats_csv;
   r.verbose = copts.verbose;
   return mbs::cli::run_analyses(session, r, progress);
 }
