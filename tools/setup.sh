@@ -32,14 +32,21 @@ case "$what" in
     echo "setup: the results of examples/pendulum.mbs are in $(pwd)/$out"
     ;;
   test|test-fast)
+    # each stage prints its wall time (docs/performance.md, "CI time")
+    start=$(date +%s)
+    stage() {
+      t0=$(date +%s)
+      "$@"
+      echo "setup: stage '$*' took $(($(date +%s) - t0)) s ($(($(date +%s) - start)) s in all)"
+    }
     cmake --preset ci >/dev/null
-    cmake --build --preset ci -j "$jobs"
-    ctest --preset ci -j "$jobs"
+    stage cmake --build --preset ci -j "$jobs"
+    stage ctest --preset ci -j "$jobs"
     if [ "$what" = test ]; then
       cmake --preset asan >/dev/null
-      cmake --build --preset asan -j "$jobs"
-      ctest --preset asan -j "$jobs"
-      fuzz/run.sh 60
+      stage cmake --build --preset asan -j "$jobs"
+      stage ctest --preset asan -j "$jobs"
+      stage fuzz/run.sh 60
     fi
     echo "setup: all tests passed"
     ;;
