@@ -36,6 +36,10 @@ void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
 void* operator new[](std::size_t n, const std::nothrow_t&) noexcept {
   return mbs::testalloc::counted(n);
 }
+// The replacements free what the replacements of new got from malloc; GCC, inlining both at
+// -O1 and above, takes the pair for a mismatch (-Wmismatched-new-delete).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 void operator delete(void* p) noexcept {
   std::free(p);
 }
@@ -54,3 +58,4 @@ void operator delete(void* p, const std::nothrow_t&) noexcept {
 void operator delete[](void* p, const std::nothrow_t&) noexcept {
   std::free(p);
 }
+#pragma GCC diagnostic pop
