@@ -1,1 +1,0 @@
-// The translation unit that carries the tests' precompiled header (tests/CMakeLists.txt).
