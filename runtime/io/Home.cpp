@@ -21,7 +21,7 @@ std::string InstallHome::fmu_runtime() const {
 }
 
 std::string InstallHome::explain() const {
-  if (how == "MBS_HOME") return "MBS_HOME is " + root;
+  if (from_mbs_home) return "MBS_HOME is " + root;
   std::string s = "looked for share/mbs in ";
   for (size_t i = 0; i < tried.size(); ++i) s += (i ? ", " : "") + tried[i];
   if (tried.empty()) s += "(the binary's own folder is unknown)";
@@ -54,20 +54,17 @@ InstallHome find_install_home(const std::string& binary, const char* mbs_home) {
     fs::path p = fs::absolute(mbs_home, ec);
     h.root = (ec ? fs::path(mbs_home) : p.lexically_normal()).string();
     while (h.root.size() > 1 && h.root.back() == '/') h.root.pop_back();
-    h.how = "MBS_HOME";
+    h.from_mbs_home = true;
     h.tried.push_back(h.root);
     return h;
   }
   if (binary.empty()) return h;
   const fs::path dir = fs::path(binary).parent_path();
-  const std::pair<fs::path, const char*> candidates[] = {{dir.parent_path(), "found"},
-                                                         {dir, "found"}};
-  for (const auto& [prefix, how] : candidates) {
+  for (const fs::path& prefix : {dir.parent_path(), dir}) {
     h.tried.push_back(prefix.string());
     std::error_code ec;
     if (fs::is_directory(prefix / "share" / "mbs", ec)) {
       h.root = prefix.string();
-      h.how = how;
       return h;
     }
   }

@@ -19,7 +19,7 @@ namespace mbs::rt {
 
 struct InstallHome {
   std::string root;                // the prefix ($MBS_HOME, or found); empty when nothing was found
-  std::string how;                 // "MBS_HOME" or "found", or empty when nothing was found
+  bool from_mbs_home = false;      // root is $MBS_HOME (else found beside the binary, or empty)
   std::vector<std::string> tried;  // the candidate prefixes looked at, for messages
   std::string stdlib_dir() const;  // <root>/share/mbs/stdlib
   std::string fmu_runtime() const;  // <root>/lib/mbs/mbs_fmu_runtime.o

@@ -40,11 +40,13 @@ case $mode in
       echo "$depends" | grep -q "$lib" || fail "Depends lacks $lib: $depends"
     done
     # each dependency is a package this machine has (so apt can satisfy it on Debian 12)
-    for pkg in $(echo "$depends" | tr ',' '\n' | sed 's/[( ].*//; s/^ *//' | sed 's/ .*//'); do
-      [ -z "$pkg" ] && continue
+    n=0
+    for pkg in $(echo "$depends" | tr ',' '\n' | sed 's/^ *//; s/[ (].*//'); do
+      n=$((n + 1))
       dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" ||
         fail "the dependency $pkg is not an installed package"
     done
+    [ "$n" -ge 5 ] || fail "only $n dependencies read from: $depends"
     if [ "$(id -u)" = 0 ]; then
       # dpkg's own check of the dependencies, without installing anything
       dpkg --no-act --install "$deb" >"$work/dpkg.log" 2>&1 || fail "dpkg: $(cat "$work/dpkg.log")"
@@ -102,9 +104,9 @@ done
 # an FMU from the installed runtime, run by an importer against --simulate
 "$mbsc" ex/fmu/pendulum.mbs --fmu p.fmu -q >log 2>&1 || fail "--fmu: $(cat log)"
 mkdir fmu && (cd fmu && unzip -q ../p.fmu)
-token=$(sed -n 's/.*guid="\([^"]*\)".*/\1/p' fmu/modelDescription.xml | head -1)
-vr=$(tr '\n' ' ' <fmu/modelDescription.xml | sed 's/<ScalarVariable/\n&/g' |
-  sed -n 's/.*name="phi"[^>]*valueReference="\([0-9]*\)".*/\1/p' | head -1)
+token=$(xmllint --xpath 'string(/fmiModelDescription/@guid)' fmu/modelDescription.xml)
+vr=$(xmllint --xpath 'string(//ScalarVariable[@name="phi"]/@valueReference)' \
+  fmu/modelDescription.xml)
 [ -n "$token" ] && [ -n "$vr" ] || fail "no guid or no phi in the model description"
 "$work/fmu_importer" fmu/binaries/linux64/*.so 2 cs "$token" 1 0.001 imp.csv --vr "$vr" --no-rows \
   >log 2>&1 || fail "the importer: $(cat log)"

@@ -37,7 +37,7 @@ void add_fmu_flags(CLI::App& app, FmuFlags& f) {
   app.add_option("--fmu-output", f.outputs,
                  "FMU export: a variable that is an FMU output (repeatable; default: the "
                  "variables declared `output` in the model)")
-      ->type_name("NAME")
+      ->type_name("VARIABLE")
       ->allow_extra_args(false);
   app.add_option("--fmu-cpu", f.cpu,
                  "FMU export: the CPU the model's code is compiled for, by LLVM's name "

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -82,27 +84,24 @@ std::string type_label(const CLI::Option& opt) {
   return t;
 }
 
-const std::vector<const CLI::Option*> options_of(const CLI::App& app) {
-  std::vector<const CLI::Option*> v;
-  for (const CLI::Option* o : app.get_options()) v.push_back(o);
-  return v;
-}
-
 }  // namespace
 
 OptionValue option_value(const CLI::Option& opt) {
   OptionValue v;
   if (!takes_value(opt)) return v;
+  // the value's name in the option table says what it is (tools/mbsc/Options.cpp)
   const std::string label = type_label(opt);
-  const std::vector<std::string> names = names_of(opt);
-  const std::string name = names.empty() ? opt.get_name() : names.front();
-  if (name == "--set") {
+  auto is = [&label](const char* word) {
+    const size_t n = std::strlen(word);
+    return label.compare(0, n, word) == 0 && (label.size() == n || !std::isalpha(label[n]));
+  };
+  if (is("PARAMETER")) {
     v.kind = ValueKind::ParameterName;
-  } else if (name == "--start") {
+  } else if (is("VARIABLE")) {
     v.kind = ValueKind::VariableName;
-  } else if (name == "--vary" || name == "--range" || name == "--sensitivity") {
+  } else if (is("NAME")) {
     v.kind = ValueKind::AnyName;
-  } else if (name == "--model" || name == "--model-name") {
+  } else if (is("MODEL")) {
     v.kind = ValueKind::ModelName;
   } else if (label.rfind("FILE", 0) == 0) {
     v.kind = ValueKind::File;
@@ -137,14 +136,14 @@ std::string man_page(const CLI::App& app) {
        "checks the model only.\n";
   // options by group, in the order the groups first appear
   std::vector<std::string> groups;
-  for (const CLI::Option* o : options_of(app)) {
+  for (const CLI::Option* o : app.get_options()) {
     if (o->get_positional() || o->get_group().empty()) continue;
     if (std::find(groups.begin(), groups.end(), o->get_group()) == groups.end())
       groups.push_back(o->get_group());
   }
   for (const std::string& g : groups) {
     m << ".SH " << roff(g == "Options" ? std::string("OPTIONS") : g) << "\n";
-    for (const CLI::Option* o : options_of(app)) {
+    for (const CLI::Option* o : app.get_options()) {
       if (o->get_positional() || o->get_group() != g) continue;
       std::vector<std::string> n;
       for (const std::string& x : names_of(*o)) n.push_back("\\fB" + roff(x) + "\\fR");
@@ -179,7 +178,7 @@ std::string man_page(const CLI::App& app) {
 std::string bash_completion(const CLI::App& app) {
   std::vector<std::string> all;
   std::map<std::string, OptionValue> valued;
-  for (const CLI::Option* o : options_of(app)) {
+  for (const CLI::Option* o : app.get_options()) {
     if (o->get_positional()) continue;
     for (const std::string& n : names_of(*o)) {
       all.push_back(n);
@@ -319,13 +318,11 @@ int complete_command(int argc, char** argv) {
   if (what == "models") {
     std::ifstream in(copts.file, std::ios::binary);
     if (!in) return kExitUsage;
-    std::string text;
-    text.resize(1 << 24);  // a model file of up to 16 MiB
-    in.read(text.data(), static_cast<std::streamsize>(text.size()));
-    text.resize(static_cast<size_t>(in.gcount()));
+    std::ostringstream text;
+    text << in.rdbuf();
     SourceManager sources;
     DiagnosticEngine diags(sources);
-    const uint32_t id = sources.add_file(copts.file, std::move(text));
+    const uint32_t id = sources.add_file(copts.file, std::move(text).str());
     const auto file = parse_file(sources, id, diags);
     if (!file) return kExitModelError;
     for (const auto& c : file->classes)

@@ -17,7 +17,8 @@ std::string man_page(const CLI::App& app);
 // model, parameter and variable names read from the model file on the line (`mbsc __complete`).
 std::string bash_completion(const CLI::App& app);
 
-// How an option's value is completed; the same classification serves the man page's synopsis.
+// How an option's value is completed, read from the value's name in the option table:
+// PARAMETER=..., VARIABLE..., NAME... (either), MODEL, FILE.ext, DIR, a|b|c (choices).
 enum class ValueKind {
   None,
   Choice,

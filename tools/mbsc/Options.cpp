@@ -50,17 +50,17 @@ void add_main_options(CLI::App& app, MainOptions& o) {
   app.add_flag("--simulate", o.simulate, "simulate the model (without it: compile and check only)");
   app.add_option("--model", o.copts.model,
                  "the model to compile (default: the last model in the file)")
-      ->type_name("NAME");
+      ->type_name("MODEL");
   app.add_option("-I", o.copts.include_dirs, "add a directory to the library search path")
       ->type_name("DIR")
       ->allow_extra_args(false);
   app.add_option("--set", o.sets, "set a parameter: --set m=2 --set s.k=100")
-      ->type_name("NAME=VALUE")
+      ->type_name("PARAMETER=VALUE")
       ->allow_extra_args(false);
   app.add_option("--start", o.starts,
                  "set a variable's start value: --start x=0.5 (checked against the constraints "
                  "like the start values in the model)")
-      ->type_name("NAME=VALUE")
+      ->type_name("VARIABLE=VALUE")
       ->allow_extra_args(false);
   app.add_option("--output", o.output,
                  "result CSV file (default: <model>.csv in the current directory)")

@@ -140,16 +140,6 @@ int main(int argc, char** argv) {
 
   mbs::cli::MainOptions o;
   mbs::cli::add_main_options(app, o);
-  mbs::CompileOptions& copts = o.copts;
-  const bool& simulate = o.simulate;
-  const std::string& output = o.output;
-  const bool& inverse = o.inverse;
-  mbs::rt::InverseDynamicsOptions& iopts = o.iopts;
-  const std::string& trajectory = o.trajectory;
-  const bool &do_static = o.do_static, &do_linearize = o.do_linearize, &do_eigen = o.do_eigen;
-  mbs::cli::StudyFlags& study = o.study;
-  mbs::cli::FmuFlags& fmu = o.fmu;
-  mbs::rt::SolverOptions& sopts = o.sopts;
   // an option given twice (in a --study file and on the command line): the last one counts
   for (CLI::Option* opt : app.get_options())
     if (opt->get_items_expected_max() == 1 && opt->get_expected_min() == 1)
@@ -161,14 +151,15 @@ int main(int argc, char** argv) {
     int code = app.exit(e);
     return code == 0 ? kExitOk : kExitUsage;
   }
-  if (o.no_cache) copts.cache_dir = "off";
-  if (inverse && (simulate || do_static)) {
+  if (o.no_cache) o.copts.cache_dir = "off";
+  if (o.inverse && (o.simulate || o.do_static)) {
     std::cerr << "mbsc: error: --inverse-dynamics cannot be combined with --simulate or --static\n";
     return kExitUsage;
   }
-  if (inverse) copts.inverse_dynamics = true;
-  iopts.balance = o.balance == "bodies" ? mbs::rt::BalanceForm::Bodies : mbs::rt::BalanceForm::Tree;
-  if (!trajectory.empty() && !inverse) {
+  if (o.inverse) o.copts.inverse_dynamics = true;
+  o.iopts.balance =
+      o.balance == "bodies" ? mbs::rt::BalanceForm::Bodies : mbs::rt::BalanceForm::Tree;
+  if (!o.trajectory.empty() && !o.inverse) {
     std::cerr << "mbsc: error: --trajectory is an input of --inverse-dynamics\n";
     return kExitUsage;
   }
@@ -197,15 +188,15 @@ int main(int argc, char** argv) {
     }
     return true;
   };
-  if (!assignments(o.sets, "--set", copts.overrides) ||
-      !assignments(o.starts, "--start", copts.start_overrides))
+  if (!assignments(o.sets, "--set", o.copts.overrides) ||
+      !assignments(o.starts, "--start", o.copts.start_overrides))
     return kExitUsage;
-  if (do_static && simulate) {
+  if (o.do_static && o.simulate) {
     std::cerr
         << "mbsc: error: --static and --simulate cannot be combined: run them one at a time\n";
     return kExitUsage;
   }
-  if (auto err = mbs::rt::validate(sopts)) {
+  if (auto err = mbs::rt::validate(o.sopts)) {
     std::cerr << "mbsc: error: " << *err << "\n";
     return kExitUsage;
   }
@@ -213,72 +204,72 @@ int main(int argc, char** argv) {
   // ---- MPI (docs/studies.md, "Across machines: MPI"): every rank compiles; rank 0 runs the
   // study and prints, the other ranks evaluate its runs silently
   const mbs::cli::MpiScope mpi_scope;
-  if (const int code = mbs::cli::start_mpi(study); code >= 0) return code;
+  if (const int code = mbs::cli::start_mpi(o.study); code >= 0) return code;
   std::ostream quiet_worker(nullptr);
   std::ostream& diag_out = mbs::rt::mpi_worker() ? quiet_worker : std::cerr;
   std::ostream& emit_out = mbs::rt::mpi_worker() ? quiet_worker : std::cout;
 
   // ---- compile
-  if (study.needs_sensitivity_kernels()) copts.sensitivities = true;
-  if (fmu.active()) {
-    if (study.active() || inverse || !copts.emit.empty()) {
+  if (o.study.needs_sensitivity_kernels()) o.copts.sensitivities = true;
+  if (o.fmu.active()) {
+    if (o.study.active() || o.inverse || !o.copts.emit.empty()) {
       std::cerr << "mbsc: error: --fmu exports the model; it cannot be combined with a study, "
                    "--inverse-dynamics or --emit\n";
       return kExitUsage;
     }
-    copts.cpu = fmu.compile_cpu();
-    copts.keep_object_files = true;
-    copts.sensitivities = true;  // d outputs / d states: the dependencies of the FMU's outputs
+    o.copts.cpu = o.fmu.compile_cpu();
+    o.copts.keep_object_files = true;
+    o.copts.sensitivities = true;  // d outputs / d states: the dependencies of the FMU's outputs
   }
-  mbs::Session session(copts, diag_out);
+  mbs::Session session(o.copts, diag_out);
   if (!session.compile(emit_out)) return session.usage_error() ? kExitUsage : kExitModelError;
   const mbs::CompileResult& compiled = session.compile_result();
-  session.options() = sopts;
+  session.options() = o.sopts;
   double ready_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_process)
           .count();
-  if (copts.verbose)
+  if (o.copts.verbose)
     std::cerr << fmt::format("mbsc: compiled in {:.1f} ms ({:.1f} ms since process start)\n",
                              compiled.total_ms, ready_ms);
-  if (!copts.emit.empty()) return kExitOk;
-  if (fmu.active()) {
-    if (const int code = mbs::cli::run_fmu_export(session, fmu, copts.verbose); code != kExitOk)
+  if (!o.copts.emit.empty()) return kExitOk;
+  if (o.fmu.active()) {
+    if (const int code = mbs::cli::run_fmu_export(session, o.fmu, o.copts.verbose); code != kExitOk)
       return code;
-    if (!simulate && !do_static && !do_linearize && !do_eigen) return kExitOk;
+    if (!o.simulate && !o.do_static && !o.do_linearize && !o.do_eigen) return kExitOk;
   }
-  if (study.active()) {
-    if (inverse || do_linearize || do_eigen) {
+  if (o.study.active()) {
+    if (o.inverse || o.do_linearize || o.do_eigen) {
       std::cerr << "mbsc: error: a study (--vary) runs simulations (or --static); it cannot be "
                    "combined with --inverse-dynamics, --linearize or --eigen\n";
       return kExitUsage;
     }
     mbs::rt::install_interrupt_handler();
-    mbs::rt::StderrProgress progress(mbs::rt::progress_mode(copts.verbose, o.quiet),
+    mbs::rt::StderrProgress progress(mbs::rt::progress_mode(o.copts.verbose, o.quiet),
                                      o.progress_interval);
-    return mbs::cli::run_study(session, study, do_static, output, progress);
+    return mbs::cli::run_study(session, o.study, o.do_static, o.output, progress);
   }
   mbs::rt::install_interrupt_handler();
-  mbs::rt::StderrProgress progress(mbs::rt::progress_mode(copts.verbose, o.quiet),
+  mbs::rt::StderrProgress progress(mbs::rt::progress_mode(o.copts.verbose, o.quiet),
                                    o.progress_interval);
-  if (inverse) {
+  if (o.inverse) {
     mbs::cli::InverseRequest r;
-    r.options = iopts;
-    r.options.t_end = sopts.t_end;
-    r.options.h = sopts.h;
-    r.options.trajectory = trajectory;
+    r.options = o.iopts;
+    r.options.t_end = o.sopts.t_end;
+    r.options.h = o.sopts.h;
+    r.options.trajectory = o.trajectory;
     // with a trajectory file and neither --t-end nor --step: its own sample times from t0
     r.times_from_trajectory =
-        !trajectory.empty() && app.count("--t-end") == 0 && app.count("--step") == 0;
-    r.output = output;
+        !o.trajectory.empty() && app.count("--t-end") == 0 && app.count("--step") == 0;
+    r.output = o.output;
     return mbs::cli::run_inverse_dynamics(session, r, progress);
   }
   mbs::cli::AnalysisRequest r;
-  r.simulate = simulate;
-  r.do_static = do_static;
-  r.linearize = do_linearize;
-  r.eigen = do_eigen;
-  r.output = output;
+  r.simulate = o.simulate;
+  r.do_static = o.do_static;
+  r.linearize = o.do_linearize;
+  r.eigen = o.do_eigen;
+  r.output = o.output;
   r.stats_csv = o.stats_csv;
-  r.verbose = copts.verbose;
+  r.verbose = o.copts.verbose;
   return mbs::cli::run_analyses(session, r, progress);
 }
