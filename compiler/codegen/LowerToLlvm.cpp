@@ -46,6 +46,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -672,6 +673,14 @@ class KernelLowering {
         return b_.CreateSelect(b_.CreateFCmpOGT(arg(0), arg(1)), arg(0), arg(1));
       case Op::Select:
         return b_.CreateSelect(truth(n->args()[0]), arg(1), arg(2));
+      case Op::Cancelled: {  // 1 where x is finite and non-zero, else NaN
+        llvm::Value* x = arg(0);
+        llvm::Value* mag = b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+        llvm::Value* ok = b_.CreateAnd(b_.CreateFCmpONE(x, constant(0.0)),
+                                       b_.CreateFCmpONE(mag, constant(HUGE_VAL)));
+        return b_.CreateSelect(ok, constant(1.0),
+                               constant(std::numeric_limits<double>::quiet_NaN()));
+      }
       default:
         break;
     }

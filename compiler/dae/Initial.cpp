@@ -236,13 +236,19 @@ bool solve_initial_problem(const SymbolicDae& dae, sym::Context& cx, std::vector
   // their start values: they leave the unknowns, with a warning
   std::vector<Eigen::Index> active;
   if (inner_ok && nf > 0) {
-    const Eigen::MatrixXd S = reduced();
-    Eigen::JacobiSVD<Eigen::MatrixXd> svd(S, Eigen::ComputeFullV);
-    const Eigen::VectorXd& sv = svd.singularValues();
-    const double cut = 1e-9 * std::max(1.0, sv.size() > 0 ? sv[0] : 0.0);
+    // S has a row per initial equation or constraint on the free starts; with none (nb = 0)
+    // nothing determines them: rank 0, every direction free (Eigen's SVD of an empty matrix is
+    // not defined; it crashed here)
     Eigen::Index rank = 0;
-    while (rank < sv.size() && sv[rank] > cut) ++rank;
-    const Eigen::MatrixXd& V = svd.matrixV();
+    Eigen::MatrixXd V = Eigen::MatrixXd::Identity(nf, nf);
+    if (nb > 0) {
+      const Eigen::MatrixXd S = reduced();
+      Eigen::JacobiSVD<Eigen::MatrixXd> svd(S, Eigen::ComputeFullV);
+      const Eigen::VectorXd& sv = svd.singularValues();
+      const double cut = 1e-9 * std::max(1.0, sv.size() > 0 ? sv[0] : 0.0);
+      while (rank < sv.size() && sv[rank] > cut) ++rank;
+      V = svd.matrixV();
+    }
     for (Eigen::Index j = 0; j < nf; ++j) {
       if (V.row(j).tail(nf - rank).norm() <= 1e-6) {
         active.push_back(j);

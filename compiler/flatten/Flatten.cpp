@@ -353,6 +353,12 @@ class Flattener {
   FlatModel flat_;
   std::vector<std::unique_ptr<ClassEntry>> entries_;
   std::map<const ast::ClassDef*, const ClassEntry*> entry_of_;
+  // classes whose extends clauses are being looked up: their inherited classes are not searched
+  // (an extends clause must not influence the lookup of any extends clause of its class; without
+  // this rule `extends A; extends B;` with B unknown looked B up through A, which looked A up
+  // through B, without end)
+  std::vector<const ClassEntry*> resolving_bases_;
+  const ClassEntry* lookup_base(const ast::Extends& ext, const ClassEntry* cls);
   std::vector<Instance*> scalars_;  // by var index
   // the values of modifiers of arrays, by (expression, scope) (eval_mod_value)
   std::map<std::pair<const ast::Expr*, Instance*>, Value> array_mod_values_;
@@ -491,11 +497,14 @@ const ClassEntry* Flattener::lookup_first(const std::string& name, const ClassEn
   for (const ClassEntry* c = from; c; c = c->parent) {
     if (c->def->name == name) return c;
     if (auto* n = find_nested(c, name)) return n;
-    // bases' nested classes
+    // bases' nested classes (not while c's own extends clauses are being looked up)
+    const bool resolving =
+        std::find(resolving_bases_.begin(), resolving_bases_.end(), c) != resolving_bases_.end();
     for (const auto& ext : c->def->extends) {
+      if (resolving) break;
       // a base named through `name` itself (extends name or name.X) cannot hold name's class
       if (ext.base == name || ext.base.rfind(name + ".", 0) == 0) continue;
-      if (auto* b = lookup_class(ext.base, c->parent ? c->parent : c, ext.span))
+      if (auto* b = lookup_base(ext, c))
         if (auto* n = find_nested(b, name)) return n;
     }
     for (const auto& imp : c->def->imports) {
@@ -522,6 +531,19 @@ const ClassEntry* Flattener::lookup_first(const std::string& name, const ClassEn
   }
   if (const ast::ClassDef* top = loader_.find_top_level(name, use)) return entry_for(top, nullptr);
   return nullptr;
+}
+
+const ClassEntry* Flattener::lookup_base(const ast::Extends& ext, const ClassEntry* cls) {
+  resolving_bases_.push_back(cls);
+  const ClassEntry* base = nullptr;
+  try {
+    base = lookup_class(ext.base, cls, ext.span);
+  } catch (...) {
+    resolving_bases_.pop_back();
+    throw;
+  }
+  resolving_bases_.pop_back();
+  return base;
 }
 
 const ClassEntry* Flattener::lookup_class(const std::string& dotted, const ClassEntry* from,
@@ -605,8 +627,24 @@ void Flattener::collect_elements(
   if (depth > kMaxDepth) fail(DiagKind::recursive_class, cls->def->span, {cls->full_name});
   // extends first: base elements come before the class's own
   for (const auto& ext : cls->def->extends) {
-    const ClassEntry* base = lookup_class(ext.base, cls, ext.span);
-    if (!base) fail(DiagKind::unknown_type, ext.span, {ext.base});
+    const ClassEntry* base = lookup_base(ext, cls);
+    if (!base) {
+      diags_.report(DiagKind::unknown_type, ext.span, {ext.base});
+      // found only through another base of the same class: illegal, and say why
+      const std::string first = ext.base.substr(0, ext.base.find('.'));
+      for (const auto& other : cls->def->extends) {
+        if (&other == &ext) continue;
+        const ClassEntry* b = lookup_base(other, cls);
+        if (b && find_nested(b, first)) {
+          diags_.help("'" + first + "' is a class inherited from '" + other.base +
+                      "': the name in an extends clause is looked up without what the class "
+                      "inherits (Modelica 3.6, section 7.1 and 'The Inherited Contents of the "
+                      "Element' in chapter 5)");
+          break;
+        }
+      }
+      throw BuildError{};
+    }
     if (base == cls) fail(DiagKind::recursive_class, ext.span, {cls->full_name});
     ModEntry ext_mod = mod_from_ast(ext.mod.get(), &inst);
     effective = merge(effective, ext_mod);
@@ -947,7 +985,8 @@ void Flattener::check_parameter_value(size_t var) {
       diags_.note(v.span, fmt::format("'{}' is declared here", v.name));
   };
   if (!std::isfinite(v.value)) {
-    diags_.report(DiagKind::parameter_not_finite, at, {v.name, fmt::format("{}", v.value)});
+    diags_.report(DiagKind::parameter_not_finite, at,
+                  {v.name, std::isnan(v.value) ? std::string("NaN") : fmt::format("{}", v.value)});
     say_where();
     diags_.help(
         "a parameter must be a finite number: look for a division by zero, or a sqrt, log or pow "

@@ -90,7 +90,8 @@ Expr derivative(Context& cx, Expr e, const Expr* d) {
     case Op::Abs:
       return cx.mul(cx.unary(Op::Sign, a), da);
     case Op::Sign:
-    case Op::Floor:  // piecewise constant
+    case Op::Floor:      // piecewise constant
+    case Op::Cancelled:  // 1 where it is defined
       return zero;
     case Op::Min:
       return cx.select(cx.binary(Op::Lt, a, b), da, d[1]);

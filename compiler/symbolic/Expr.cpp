@@ -323,7 +323,8 @@ Expr Context::neg(Expr a) {
 // ---- products --------------------------------------------------------------------------------
 
 Expr Context::mul(Expr a, Expr b) {
-  if (a->is_const(0.0) || b->is_const(0.0)) return zero();
+  if (a->is_const() && b->is_const()) return num(a->value * b->value);  // IEEE: 0 * inf is NaN
+  if (a->is_const(0.0) || b->is_const(0.0)) return zero();  // 0 * x = 0 (docs/diagnostics.md)
   if (a->is_const(1.0)) return b;
   if (b->is_const(1.0)) return a;
   const Expr pair[2] = {a, b};
@@ -350,14 +351,16 @@ Expr Context::mul(std::span<const Expr> factors) {
       push(f);
     }
   }
-  if (coef == 0.0) return zero();  // x*0 = 0 (accepted: ignores x = inf or NaN)
-  if (parts.empty()) return num(coef);
+  if (parts.empty() || std::isnan(coef)) return num(coef);  // IEEE: NaN * x, 0 * inf are NaN
+  if (coef == 0.0) return zero();  // 0 * x = 0 for a symbolic x (docs/diagnostics.md)
 
   std::sort(parts.begin(), parts.end(),
             [](const Factor& x, const Factor& y) { return x.base->id < y.base->id; });
   // Merge equal bases by adding exponents. A base that occurs once keeps its original factor
   // node; a merged one is rebuilt with pow(), which may simplify it into something that needs
-  // another round (a constant, a product, or a power of a different base).
+  // another round (a constant, a product, or a power of a different base). Powers of opposite
+  // signs cancel a factor (x^2 * x^-1 = x, x * x^-1 = 1) that is NaN or infinite where x is 0,
+  // inf or NaN: Cancelled(x) keeps it evaluated.
   SmallVec<Expr, 16> out;
   bool again = false;
   for (size_t i = 0; i < parts.size();) {
@@ -366,10 +369,18 @@ Expr Context::mul(std::span<const Expr> factors) {
       out.push_back(f.node);
       continue;
     }
+    bool positive = f.exponent->is_const() && f.exponent->value > 0;
+    bool negative = f.exponent->is_const() && f.exponent->value < 0;
     while (i < parts.size() && parts[i].base == f.base) {
       Expr e = parts[i++].exponent;
+      positive = positive || (e->is_const() && e->value > 0);
+      negative = negative || (e->is_const() && e->value < 0);
       f.exponent = f.exponent->is_const() && e->is_const() ? num(f.exponent->value + e->value)
                                                            : add(f.exponent, e);
+    }
+    if (positive && negative && f.base->op != Op::Cancelled) {
+      out.push_back(unary(Op::Cancelled, f.base));
+      again = true;  // Cancelled(x) may meet another Cancelled(x)
     }
     Expr p = pow(f.base, f.exponent);
     if (p->is_const()) {
@@ -402,9 +413,8 @@ Expr Context::mul(std::span<const Expr> factors) {
 }
 
 Expr Context::div(Expr a, Expr b) {
-  if (a == b) return one();  // x/x = 1 (accepted: ignores x = 0, inf, NaN)
   if (b->is_const()) {
-    if (a->is_const()) return num(a->value / b->value);
+    if (a->is_const()) return num(a->value / b->value);  // IEEE: 0/0 is NaN
     return mul(a, num(1.0 / b->value));
   }
   return mul(a, pow(b, impl_->minus_one));
@@ -417,6 +427,7 @@ Expr Context::pow(Expr base, Expr exponent) {
     if (base->is_const()) return num(n == -1.0 ? 1.0 / base->value : std::pow(base->value, n));
     if (n == 0.0) return im.one;  // x^0 = 1 for every x, as std::pow
     if (n == 1.0) return base;
+    if (base->op == Op::Cancelled) return base;  // 1^n = 1, NaN^n = NaN
     if (is_integer(n)) {
       if (base->op == Op::Pow) return pow(base->args()[0], mul(base->args()[1], exponent));
       if (base->op == Op::Mul) {
@@ -451,6 +462,7 @@ Expr Context::unary(Op op, Expr a) {
   if (!is_unary(op)) internal_error("unary() called with " + std::string(op_name(op)));
   if (a->is_const()) return num(detail::apply_op(op, &a->value, 1));
   if ((op == Op::Abs || op == Op::Sign || op == Op::Floor) && a->op == op) return a;  // idempotent
+  if (op == Op::Cancelled && a->op == Op::Cancelled) return a;
   return impl_->intern(op, {&a, 1});
 }
 

@@ -23,7 +23,10 @@
 
 namespace mbs::sym {
 
-// The node kinds, listed once. X(name, arity) with arity -1 for n-ary.
+// The node kinds, listed once. X(name, arity) with arity -1 for n-ary. Cancelled(x) is 1 where x
+// is finite and non-zero and NaN elsewhere: what remains of a factor that simplification cancelled
+// (x/x, x^2 * x^-1), still evaluated, so that a division by zero is not hidden
+// (docs/diagnostics.md, "Simplification").
 #define MBS_SYM_OPS(X)                                  \
   X(Const, 0)                                           \
   X(Symbol, 0)                                          \
@@ -58,7 +61,8 @@ namespace mbs::sym {
   X(Ne, 2)                                              \
   X(And, 2)                                             \
   X(Or, 2)                                              \
-  X(Not, 1)
+  X(Not, 1)                                             \
+  X(Cancelled, 1) /* a factor simplification cancelled */
 
 enum class Op : uint8_t {
 #define MBS_X(name, arity) name,

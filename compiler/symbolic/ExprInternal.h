@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -221,6 +222,8 @@ inline double apply_op(Op op, const double* a, uint32_t n) {
       return boolean(truth(a[0]) || truth(a[1]));
     case Op::Not:
       return boolean(!truth(a[0]));
+    case Op::Cancelled:
+      return std::isfinite(a[0]) && a[0] != 0.0 ? 1.0 : std::numeric_limits<double>::quiet_NaN();
   }
   internal_error("apply_op: unknown op");
 }

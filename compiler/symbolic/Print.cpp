@@ -100,6 +100,8 @@ std::string_view function_name(Op op) {
       return "min";
     case Op::Max:
       return "max";
+    case Op::Cancelled:
+      return "cancelled";
     default:
       return {};
   }

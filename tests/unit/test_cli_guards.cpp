@@ -88,6 +88,31 @@ TEST(Guards, NonFiniteAtTheStartTimeWritesNoRow) {
   EXPECT_EQ(read_csv(csv).size(), 1u);  // the header only
 }
 
+// Issue 36: x/x was simplified to 1 at compile time, so y = x/x wrote 1 where x = 0. The
+// cancelled factor stays evaluated (docs/diagnostics.md, "Simplification"): NaN at x = 0, stopping
+// the run as y = 1/x does; 1 (and z = x) wherever x is finite and non-zero.
+TEST(Guards, CancelledDivisionIsNotSimplifiedAway) {
+  const std::string model =
+      write_model("cancelled.mbs",
+                  "model Cancelled\n  Real x(start = 0);\n  Real y;\n  Real z;\nequation\n"
+                  "  der(x) = 1;\n  y = x/x;\n  z = x^2/x;\nend Cancelled;\n");
+  const std::string csv = tmp("cancelled.csv");
+  const Result r = mbsc("'" + model + "' --simulate --t-end 0.1 --output '" + csv + "'");
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_TRUE(contains(r.err, "'y' is nan at t = 0")) << r.err;
+  EXPECT_TRUE(contains(r.err, "cancelled.mbs:7:3: y = x/x")) << r.err;
+  EXPECT_EQ(read_csv(csv).size(), 1u);  // the header only
+  const Result ok = mbsc("'" + model + "' --simulate --t-end 0.1 --step 0.01 --start x=-0.055" +
+                         " --output '" + csv + "'");
+  ASSERT_EQ(ok.code, 0) << ok.err;
+  const auto rows = read_csv(csv);
+  ASSERT_EQ(rows.size(), 12u);
+  for (size_t i = 1; i < rows.size(); ++i) {
+    EXPECT_EQ(std::stod(rows[i][2]), 1.0) << "t = " << rows[i][0];
+    EXPECT_EQ(std::stod(rows[i][3]), std::stod(rows[i][1])) << "t = " << rows[i][0];
+  }
+}
+
 TEST(Guards, NonFiniteWarnKeepsGoingWithOneWarning) {
   const std::string model = write_model("sqrtneg_warn.mbs", kSqrtModel);
   const std::string csv = tmp("sqrtneg_warn.csv");

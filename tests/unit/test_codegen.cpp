@@ -286,7 +286,7 @@ TEST_F(Codegen, EveryOpAtEdgeValues) {
   // must implement the interpreter's semantics exactly (NaN truth, ordered comparisons, ...).
   Expr x = sym[0], y = sym[1];
   std::vector<KernelSpec> kernels;
-  for (int i = 0; i <= static_cast<int>(Op::Not); ++i) {
+  for (int i = 0; i <= static_cast<int>(Op::Cancelled); ++i) {
     auto op = static_cast<Op>(i);
     Expr e;
     int arity = sym::op_arity(op);
