@@ -29,6 +29,7 @@
 #include "compiler/symbolic/Expr.h"
 #include "compiler/syntax/Parser.h"
 #include "runtime/io/Home.h"
+#include "runtime/io/InputFile.h"
 #include "runtime/model/Constraints.h"
 #include "runtime/solvers/GenAlpha.h"
 
@@ -238,20 +239,17 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
   if (options.source) {
     text = *options.source;
   } else {
-    std::ifstream in(options.file, std::ios::binary);
-    const int open_errno = errno;
-    std::error_code ec;
-    const bool directory = std::filesystem::is_directory(options.file, ec);
-    if (!in || directory) {
+    // bounded: a device, FIFO or directory, or a file above the limit is refused (InputFile.h)
+    std::string why;
+    std::optional<std::string> read =
+        rt::read_input_file(options.file, rt::kSourceFileLimit, "model file", why);
+    if (!read) {
       // the location is the file itself: `path: error: ...`
       const uint32_t id = sources.add_file(options.file, std::string());
-      diags.report(DiagKind::file_not_found, Span{id, 0, 0, 0, 0},
-                   {directory ? std::string("it is a directory") : std::strerror(open_errno)});
+      diags.report(DiagKind::file_not_found, Span{id, 0, 0, 0, 0}, {why});
       return finish(false);
     }
-    std::stringstream ss;
-    ss << in.rdbuf();
-    text = ss.str();
+    text = std::move(*read);
   }
   // ---- the model cache: a compile of the same inputs skips every pass (ModelCache.h)
   std::string cache_dir = options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;

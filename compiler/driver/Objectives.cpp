@@ -22,6 +22,7 @@
 #include "compiler/symbolic/Expr.h"
 #include "compiler/syntax/Parser.h"
 #include "runtime/io/Csv.h"
+#include "runtime/io/InputFile.h"
 #include "runtime/io/Suggest.h"
 
 namespace mbs {
@@ -385,19 +386,14 @@ bool read_fit_data(SourceManager& sources, DiagnosticEngine& diags, const std::s
   std::filesystem::path path(file);
   if (path.is_relative() && !data_dir.empty()) path = std::filesystem::path(data_dir) / path;
   const std::string shown = path.string();
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    diags.report(DiagKind::objective_data_unreadable, file_span, {shown, "it is a directory"});
+  std::string why;
+  std::optional<std::string> data =
+      rt::read_input_file(path.string(), rt::kDataFileLimit, "data file", why);
+  if (!data) {
+    diags.report(DiagKind::objective_data_unreadable, file_span, {shown, why});
     return false;
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    diags.report(DiagKind::objective_data_unreadable, file_span, {shown, std::strerror(errno)});
-    return false;
-  }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const uint32_t id = sources.add_file(shown, ss.str());
+  const uint32_t id = sources.add_file(shown, std::move(*data));
   const std::string& text = sources.text(id);
   o.data_file = shown;
   o.data_column = column;

@@ -22,6 +22,7 @@
 #include <unordered_set>
 
 #include "compiler/syntax/Parser.h"
+#include "runtime/io/InputFile.h"
 #include "runtime/io/Suggest.h"
 
 namespace mbs {
@@ -49,10 +50,16 @@ const ast::ClassDef* ClassLoader::find_top_level(const std::string& name, Span u
     const bool found = std::filesystem::is_regular_file(p, ec);
     probes_.push_back({p.string(), found});
     if (!found) continue;
-    std::ifstream in(p, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    uint32_t id = sources_.add_file(p.string(), ss.str());
+    std::string why;
+    std::optional<std::string> text =
+        rt::read_input_file(p.string(), rt::kSourceFileLimit, "library file", why);
+    if (!text) {
+      diags_.report(DiagKind::library_parse_failed, use, {p.string()});
+      diags_.help("it could not be read: " + why);
+      failed_[name] = true;
+      return nullptr;
+    }
+    uint32_t id = sources_.add_file(p.string(), std::move(*text));
     size_t before = diags_.error_count();
     auto file = parse_file(sources_, id, diags_);
     if (!file || diags_.error_count() != before) {

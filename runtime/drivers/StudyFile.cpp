@@ -11,11 +11,13 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
 #include "runtime/io/AtomicFile.h"
 #include "runtime/io/Csv.h"
+#include "runtime/io/InputFile.h"
 
 namespace mbs::rt {
 
@@ -70,9 +72,8 @@ std::string study_header(const StudyDescription& d) {
 
 std::vector<StudyRow> read_study_rows(const std::string& path, const StudyDescription& d,
                                       std::string* header_out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read '" + path + "'");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // a snapshot: the file of a running study grows (mbsc monitor reads it as it is written)
+  const std::string text = read_input_file_or_throw(path, kDataFileLimit, "study file", true);
   std::vector<StudyRow> rows;
   size_t pos = 0, line_no = 0;
   const size_t n_fields =
@@ -111,6 +112,10 @@ StudyFile::StudyFile(std::string path, const StudyDescription& description, bool
     : path_(std::move(path)), description_(description) {
   const std::string header = study_header(description);
   bool append = false;
+  const OutputTarget target = output_target(path_);  // refuses a directory, disk or socket
+  if (target.in_place && resume)
+    throw std::runtime_error(fmt::format(
+        "cannot resume '{}': it is a device or FIFO, not a study file that holds runs", path_));
   if (resume && ::access(path_.c_str(), F_OK) == 0) {
     std::string old_header;
     previous_ = read_study_rows(path_, description, &old_header);
@@ -121,7 +126,9 @@ StudyFile::StudyFile(std::string path, const StudyDescription& description, bool
           path_, old_header, header));
     append = true;
   }
-  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | (append ? 0 : O_TRUNC) | O_CLOEXEC, 0644);
+  fd_ = target.in_place
+            ? open_in_place(path_)
+            : ::open(path_.c_str(), O_WRONLY | O_CREAT | (append ? 0 : O_TRUNC) | O_CLOEXEC, 0644);
   if (fd_ < 0)
     throw std::runtime_error(
         fmt::format("cannot write the study file '{}': {}", path_, std::strerror(errno)));
@@ -139,7 +146,8 @@ StudyFile::StudyFile(std::string path, const StudyDescription& description, bool
       throw std::runtime_error(
           fmt::format("cannot write the study file '{}': {}", path_, std::strerror(errno)));
   }
-  // the description for mbsc monitor
+  // the description for mbsc monitor (none beside a device: /dev/null.study is nobody's file)
+  if (target.in_place) return;
   std::string s = "kind=" + description.kind + "\n";
   s += fmt::format("total={}\nminimize={}\n", description.total, description.minimize);
   for (const auto& v : description.variables) s += "variable=" + v + "\n";

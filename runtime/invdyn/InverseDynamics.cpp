@@ -10,10 +10,13 @@
 #include <cstdlib>
 #include <fstream>
 #include <limits>
+#include <optional>
+#include <sstream>
 #include <stdexcept>
 
 #include "runtime/invdyn/Modules.h"
 #include "runtime/io/CsvWriter.h"
+#include "runtime/io/InputFile.h"
 #include "runtime/io/Interrupt.h"
 
 namespace mbs::rt {
@@ -374,8 +377,7 @@ bool InverseDynamics::solve_positions(double t) {
 }
 
 void InverseDynamics::load_logged(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot open the file of logged loads '" + path + "'");
+  std::istringstream in(read_input_file_or_throw(path, kDataFileLimit, "file of logged loads"));
   std::string line;
   if (!std::getline(in, line)) throw std::runtime_error("the file '" + path + "' is empty");
   auto header = split_csv_line(line);

@@ -7,7 +7,11 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <optional>
+#include <sstream>
 #include <stdexcept>
+
+#include "runtime/io/InputFile.h"
 
 namespace mbs::rt {
 
@@ -70,8 +74,7 @@ std::vector<double> spline_second_derivatives(const std::vector<double>& t,
 }  // namespace
 
 Trajectory::Trajectory(const std::string& path) : path_(path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot open the trajectory file '" + path + "'");
+  std::istringstream in(read_input_file_or_throw(path, kDataFileLimit, "trajectory file"));
   std::string line;
   if (!std::getline(in, line))
     throw std::runtime_error("the trajectory file '" + path + "' is empty");

@@ -1,50 +1,158 @@
 #include "runtime/io/AtomicFile.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
+#include <system_error>
 
 namespace mbs::rt {
 
-void write_file_atomically(const std::string& path, std::string_view content) {
-  static std::atomic<unsigned> counter{0};
-  // beside the target, so that rename() stays within one file system
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." +
-                          std::to_string(counter.fetch_add(1, std::memory_order_relaxed));
-  auto failure = [&](const char* what, int err) {
-    return std::runtime_error(std::string(what) + " '" + path + "': " + std::strerror(err));
-  };
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) throw failure("cannot open", errno);
-  const char* p = content.data();
-  size_t left = content.size();
+namespace {
+
+std::runtime_error failure(const char* what, const std::string& path, int err) {
+  return std::runtime_error(std::string(what) + " '" + path + "': " + std::strerror(err));
+}
+
+bool under(const std::string& path, const char* dir) {
+  return path.rfind(dir, 0) == 0;
+}
+
+void write_all(int fd, const char* p, size_t left, const std::string& shown) {
   while (left > 0) {
     const ssize_t n = ::write(fd, p, left);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw failure("cannot write", err);
-    }
+    if (n < 0) throw failure("cannot write", shown, errno);
     p += n;
     left -= static_cast<size_t>(n);
+  }
+}
+
+}  // namespace
+
+OutputTarget output_target(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return {path, false};  // new (or a dangling link: rename)
+  auto refuse = [&](const char* kind) {
+    return std::runtime_error("will not write '" + path + "': it is " + kind +
+                              "; give the path of a file");
+  };
+  if (S_ISDIR(st.st_mode)) throw refuse("a directory");
+  if (S_ISBLK(st.st_mode)) throw refuse("a block device (a disk)");
+  if (S_ISSOCK(st.st_mode)) throw refuse("a socket");
+  if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) return {path, true};
+  std::error_code ec;
+  const std::string absolute = std::filesystem::absolute(path, ec).lexically_normal().string();
+  // /dev/stdout or /proc/self/fd/1 redirected to a file: that file is the shell's; append to it
+  if (under(absolute, "/dev/") || under(absolute, "/proc/")) return {path, true};
+  struct stat lst {};
+  if (::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
+    const std::filesystem::path resolved = std::filesystem::canonical(path, ec);
+    if (!ec) return {resolved.string(), false};
+  }
+  return {path, false};
+}
+
+int open_in_place(const std::string& path) {
+  int fd = -1;
+  do {
+    fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_NONBLOCK | O_CLOEXEC);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0 && errno == ENXIO)
+    throw std::runtime_error("cannot write '" + path + "': it is a FIFO that no process reads");
+  if (fd < 0) throw failure("cannot open", path, errno);
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);  // a full pipe waits for its reader
+  return fd;
+}
+
+std::string temporary_for(const OutputTarget& target) {
+  static std::atomic<unsigned> counter{0};
+  const std::string suffix = ".tmp." + std::to_string(::getpid()) + "." +
+                             std::to_string(counter.fetch_add(1, std::memory_order_relaxed));
+  if (!target.in_place) return target.path + suffix;
+  std::error_code ec;
+  const std::filesystem::path dir = std::filesystem::temp_directory_path(ec);
+  return ((ec ? std::filesystem::path("/tmp") : dir) / ("mbs" + suffix)).string();
+}
+
+void commit_temporary(const std::string& tmp, const OutputTarget& target,
+                      const std::string& shown) {
+  if (!target.in_place) {
+    if (std::rename(tmp.c_str(), target.path.c_str()) != 0) {
+      const int err = errno;
+      ::unlink(tmp.c_str());
+      throw failure("cannot write", shown, err);
+    }
+    return;
+  }
+  const int in = ::open(tmp.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    throw failure("cannot read the temporary file for", shown, err);
+  }
+  try {
+    const int out = open_in_place(target.path);
+    try {
+      char buffer[1 << 16];
+      for (;;) {
+        const ssize_t n = ::read(in, buffer, sizeof buffer);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) throw failure("cannot read the temporary file for", shown, errno);
+        if (n == 0) break;
+        write_all(out, buffer, static_cast<size_t>(n), shown);
+      }
+    } catch (...) {
+      ::close(out);
+      throw;
+    }
+    if (::close(out) != 0 && errno != EINTR) throw failure("cannot write", shown, errno);
+  } catch (...) {
+    ::close(in);
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  ::close(in);
+  ::unlink(tmp.c_str());
+}
+
+void write_file_atomically(const std::string& path, std::string_view content) {
+  const OutputTarget target = output_target(path);
+  if (target.in_place) {
+    const int fd = open_in_place(target.path);
+    try {
+      write_all(fd, content.data(), content.size(), path);
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
+    if (::close(fd) != 0 && errno != EINTR) throw failure("cannot write", path, errno);
+    return;
+  }
+  // beside the target, so that rename() stays within one file system
+  const std::string tmp = temporary_for(target);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) throw failure("cannot open", path, errno);
+  try {
+    write_all(fd, content.data(), content.size(), path);
+  } catch (...) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw;
   }
   if (::close(fd) != 0) {
     const int err = errno;
     ::unlink(tmp.c_str());
-    throw failure("cannot write", err);
+    throw failure("cannot write", path, err);
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    throw failure("cannot write", err);
-  }
+  commit_temporary(tmp, target, path);
 }
 
 }  // namespace mbs::rt

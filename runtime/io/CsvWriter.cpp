@@ -10,6 +10,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "runtime/io/AtomicFile.h"
+
 namespace mbs::rt {
 
 namespace {
@@ -25,8 +27,14 @@ std::runtime_error io_error(const std::string& what, const std::string& path, in
 CsvWriter::CsvWriter(const std::string& path, std::span<const std::string> names,
                      std::chrono::milliseconds flush_interval, const std::string& first_column)
     : path_(path), n_columns_(names.size()), flush_interval_(flush_interval) {
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw io_error("cannot open result file", path, errno);
+  // a device or FIFO is written in place (without waiting for a reader that is not there); a
+  // directory, disk or socket is refused (AtomicFile.h)
+  if (output_target(path).in_place) {
+    fd_ = open_in_place(path);
+  } else {
+    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw io_error("cannot open result file", path, errno);
+  }
   max_row_ = (n_columns_ + 1) * (kMaxNumber + 1) + 1;
   if (const long page = ::sysconf(_SC_PAGESIZE); page > 0) page_ = static_cast<size_t>(page);
   // room for one more row and the padding in front of it, whatever the buffer holds

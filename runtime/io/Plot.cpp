@@ -11,9 +11,12 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
+#include "runtime/io/AtomicFile.h"
 #include "runtime/io/Csv.h"
+#include "runtime/io/InputFile.h"
 #include "runtime/io/Suggest.h"
 
 namespace mbs::rt {
@@ -89,9 +92,11 @@ void plot_csv(const PlotRequest& r) {
   else
     throw PlotError("the plot file '" + r.output + "' must end in .png or .svg");
 
-  std::ifstream in(r.csv, std::ios::binary);
+  std::string why;
+  std::optional<std::string> csv = read_input_file(r.csv, kDataFileLimit, "result file", why, true);
+  if (!csv) throw PlotError(fmt::format("cannot read '{}': {}", r.csv, why));
+  std::istringstream in(std::move(*csv));
   std::string line;
-  if (!in) throw PlotError(fmt::format("cannot read '{}': {}", r.csv, std::strerror(errno)));
   if (!std::getline(in, line)) throw PlotError("'" + r.csv + "' is empty");
   const std::vector<std::string> header = split_csv_line(line);
   const std::string x_name = r.x.empty() ? header.front() : r.x;
@@ -106,7 +111,14 @@ void plot_csv(const PlotRequest& r) {
         "(tools/install-deps.sh installs it), or set MBS_GNUPLOT to the program");
 
   // drawn into a temporary file beside the target and renamed: a failed plot leaves the old one
-  const std::string tmp = r.output + ".tmp." + std::to_string(::getpid()) + ext;
+  // (a device or FIFO is written in place, never replaced: AtomicFile.h)
+  OutputTarget target;
+  try {
+    target = output_target(r.output);
+  } catch (const std::runtime_error& e) {
+    throw PlotError(e.what());
+  }
+  const std::string tmp = temporary_for(target) + ext;
   std::string script = fmt::format("set terminal {}\nset output {}\n", terminal, quoted(tmp));
   script += "set datafile separator ','\nset grid\nset key outside right top\n";
   script += fmt::format(
@@ -140,11 +152,10 @@ void plot_csv(const PlotRequest& r) {
     throw PlotError(fmt::format("{} could not draw '{}' (exit status {})", gnuplot, r.output,
                                 WIFEXITED(status) ? WEXITSTATUS(status) : -1));
   }
-  std::filesystem::rename(tmp, r.output, ec);
-  if (ec) {
-    const std::string why = ec.message();
-    std::filesystem::remove(tmp, ec);
-    throw PlotError(fmt::format("cannot write '{}': {}", r.output, why));
+  try {
+    commit_temporary(tmp, target, r.output);
+  } catch (const std::runtime_error& e) {
+    throw PlotError(e.what());
   }
 }
 

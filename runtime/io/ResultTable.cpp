@@ -7,10 +7,13 @@
 #include <cstdlib>
 #include <fstream>
 #include <limits>
+#include <optional>
+#include <sstream>
 #include <stdexcept>
 
 #include "runtime/io/Csv.h"
 #include "runtime/io/CsvWriter.h"
+#include "runtime/io/InputFile.h"
 
 namespace mbs::rt {
 
@@ -18,8 +21,7 @@ ResultTable::ResultTable(std::string first, std::vector<std::string> names)
     : first_(std::move(first)), names_(std::move(names)) {}
 
 ResultTable ResultTable::read_csv(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(fmt::format("cannot read '{}'", path));
+  std::istringstream in(read_input_file_or_throw(path, kDataFileLimit, "result file"));
   std::string line;
   if (!std::getline(in, line))
     throw std::runtime_error(fmt::format("'{}' is empty: no header", path));

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -111,6 +112,33 @@ TEST(Guards, CancelledDivisionIsNotSimplifiedAway) {
     EXPECT_EQ(std::stod(rows[i][2]), 1.0) << "t = " << rows[i][0];
     EXPECT_EQ(std::stod(rows[i][3]), std::stod(rows[i][1])) << "t = " << rows[i][0];
   }
+}
+
+// Issue 36: --stats-csv and --fmu given a device replaced it by a regular file (temporary file
+// and rename; as root, `--stats-csv /dev/null` replaced the system's /dev/null). Reached through a
+// link here, so that the old code damaged only the link: now the device is written in place and
+// the link stays; a directory is refused with a message.
+TEST(Guards, OutputToADeviceIsWrittenInPlaceNeverReplaced) {
+  const std::string dir = tmp("device_out");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string link = dir + "/null";
+  std::filesystem::create_symlink("/dev/null", link);
+  const std::string model = std::string(MBS_SOURCE_DIR) + "/examples/pendulum.mbs";
+  const Result r = mbsc("'" + model + "' --simulate --t-end 0.01 --output '" + link +
+                        "' --stats-csv '" + link + "'");
+  EXPECT_EQ(r.code, 0) << r.err;
+  const Result f = mbsc("'" + model + "' --fmu '" + link + "'");
+  EXPECT_EQ(f.code, 0) << f.err;
+  EXPECT_TRUE(std::filesystem::is_symlink(link));
+  EXPECT_TRUE(std::filesystem::is_character_file("/dev/null"));
+  size_t entries = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir)) ++entries;
+  EXPECT_EQ(entries, 1u);  // no temporary file left
+  const Result d = mbsc("'" + model + "' --simulate --t-end 0.01 --stats-csv '" + dir + "'");
+  EXPECT_NE(d.code, 0);
+  EXPECT_TRUE(contains(d.err, "it is a directory")) << d.err;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Guards, NonFiniteWarnKeepsGoingWithOneWarning) {

@@ -7,7 +7,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <stdexcept>
 #include <system_error>
+
+#include "runtime/io/AtomicFile.h"
 
 namespace mbs::fmu {
 
@@ -23,9 +26,17 @@ std::string zip_error_text(int code) {
 
 }  // namespace
 
-std::string write_archive(const std::string& path, const std::vector<ArchiveEntry>& entries) {
+std::string write_archive(const std::string& path, const std::vector<ArchiveEntry>& entries,
+                          size_t* bytes) {
   namespace fs = std::filesystem;
-  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
+  // a device or FIFO is written in place, never replaced (runtime/io/AtomicFile.h)
+  rt::OutputTarget target;
+  try {
+    target = rt::output_target(path);
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  const std::string tmp = rt::temporary_for(target);
   std::error_code ec;
   fs::remove(tmp, ec);
   int code = 0;
@@ -51,10 +62,11 @@ std::string write_archive(const std::string& path, const std::vector<ArchiveEntr
     std::string why = zip_strerror(z);
     return fail("cannot write " + path + ": " + why);
   }
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    return "cannot write " + path + ": " + ec.message();
+  if (bytes != nullptr) *bytes = static_cast<size_t>(fs::file_size(tmp, ec));
+  try {
+    rt::commit_temporary(tmp, target, path);
+  } catch (const std::runtime_error& e) {
+    return e.what();
   }
   return {};
 }

@@ -2,6 +2,7 @@
 // file as it was.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,7 +15,8 @@ struct ArchiveEntry {
 };
 
 // Writes `entries` (deflated) to `path` through a temporary file beside it. Returns "" or why not.
-std::string write_archive(const std::string& path, const std::vector<ArchiveEntry>& entries);
+std::string write_archive(const std::string& path, const std::vector<ArchiveEntry>& entries,
+                          size_t* bytes = nullptr);
 
 // Reads every file of the archive at `path` (directories skipped). Returns "" or why not.
 std::string read_archive(const std::string& path, std::vector<ArchiveEntry>& entries);

@@ -200,8 +200,9 @@ std::string export_fmu(const rt::CompiledModel& m, const std::vector<std::string
       entries.push_back({folder + name, std::move(text)});
     }
   }
-  if (std::string e = write_archive(o.path, entries); !e.empty()) return e;
-  r.archive_bytes = fs::file_size(o.path, ec);
+  size_t archive_bytes = 0;
+  if (std::string e = write_archive(o.path, entries, &archive_bytes); !e.empty()) return e;
+  r.archive_bytes = archive_bytes;
   r.total_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_start).count();
   return {};
 }

@@ -14,6 +14,7 @@
 #include "compiler/driver/Compile.h"
 #include "compiler/syntax/Parser.h"
 #include "runtime/io/AtomicFile.h"
+#include "runtime/io/InputFile.h"
 #include "tools/mbsc/Analyses.h"
 #include "tools/mbsc/Options.h"
 
@@ -316,13 +317,13 @@ int complete_command(int argc, char** argv) {
     if (a == "-I") copts.include_dirs.push_back(argv[i + 1]);
   }
   if (what == "models") {
-    std::ifstream in(copts.file, std::ios::binary);
-    if (!in) return kExitUsage;
-    std::ostringstream text;
-    text << in.rdbuf();
+    std::string why;  // bounded: completion must not hang the shell on /dev/zero or a FIFO
+    std::optional<std::string> text =
+        rt::read_input_file(copts.file, rt::kSourceFileLimit, "model file", why);
+    if (!text) return kExitUsage;
     SourceManager sources;
     DiagnosticEngine diags(sources);
-    const uint32_t id = sources.add_file(copts.file, std::move(text).str());
+    const uint32_t id = sources.add_file(copts.file, std::move(*text));
     const auto file = parse_file(sources, id, diags);
     if (!file) return kExitModelError;
     for (const auto& c : file->classes)

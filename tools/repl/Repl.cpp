@@ -17,6 +17,7 @@
 #include "runtime/analysis/Linearize.h"
 #include "runtime/analysis/Modes.h"
 #include "runtime/invdyn/InverseDynamics.h"
+#include "runtime/io/InputFile.h"
 #include "runtime/io/Interrupt.h"
 #include "runtime/io/Plot.h"
 #include "runtime/io/Suggest.h"
@@ -403,12 +404,11 @@ Status Repl::models(const Args& a) {
   if (file.empty()) return error(Status::Usage, "usage: models FILE (no model loaded)");
   SourceManager sources;
   DiagnosticEngine diags(sources);
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(file, ec))
-    return error(Status::Usage, fmt::format("cannot read '{}'", file));
-  std::ostringstream text;
-  text << std::ifstream(file).rdbuf();
-  const uint32_t id = sources.add_file(file, text.str());
+  std::string why;
+  std::optional<std::string> text =
+      rt::read_input_file(file, rt::kSourceFileLimit, "model file", why);
+  if (!text) return error(Status::Usage, fmt::format("cannot read '{}': {}", file, why));
+  const uint32_t id = sources.add_file(file, std::move(*text));
   auto ast = parse_file(sources, id, diags);
   if (!ast)
     return error(Status::ModelError,
