@@ -5,7 +5,8 @@
 #                                        TARGETs among parse flatten dae pipeline (default all)
 # Two targets run at a time (FUZZ_JOBS=1 for one), each for SECONDS * FUZZ_JOBS / #targets.
 # The corpus each target grows stays in build/fuzz/corpus/<target>/ for the next run; the seeds
-# (examples, stdlib, tests/diagnostics, fuzz/regressions) are copied to build/fuzz/seeds/.
+# (examples, stdlib, tests/diagnostics, fuzz/seeds, fuzz/regressions) are copied to
+# build/fuzz/seeds/.
 # Anything found (crash-*, leak-*, timeout-*, oom-* files) lands in build/fuzz/crashes/<target>/
 # and makes the script fail; the log of each target is build/fuzz/logs/<target>.log.
 # Extra libFuzzer flags: FUZZ_FLAGS="-only_ascii=1 ...".
@@ -23,7 +24,7 @@ cmake --build --preset fuzz
 out=build/fuzz
 rm -rf "$out/seeds"
 mkdir -p "$out/seeds" "$out/logs"
-for f in examples/*.mbs examples/*/*.mbs stdlib/*.mbs tests/diagnostics/*.mbs fuzz/regressions/*/*; do
+for f in examples/*.mbs examples/*/*.mbs stdlib/*.mbs tests/diagnostics/*.mbs fuzz/seeds/*.mbs fuzz/regressions/*/*; do
   [ -f "$f" ] && cp "$f" "$out/seeds/$(echo "$f" | tr / _)"
 done
 

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <numeric>
 #include <set>
 #include <sstream>
@@ -1727,11 +1728,22 @@ Value Flattener::eval_call(const ast::Expr& e, Scope s) {
              {fmt::format("the {} of sample(start, interval) must not change in time: '{}' does "
                           "(write an expression of parameters)",
                           i == 0 ? "start" : "interval", expr_to_string(*e.args[i]))});
-    if (interval->is_const() && !(interval->value > 0.0))
+    // The compiler needs the interval as a number (a parameter in it is used at compile time:
+    // --set recompiles): one that is not positive never ticked, one below the time axis's
+    // resolution ticked twice and then never (issue 36).
+    const double T =
+        structural(interval, e.args[1]->span, "the interval of sample(start, interval)");
+    const double t0 = start->is_const() ? std::fabs(start->value) : 0.0;
+    if (!(T > 0.0))
       fail(DiagKind::bad_call, e.args[1]->span,
-           {fmt::format("the interval of sample(start, interval) must be positive, not {}",
-                        interval->value)});
-    return Value::of(sample_trigger(start, interval, e.span), ScalarType::Boolean);
+           {fmt::format("the interval of sample(start, interval) must be positive, not {}", T)});
+    const double resolution = 64 * std::numeric_limits<double>::epsilon() * std::max(1.0, t0);
+    if (T < resolution)
+      fail(DiagKind::bad_call, e.args[1]->span,
+           {fmt::format("the interval of sample(start, interval), {:g}, is below the resolution "
+                        "of the time axis ({:.3g} at t = {:g}): its instants cannot be told apart",
+                        T, resolution, std::max(1.0, t0))});
+    return Value::of(sample_trigger(start, cx_.num(T), e.span), ScalarType::Boolean);
   }
   if (name == "pre" || name == "edge" || name == "change") {
     // pre(x): x just before the event (of a continuous x: x itself inside a when, where every
@@ -2431,7 +2443,25 @@ void Flattener::assign(const ast::Expr& target, Value v, FunctionFrame& f, const
         fail(DiagKind::bad_subscript, parts[0].span,
              {"an element of '" + name + "' is assigned before its size is known"});
     if (l.has_value) {
-      next = l.value;
+      // in place: copying the array for each element made filling it quadratic (issue 36)
+      size_t at = 0;
+      for (size_t d = 0; d < subs.size(); ++d) {
+        if (subs[d]->kind == ast::ExprKind::Colon)
+          fail(DiagKind::unsupported, subs[d]->span, {"assigning a slice in an algorithm"});
+        Iterators end_it{iters, "end", Value::of(cx_.num(shape[d]), ScalarType::Integer)};
+        long idx = structural_int(eval(*subs[d], Scope{nullptr, &end_it, &f}), subs[d]->span,
+                                  "a subscript");
+        if (idx < 1 || idx > shape[d])
+          fail(DiagKind::index_out_of_range, subs[d]->span,
+               {std::to_string(idx), std::to_string(shape[d]), name});
+        at = at * static_cast<size_t>(shape[d]) + static_cast<size_t>(idx - 1);
+      }
+      Expr& slot = l.value.elems[at];
+      // paths that have already returned keep the old value
+      slot = f.returned->is_const() ? v.elems[0] : cx_.select(f.returned, slot, v.elems[0]);
+      if (l.type == ScalarType::Real) l.value.type = ScalarType::Real;
+      l.defined = true;
+      return;
     } else {
       // elements not assigned yet are 0
       next.shape = shape;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <exception>
+#include <limits>
 #include <utility>
 
 #include "runtime/model/Events.h"
@@ -327,6 +328,15 @@ Status Unit::do_step(double t_current, double h) {
   const double target = std::max(t, t_current + h);
   if (stop_ && target > *stop_ + 1e-9 * std::max(1.0, std::fabs(*stop_)))
     return error(fmt::format("do_step to t = {} goes beyond the stop time {}", target, *stop_));
+  // the solver's step must stay above the floor of --step at the target (doStep(0, 1e300) never
+  // returned: at t = 1e300 a step of 1e-3 does not move time)
+  const double floor =
+      kMinStepUlps * std::numeric_limits<double>::epsilon() * std::max(1.0, std::fabs(target));
+  if (!(options_.h >= floor))
+    return error(fmt::format(
+        "do_step to t = {} cannot be completed: the solver's step {} is below the smallest step "
+        "time can resolve there, {:.3g} = {} * eps * max(1, |t|)",
+        target, options_.h, floor, kMinStepUlps));
   SolveStatus st = SolveStatus::Failed;
   try {
     st = integrator_->advance_to(target);

@@ -330,6 +330,13 @@ SolveStatus ExplicitRk::initialize() {
   return initial_event() ? SolveStatus::Ok : SolveStatus::Failed;
 }
 
+bool ExplicitRk::stage_switched() {
+  const Kernel& k = model_.events;
+  ev_stage_.resize(static_cast<size_t>(k.n_out));  // sized once
+  if (k(ws_.v.data(), ev_stage_.data()) < 0 || ev_old_.size() != ev_stage_.size()) return false;
+  return switched(ev_stage_);
+}
+
 bool ExplicitRk::derivative(double t, const double* xi, double* d) {
   const auto& m = model_;
   double* v = ws_.v.data();
@@ -458,12 +465,15 @@ bool ExplicitRk::attempt(double h) {
   const auto s_stage = [&](double* s_state, double* s_deriv) {
     for (size_t d = 0; d < nd; ++d) stage_sensitivity(d, s_state + d * ns_, s_deriv + d * ns_);
   };
+  const bool watch = watch_stages();
+  bool crossed = false;  // a stage was on the other side of a switch
   for (int32_t s = 1; s < S; ++s) {
     const bool last_fsal = fsal_ && s == S - 1;
     double* g = last_fsal ? xi1_.data() : stage_.data();
     combine(g, tab_.a.data() + static_cast<size_t>(s) * S, s);
     const double ts = last_fsal ? t_ + h : t_ + tab_.c[s] * h;
     if (!derivative(ts, g, k[s])) return failed();
+    if (watch && !last_fsal && stage_switched()) crossed = true;
     if (nd > 0) {
       double* sg = last_fsal ? s_xi1_.data() : s_stage_.data();
       s_combine(sg, tab_.a.data() + static_cast<size_t>(s) * S, s);
@@ -474,6 +484,13 @@ bool ExplicitRk::attempt(double h) {
     combine(xi1_.data(), tab_.b.data(), S);
     // The derivative at the end: output values (qdd, yd) and the first stage of the next step.
     if (!derivative(t_ + h, xi1_.data(), d1_.data())) return failed();
+  }
+  if (crossed && !stage_switched()) {  // v is at the end of the step: back on the start's side
+    attempt_failure_ = AttemptFailure{};
+    attempt_failure_.kind = FailureKind::Chattering;
+    return failed();
+  }
+  if (!fsal_) {
     if (nd > 0) {
       s_combine(s_xi1_.data(), tab_.b.data(), S);
       s_stage(s_xi1_.data(), s_d1_.data());

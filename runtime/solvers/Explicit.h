@@ -101,6 +101,14 @@ class ExplicitRk final : public Integrator {
   std::vector<double> s_xi0_, s_d0_, s_xi1_, s_d1_, s_stage_, s_k_;
   std::vector<double> fp_values_, jq_values_, jqd_values_, jy_values_, rhs_;
   void restore_accepted_state();
+  // Fixed-step methods on a model with switches (if-expressions, abs, sign, min, max of the
+  // state): whether the point derivative() just left in v is on the other side of a switch than
+  // the start of the step (ev_old_). A step whose stages crossed a switch and which ends on the
+  // side it started is a sliding mode: the endpoint test of the event location cannot see it
+  // (rk4 froze there, issue 36), so the step fails as chattering instead.
+  bool stage_switched();
+  bool watch_stages() const { return !adaptive() && model_.n_switches > 0 && !locating_; }
+  std::vector<double> ev_stage_;
   bool restart() override;
   void take_state_from_v() override;
   void charts_moved() override;

@@ -229,6 +229,19 @@ std::string nonfinite_output_warning(const FailureRecord& f, const CompiledModel
 
 std::string render_failure(const FailureRecord& f, const CompiledModel& m) {
   if (f.kind == FailureKind::NonFiniteOutput) return f.message;
+  if (f.kind == FailureKind::Chattering && f.count == 0) {  // seen inside one fixed step
+    return fmt::format(
+        "error: {}: the solution slides along a switch of the equations (a sliding mode) in the "
+        "step from t = {} with h = {:.6g}\n"
+        "note: stages of the step were on the other side of an if-expression, abs, sign, min or "
+        "max whose argument changes sign, and the step ended on the side it started: the "
+        "derivatives of the two sides push the state onto the switch, which a fixed step cannot "
+        "follow (the result would stop there)\n"
+        "help: end the run before that time, or change the model so that the motion on the "
+        "switch is one of its equations (e.g. a state that stays there, or a smooth law such as "
+        "tanh(x/eps) instead of the switch)\n",
+        f.solver, f.t, f.h);
+  }
   if (f.kind == FailureKind::Chattering) {
     std::string out = fmt::format(
         "error: {}: {} at t = {}\nnote: {} events in a row, each within {:.3g} s of the one "

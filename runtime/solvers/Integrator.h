@@ -148,7 +148,10 @@ class Integrator {
     double residual = std::numeric_limits<double>::quiet_NaN();
     int32_t unknown = -1;
     double update = std::numeric_limits<double>::quiet_NaN();
-    bool fatal() const { return kind == FailureKind::KernelFatal; }
+    // halving does not help: a kernel that cannot be evaluated, or a sliding mode (chattering)
+    bool fatal() const {
+      return kind == FailureKind::KernelFatal || kind == FailureKind::Chattering;
+    }
   };
 
   // Grid time of step n (exact t_end for the last one).

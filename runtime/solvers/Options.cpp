@@ -480,6 +480,13 @@ std::optional<std::string> validate(const SolverOptions& o) {
         format_real(o.h), format_real(o.t_end),
         1.0 / (o.h * o.h) > 1e300 ? "overflows" : "is ill-conditioned", h_floor, kMinStepUlps);
   }
+  // the same floor for the other step sizes (--h-max 1e-300 made dopri5 run without end)
+  if (o.h_max > 0.0 && !(o.h_max >= h_floor)) {
+    return fmt::format(
+        "option --h-max (h_max) = {} is too small: time cannot resolve it over a run to t = {}; "
+        "the smallest step is {:.3g} = {} * eps * max(1, |t_end|) (0 takes --step)",
+        format_real(o.h_max), format_real(o.t_end), h_floor, kMinStepUlps);
+  }
   if (o.rtol == 0.0 && o.atol == 0.0) {
     return "options --rtol and --atol are both 0: the Newton iteration could never converge";
   }

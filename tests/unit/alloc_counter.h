@@ -13,9 +13,13 @@
 namespace mbs::testalloc {
 inline std::atomic<bool> g_counting{false};
 inline std::atomic<int64_t> g_allocations{0};
+inline std::atomic<int64_t> g_bytes{0};  // bytes requested while counting
 
 inline void* counted(std::size_t n) noexcept {
-  if (g_counting.load(std::memory_order_relaxed)) g_allocations.fetch_add(1);
+  if (g_counting.load(std::memory_order_relaxed)) {
+    g_allocations.fetch_add(1);
+    g_bytes.fetch_add(static_cast<int64_t>(n));
+  }
   return std::malloc(n ? n : 1);
 }
 inline void* counted_or_throw(std::size_t n) {

@@ -141,6 +141,26 @@ TEST(Guards, OutputToADeviceIsWrittenInPlaceNeverReplaced) {
   std::filesystem::remove_all(dir);
 }
 
+// Issue 36: x' = -1 above 0 and +1 below slides along x = 0 from t = 0.5. rk4 exited 0 with x
+// frozen at 3.3e-4 (its stages' slopes cancel), midpoint and rk33 near 0: no integrator may
+// report success past the sliding point.
+TEST(Guards, SlidingModeFailsWithEveryIntegrator) {
+  const std::string model = write_model("slide.mbs",
+                                        "model Slide\n  Real x(start = 0.5);\nequation\n"
+                                        "  der(x) = if x > 0 then -1 else 1;\nend Slide;\n");
+  for (const char* solver : {"gen-alpha", "newmark", "trapezoidal", "euler", "midpoint", "rk33",
+                             "rk44", "rk6", "ode23", "dopri5"}) {
+    SCOPED_TRACE(solver);
+    const Result r = mbsc("'" + model + "' --simulate --t-end 1 --solver " + solver +
+                          " --output '" + tmp("slide.csv") + "'");
+    EXPECT_EQ(r.code, 3) << r.err;
+    EXPECT_TRUE(contains(r.err, "chattering") || contains(r.err, "sliding mode")) << r.err;
+    const auto rows = read_csv(tmp("slide.csv"));
+    ASSERT_GE(rows.size(), 2u);
+    EXPECT_LE(std::stod(rows.back()[0]), 0.5 + 1e-3) << "rows past the sliding point";
+  }
+}
+
 TEST(Guards, NonFiniteWarnKeepsGoingWithOneWarning) {
   const std::string model = write_model("sqrtneg_warn.mbs", kSqrtModel);
   const std::string csv = tmp("sqrtneg_warn.csv");
@@ -231,6 +251,11 @@ TEST(Guards, TinyStepIsAUsageError) {
         << r.err;
     EXPECT_FALSE(contains(r.err, "singular")) << r.err;
   }
+  // issue 36: --h-max 1e-300 with dopri5 was accepted and ran without end
+  const Result r =
+      mbsc("examples/pendulum_first_order.mbs --simulate --solver dopri5 --h-max 1e-300");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_TRUE(contains(r.err, "option --h-max (h_max) = 1e-300 is too small")) << r.err;
 }
 
 TEST(Guards, TinyHMinEndsAsACollapsedStepNotAnOverflow) {

@@ -105,6 +105,19 @@ TEST(FmiUnit, CoSimulationStepsAreOneSimulation) {
   }
 }
 
+// Issue 36: doStep(0, 1e300) never returned (at t = 1e300 a solver step of 0.01 does not move
+// time). A communication step the solver's step cannot complete is refused at once.
+TEST(FmiUnit, ACommunicationStepTimeCannotResolveIsRefused) {
+  const Fixture& f = oscillator();
+  auto u = f.unit(Unit::Kind::CoSimulation);
+  ASSERT_EQ(u->setup_experiment(std::nullopt, 0.0, std::nullopt), Status::Ok);
+  ASSERT_EQ(u->exit_initialization(), Status::Ok) << u->message();
+  EXPECT_EQ(u->do_step(0.0, 1e300), Status::Error);
+  EXPECT_NE(u->message().find("cannot be completed"), std::string::npos) << u->message();
+  EXPECT_EQ(u->time(), 0.0);
+  ASSERT_EQ(u->do_step(0.0, 0.05), Status::Ok) << u->message();  // the unit still works
+}
+
 TEST(FmiUnit, InputsHeldBetweenSteps) {
   const Fixture& f = ramp();
   auto u = f.unit(Unit::Kind::CoSimulation);
