@@ -144,6 +144,21 @@ TEST(Guards, BlowUpIsReportedAsDivergenceByEveryIntegrator) {
   }
 }
 
+TEST(Guards, DivergenceOfAnImplicitRunDoesNotAdviseAnImplicitSolver) {
+  const std::string model = write_model("blowup_hint.mbs", kBlowUpModel);
+  for (const char* solver : {"gen-alpha", "trapezoidal"}) {
+    SCOPED_TRACE(solver);
+    const Result r = mbsc("'" + model + "' --simulate --t-end 2 --step 1e-2 --solver " + solver +
+                          " --output '" + tmp("blowup_hint.csv") + "'");
+    EXPECT_EQ(r.code, 3) << r.err;
+    EXPECT_TRUE(contains(r.err, "the solution grows without bound")) << r.err;
+    const std::string help = r.err.substr(r.err.find("help:"));
+    EXPECT_FALSE(contains(help, "--solver gen-alpha")) << r.err;
+    EXPECT_FALSE(contains(help, "implicit solver")) << r.err;
+    EXPECT_TRUE(contains(help, std::string(solver) + " is implicit")) << r.err;
+  }
+}
+
 TEST(Guards, StaticSolverReportsARunawayNewtonIterateAsDivergence) {
   // atan(x) = 2 s has no solution for s > pi/4: Newton runs off to infinity
   const std::string model = write_model("noequilibrium.mbs",
