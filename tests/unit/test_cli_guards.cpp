@@ -242,6 +242,21 @@ TEST(Guards, HelpListsTheGuardOptionsWithDefaults) {
   EXPECT_TRUE(contains(r.out, "--progress-interval")) << r.out;
 }
 
+// A bad interval is said in words, not as the range of doubles in 300 digits.
+TEST(Guards, AnIntervalThatIsNotPositiveIsSaidInWords) {
+  for (const char* value : {"0", "inf"}) {
+    SCOPED_TRACE(value);
+    const Result r = mbsc(std::string("examples/pendulum.mbs --progress-interval ") + value);
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_TRUE(contains(r.err, "is not a positive number of seconds")) << r.err;
+    EXPECT_LT(r.err.size(), 200u) << r.err;
+    const Result m = mbsc(std::string("monitor --once --interval ") + value);
+    EXPECT_EQ(m.code, 2) << m.err;
+    EXPECT_TRUE(contains(m.err, "is not a positive number of seconds")) << m.err;
+    EXPECT_LT(m.err.size(), 200u) << m.err;
+  }
+}
+
 }  // namespace
 
 // On a terminal (a pseudo-terminal here) a long run shows one updating line: '\r', the time, the
