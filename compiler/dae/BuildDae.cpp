@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -356,6 +357,40 @@ struct Builder {
       dae.whens.push_back(std::move(w));
     }
     return true;
+  }
+
+  // The derivative t of a not-linear equation need not be written in it: a variable of it may
+  // have been replaced by a value with t (y := -der(x) from der(x) = -y). Notes at the equations
+  // of those eliminations (the variables named in eq's text whose value holds t; at most 3).
+  void note_eliminations_that_brought(const Eq& eq, uint32_t t) {
+    const auto named = [&](const std::string& name) {
+      const auto ident = [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+      };
+      for (size_t at = eq.text.find(name); at != std::string::npos;
+           at = eq.text.find(name, at + 1)) {
+        const size_t end = at + name.size();
+        if ((at == 0 || !ident(eq.text[at - 1])) &&
+            (end == eq.text.size() || (!ident(eq.text[end]) && eq.text[end] != '.')))
+          return true;
+      }
+      return false;
+    };
+    int shown = 0;
+    for (const Elimination& el : dae.eliminated) {
+      if (shown == 3) break;
+      const auto fs = sym::free_symbols(el.value);
+      // the text is as written in its class: a component's y is "y", not "c.y"
+      const size_t dot = el.name.rfind('.');
+      if (std::find(fs.begin(), fs.end(), t) == fs.end() ||
+          !named(dot == std::string::npos ? el.name : el.name.substr(dot + 1)))
+        continue;
+      diags.note(el.span,
+                 fmt::format("here '{0}' is eliminated as {0} = {1}, which puts '{2}' into the "
+                             "equation of the error",
+                             el.name, sym::to_string(cx, el.value), cx.symbol_name(t)));
+      ++shown;
+    }
   }
 
   // Records x := value and the same for its existing derivatives.
@@ -873,6 +908,7 @@ std::optional<SymbolicDae> Builder::run() {
       for (uint32_t t : sym::free_symbols(d)) {
         if (highest_set.count(t)) {
           diags.report(DiagKind::not_linear_in_derivative, eq.span, {cx.symbol_name(t)});
+          note_eliminations_that_brought(eq, t);
           bad = true;
           break;
         }

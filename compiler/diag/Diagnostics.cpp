@@ -160,6 +160,10 @@ Diagnostic& DiagnosticEngine::report(DiagKind kind, Span span, std::vector<std::
   return diags_.back();
 }
 
+bool shown_only_when_verbose(DiagKind kind) {
+  return kind == DiagKind::mech_planar_loop;
+}
+
 void DiagnosticEngine::note(Span span, std::string message) {
   if (last_dropped_ || diags_.empty()) return;
   diags_.back().notes.push_back(Diagnostic::Note{span, std::move(message), false});

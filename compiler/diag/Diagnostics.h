@@ -116,6 +116,10 @@ class DiagnosticEngine {
   std::vector<bool> seen_;     // indexed by DiagKind, for kinds_seen()
 };
 
+// Diagnostics that repeat on every compile of a correct model (the redundant rows of a planar
+// loop): printed only with -v (CompileOptions::verbose), still counted in the kinds seen.
+bool shown_only_when_verbose(DiagKind kind);
+
 // Renders one diagnostic (used by the engine and by the runtime for solver messages).
 void render_diagnostic(std::ostream& os, const SourceManager& sources, const Diagnostic& d);
 

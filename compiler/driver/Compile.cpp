@@ -222,7 +222,9 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
   SourceManager sources;
   DiagnosticEngine diags(sources);
   auto finish = [&](bool ok) {
-    diags.render(diag_out);
+    for (const Diagnostic& d : diags.diagnostics())
+      if (options.verbose || !shown_only_when_verbose(d.kind))
+        render_diagnostic(diag_out, sources, d);
     for (DiagKind k : diags.kinds_seen()) result.diagnostic_kinds.push_back(diag_info(k).name);
     result.ok = ok && !diags.has_errors();
     // errors in what the command line names, not in the model
@@ -269,6 +271,7 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
       mark("cache");
       if (options.verbose) diag_out << fmt::format("mbsc: model cache hit: {}\n", entry);
       diag_out << cached.hit.warnings;
+      if (options.verbose) diag_out << cached.hit.notes;
       result.model = std::move(cached.hit.model);
       result.diagnostic_kinds = std::move(cached.hit.diagnostic_kinds);
       result.kernel_sizes = std::move(cached.hit.kernel_sizes);
@@ -851,17 +854,18 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
     CachedCompile c;
     c.model = m;
     // the model's own diagnostics (warnings), not those about the caches
-    std::ostringstream warnings;
+    std::ostringstream warnings, notes;
     std::set<DiagKind> kinds;
     for (const Diagnostic& d : diags.diagnostics()) {
       if (d.kind == DiagKind::cache_entry_damaged || d.kind == DiagKind::cache_entry_undeletable ||
           d.kind == DiagKind::model_cache_entry_damaged ||
           d.kind == DiagKind::model_cache_entry_undeletable)
         continue;
-      render_diagnostic(warnings, sources, d);
+      render_diagnostic(shown_only_when_verbose(d.kind) ? notes : warnings, sources, d);
       kinds.insert(d.kind);
     }
     c.warnings = warnings.str();
+    c.notes = notes.str();
     for (DiagKind kind : diags.kinds_seen())
       if (kinds.count(kind)) c.diagnostic_kinds.push_back(diag_info(kind).name);
     c.kernel_sizes = result.kernel_sizes;

@@ -149,12 +149,13 @@ ModelCacheRead read_model_cache(const std::string& dir, const codegen::CacheKey&
   if (entry.object == nullptr) return r;  // no entry
   std::vector<std::string_view> parts;
   if (std::string e = decode_list(entry.object->getBuffer(), parts); !e.empty()) return damaged(e);
-  if (parts.size() < 5) return damaged("too few parts");
+  if (parts.size() < 6) return damaged("too few parts");
   // a library file changed (or a new one would be found first): a miss, and the entry is
   // replaced after the compile
   if (!changed_library_file(parts[0]).empty()) return r;
   CachedCompile& c = r.hit;
   c.warnings = std::string(parts[1]);
+  c.notes = std::string(parts[5]);
   c.diagnostic_kinds = lines_of(parts[2]);
   for (const std::string& line : lines_of(parts[0]))  // the library files read ("F <hash> <path>")
     if (line[0] == 'F') c.library_files.push_back(line.substr(line.find(' ', 2) + 1));
@@ -166,7 +167,7 @@ ModelCacheRead read_model_cache(const std::string& dir, const codegen::CacheKey&
   }
   auto model = std::make_shared<rt::CompiledModel>();
   if (std::string e = rt::read_model_image(parts[4], *model); !e.empty()) return damaged(e);
-  std::vector<std::string> objects(parts.begin() + 5, parts.end());
+  std::vector<std::string> objects(parts.begin() + 6, parts.end());
   std::set<std::string> symbols;
   rt::for_each_kernel(*model, [&](const char*, const rt::Kernel& k) {
     if (!k.symbol.empty()) symbols.insert(k.symbol);
@@ -198,7 +199,8 @@ std::string write_model_cache(const std::string& dir, const codegen::CacheKey& k
   for (const auto& k : compile.kernel_sizes)
     sizes += fmt::format("{} {} {}\n", k.name, k.nodes, k.outputs);
   const std::string image = rt::write_model_image(*compile.model);
-  std::vector<std::string_view> parts = {probe_text, compile.warnings, kinds, sizes, image};
+  std::vector<std::string_view> parts = {probe_text, compile.warnings, kinds, sizes,
+                                         image,      compile.notes};
   for (const std::string& o : objects) parts.push_back(o);
   std::string lengths;
   std::vector<std::string_view> pieces;

@@ -14,7 +14,8 @@
 // An entry is a verified cache entry of compiler/codegen/ObjectCache.h (magic, key, length,
 // checksum), `<dir>/<key>.model`, beside the object files; its payload holds that file list, the
 // warnings the compile printed (printed again on a hit), the kernel sizes, the model image
-// (runtime/model/ModelImage.h) and the kernels' object files. A damaged entry is reported,
+// (runtime/model/ModelImage.h), the notes printed only with -v (printed again on a hit with -v)
+// and the kernels' object files. A damaged entry is reported,
 // deleted and compiled around, as object cache entries are.
 #pragma once
 
@@ -27,7 +28,7 @@
 
 namespace mbs {
 
-constexpr const char* kModelCacheFormat = "mbs-model-cache-1";
+constexpr const char* kModelCacheFormat = "mbs-model-cache-2";
 
 // The key of a compile of `main_text` with `options` (options.emit must be empty).
 codegen::CacheKey model_cache_key(const CompileOptions& options, const std::string& main_text);
@@ -36,6 +37,7 @@ codegen::CacheKey model_cache_key(const CompileOptions& options, const std::stri
 struct CachedCompile {
   std::shared_ptr<const rt::CompiledModel> model;
   std::string warnings;  // the diagnostics as printed
+  std::string notes;     // those printed only with -v (shown_only_when_verbose)
   std::vector<std::string> diagnostic_kinds;
   std::vector<CompileResult::KernelSize> kernel_sizes;
   std::vector<std::string>

@@ -129,7 +129,15 @@ StudyReport run_variation(Session& session, const VariationOptions& variation,
               fmt::format("cannot resume '{}': run {} has {} = {}, this study's run {} has {}",
                           options.output, r.run, names[j], r.values[j], r.run, p[j]));
       if (r.status == "ok" || r.status == "failed") {
-        if (!finished[static_cast<size_t>(r.run)]) ++report.resumed;
+        // a study writes each finished run once: a second row is an edited file or two
+        // studies writing one file, and which row counts cannot be told
+        if (finished[static_cast<size_t>(r.run)])
+          throw std::runtime_error(fmt::format(
+              "cannot resume '{}': run {} is in the file twice (a study writes each run once: "
+              "the file was edited, or two studies wrote to it); delete one of its rows, or "
+              "run the study afresh without --resume",
+              options.output, r.run));
+        ++report.resumed;
         finished[static_cast<size_t>(r.run)] = true;
       }
     }

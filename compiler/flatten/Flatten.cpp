@@ -1056,7 +1056,9 @@ void Flattener::report_unused(const std::map<std::string, double>& given,
     // a usage error: it points at the model the command line talks about
     diags_.report(kind, flat_.span, {name});
     if (!found) {
-      help_did_you_mean(name, candidates);
+      // the rule of every "did you mean" of a name the user typed (one-letter names too)
+      if (const std::string s = rt::meant_name(name, candidates); !s.empty())
+        diags_.help("did you mean '" + s + "'?");
       continue;
     }
     const char* what = found->role == VarRole::Variable    ? "a variable"

@@ -174,7 +174,7 @@ bool assemble_mechanism(FlatModel& flat, sym::Context& cx, DerivativeTable& ders
     for (Eigen::Index i = 0; i < J.rows(); ++i) scale = std::max(scale, J.row(i).norm());
     const double rank_tol = 1e-9 * std::max(1.0, scale);
     std::vector<Eigen::VectorXd> basis;
-    std::map<std::string, std::vector<std::string>> removed;
+    std::map<std::string, std::vector<const ClosureRow*>> removed;
     std::map<std::string, int> total;
     std::map<std::string, Span> span_of;
     for (size_t i = 0; i < m; ++i) {
@@ -190,18 +190,46 @@ bool assemble_mechanism(FlatModel& flat, sym::Context& cx, DerivativeTable& ders
       }
       if (!loop_row) continue;  // mandatory rows stay; the DAE pass reports a singular system
       keep[static_cast<size_t>(row - rows.data())] = false;
-      removed[row->joint].push_back(row->what);
+      removed[row->joint].push_back(row);
       span_of[row->joint] = row->span;
     }
     if (!remove_redundant) {  // inverse dynamics: all rows stay, the analysis finds the nullspace
       keep.assign(rows.size(), true);
       removed.clear();
     }
-    for (const auto& [joint, what] : removed) {
+    // A loop that moves in a plane always has the same three redundant rows: the force normal
+    // to the plane and the torques about two axes in it. Removing them is what a planar loop
+    // needs, not a sign of a mistake: a note (shown with -v), where other redundancy warns.
+    const auto direction = [&](const V3& d) {
+      Eigen::Vector3d x;
+      for (int k = 0; k < 3; ++k)
+        x[k] = d[static_cast<size_t>(k)] ? sym::evaluate(d[static_cast<size_t>(k)], vals) : 0.0;
+      return x;
+    };
+    const auto planar = [&](const std::vector<const ClosureRow*>& removed_rows) {
+      if (removed_rows.size() != 3) return false;
+      std::vector<Eigen::Vector3d> forces, torques;
+      for (const ClosureRow* row : removed_rows) {
+        const Eigen::Vector3d f = direction(row->force), t = direction(row->torque);
+        if (f.norm() > 1e-12)
+          forces.push_back(f.normalized());
+        else if (t.norm() > 1e-12)
+          torques.push_back(t.normalized());
+      }
+      return forces.size() == 1 && torques.size() == 2 &&
+             std::fabs(forces[0].dot(torques[0])) < 1e-9 &&
+             std::fabs(forces[0].dot(torques[1])) < 1e-9;
+    };
+    for (const auto& [joint, rows_removed] : removed) {
       std::string list;
-      for (const auto& w : what) list += (list.empty() ? "" : ", ") + w;
-      diags.report(DiagKind::mech_redundant, span_of[joint],
-                   {std::to_string(what.size()), std::to_string(total[joint]), joint, list});
+      for (const ClosureRow* row : rows_removed) list += (list.empty() ? "" : ", ") + row->what;
+      if (planar(rows_removed))
+        diags.report(DiagKind::mech_planar_loop, span_of[joint],
+                     {joint, std::to_string(total[joint]), list});
+      else
+        diags.report(
+            DiagKind::mech_redundant, span_of[joint],
+            {std::to_string(rows_removed.size()), std::to_string(total[joint]), joint, list});
     }
   }
 

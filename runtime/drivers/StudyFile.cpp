@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -245,12 +246,18 @@ StudySummary summarize_study(const std::string& csv_path) {
       s.best_values = r.values;
     }
   }
-  const double now =
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  s.elapsed_s = started > 0 ? now - started : 0;
-  s.runs_per_s = s.elapsed_s > 0 ? static_cast<double>(s.done - s.resumed) / s.elapsed_s : 0;
-  s.running = pid > 0 && ::kill(static_cast<pid_t>(pid), 0) == 0;
+  // running: its process is alive and runs are left (a study in a REPL session has ended while
+  // the process goes on)
   const int64_t total = s.description.total;
+  s.running = pid > 0 && ::kill(static_cast<pid_t>(pid), 0) == 0 && !(total > 0 && s.done >= total);
+  // a running study's time goes on; one that ended took until its file's last row was written
+  double end =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  struct stat st {};
+  if (!s.running && ::stat(csv_path.c_str(), &st) == 0)
+    end = static_cast<double>(st.st_mtim.tv_sec) + 1e-9 * static_cast<double>(st.st_mtim.tv_nsec);
+  s.elapsed_s = started > 0 ? std::max(end - started, 0.0) : 0;
+  s.runs_per_s = s.elapsed_s > 0 ? static_cast<double>(s.done - s.resumed) / s.elapsed_s : 0;
   if (total > 0 && s.done > 0 && s.running && s.elapsed_s > 0) {
     const double rate = static_cast<double>(s.done - s.resumed) / s.elapsed_s;
     if (rate > 0) s.left_s = static_cast<double>(total - s.done) / rate;

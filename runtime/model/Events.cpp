@@ -88,13 +88,18 @@ EventOutcome apply_event(const CompiledModel& m, std::span<double> v, std::vecto
   return out;
 }
 
-std::string event_iteration_note(const CompiledModel& m, int32_t branch) {
+std::string event_iteration_cause(const CompiledModel& m, int32_t branch) {
   return fmt::format(
-      "note: the event iteration did not end: after {} iterations at this instant the "
-      "assignments still make a when-condition become true ({})\n"
-      "help: a condition that an assignment of its own branch (or of a branch it makes fire) "
-      "turns true again never settles; compare with pre(x), e.g. 'when x > pre(x) then'\n",
+      "after {} iterations at this instant the assignments still make a when-condition become "
+      "true ({})",
       kMaxEventIterations, m.branch_source[static_cast<size_t>(branch)].text);
+}
+
+std::string event_iteration_note(const CompiledModel& m, int32_t branch) {
+  return "note: the event iteration did not end: " + event_iteration_cause(m, branch) +
+         "\nhelp: a condition that an assignment of its own branch (or of a branch it makes "
+         "fire) turns true again never settles; compare with pre(x), e.g. 'when x > pre(x) "
+         "then'\n";
 }
 
 }  // namespace mbs::rt

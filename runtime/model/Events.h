@@ -59,5 +59,8 @@ EventOutcome apply_event(const CompiledModel& m, std::span<double> v, std::vecto
 
 // The note and help lines of a NotSettled outcome (each ends with a newline), for the message.
 std::string event_iteration_note(const CompiledModel& m, int32_t branch);
+// What the note says, without "note: " and the newline (the integrators' message has its own
+// headline and the help of FailureKind::EventNotSettled).
+std::string event_iteration_cause(const CompiledModel& m, int32_t branch);
 
 }  // namespace mbs::rt

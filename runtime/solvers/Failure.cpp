@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "runtime/solvers/Options.h"
+
 namespace mbs::rt {
 
 namespace {
@@ -55,6 +57,43 @@ std::string_view failure_summary(FailureKind kind) {
 }
 std::string_view failure_hint(FailureKind kind) {
   return info(kind).hint;
+}
+
+namespace {
+// The implicit integrators: advice to use one is no advice for a run that already does.
+bool implicit_solver(std::string_view solver) {
+  for (SolverKind k : {SolverKind::GenAlpha, SolverKind::Newmark, SolverKind::Trapezoidal})
+    if (solver == solver_name(k)) return true;
+  return false;
+}
+}  // namespace
+
+std::string failure_hint_for(FailureKind kind, std::string_view solver) {
+  if (!implicit_solver(solver)) return std::string(failure_hint(kind));
+  switch (kind) {
+    case FailureKind::Diverged:
+      return fmt::format(
+          "the model may blow up (a finite-time singularity, or an instability of the model at "
+          "these parameters and start values: check them); {} is implicit, so a smaller --step "
+          "follows the growth more closely but does not stop it; --divergence-limit sets the "
+          "bound",
+          solver);
+    case FailureKind::TooManyRejections:
+      return "the step keeps failing and shrinking (a discontinuity, a singular position, or "
+             "tolerances the method cannot meet): a smaller --step, looser --rtol/--atol, or "
+             "raise --max-rejections";
+    case FailureKind::StepCollapsed:
+      return "the step cannot shrink further: t + h can hardly be told from t; a singularity or "
+             "a discontinuity at this time: check the model near this time, or loosen "
+             "--rtol/--atol";
+    default:
+      return std::string(failure_hint(kind));
+  }
+}
+
+std::string render_event_failure(const FailureRecord& f, std::string_view notes) {
+  return fmt::format("error: {}: {} at t = {}\n{}help: {}\n", f.solver, failure_summary(f.kind),
+                     f.t, notes, failure_hint_for(f.kind, f.solver));
 }
 
 std::string unknown_name(const CompiledModel& m, int32_t i) {
@@ -298,9 +337,11 @@ std::string render_failure(const FailureRecord& f, const CompiledModel& m) {
       cause.kind = f.cause;
       out += render_failure_notes(cause, m);
     }
-    out += fmt::format("help: {}\n", failure_hint(f.kind));
+    out += fmt::format("help: {}\n", failure_hint_for(f.kind, f.solver));
     return out;
   }
+  if (f.kind == FailureKind::EventNotSettled || f.kind == FailureKind::ReinitInconsistent)
+    return render_event_failure(f, "");
   std::string out;
   if (f.phase == FailurePhase::InitialValues) {
     out += fmt::format("error: {}: {} while computing consistent initial values at t = {}\n",
@@ -316,7 +357,7 @@ std::string render_failure(const FailureRecord& f, const CompiledModel& m) {
     }
   }
   out += render_failure_notes(f, m);
-  out += fmt::format("help: {}\n", failure_hint(f.kind));
+  out += fmt::format("help: {}\n", failure_hint_for(f.kind, f.solver));
   return out;
 }
 

@@ -57,7 +57,15 @@ namespace mbs::rt {
     "switching stops (e.g. a state that stays at rest), or raise --chatter-limit")               \
   X(EventFailed, "the event could not be located",                                               \
     "a step to a point inside the last step failed while the event time was searched for; a "    \
-    "smaller --step helps")
+    "smaller --step helps")                                                                      \
+  X(EventNotSettled, "the event iteration did not end",                                          \
+    "a condition that an assignment of its own branch (or of a branch it makes fire) turns "     \
+    "true again never settles; compare with pre(x), e.g. 'when x > pre(x) then'; the step "      \
+    "size plays no part in it")                                                                  \
+  X(ReinitInconsistent, "the values after the event do not satisfy the constraints",             \
+    "a reinit of a coordinate that a constraint determines must leave the others free to "       \
+    "close the constraint: reinit fewer coordinates of the loop (the others follow), or values " \
+    "that satisfy the constraints; the step size plays no part in it")
 
 enum class FailureKind : uint8_t {
 #define MBS_X(kind, summary, hint) kind,
@@ -111,6 +119,13 @@ struct FailureRecord {
 
 // "error: ..." with notes naming the equation and the unknown and their sources, and a help line.
 std::string render_failure(const FailureRecord& f, const CompiledModel& model);
+// The message of a failure at an event instant (EventNotSettled, ReinitInconsistent): "error:
+// <solver>: <summary> at t = <t>", the given note lines, and the kind's help line. No step size:
+// the step plays no part in these.
+std::string render_event_failure(const FailureRecord& f, std::string_view notes);
+// The help line's text of a failure of `solver`: the kind's hint, except that the advice to use
+// an implicit solver is replaced for a run of an implicit one (gen-alpha, newmark, trapezoidal).
+std::string failure_hint_for(FailureKind kind, std::string_view solver);
 // The `note:` lines every solver's message shares: a fatal kernel status, the equation with the
 // largest residual and the unknown with the largest update, with their source lines.
 std::string render_failure_notes(const FailureRecord& f, const CompiledModel& model);

@@ -205,8 +205,17 @@ bool Integrator::project_velocities() {
   std::string why = moved.empty() ? "" : project_positions(model_, ws_.v, moved);
   if (why.empty()) why = project_velocities_by_impulse(model_, ws_.v);
   if (why.empty()) return true;
-  FailureRecord f = step_record(FailureKind::EventFailed, h_last_, h_min_);
-  f.message = render_failure(f, model_) + fmt::format("note: {}\n", why);
+  FailureRecord f = step_record(FailureKind::ReinitInconsistent, h_last_, h_min_);
+  std::string notes = fmt::format("note: {}\n", why);
+  if (!moved.empty()) {
+    std::string names;
+    for (int32_t i : moved) names += (names.empty() ? "'" : ", '") + unknown_name(model_, i) + "'";
+    notes += fmt::format(
+        "note: the reinit set {} and keeps those values; the other coordinates were to be "
+        "moved to satisfy the constraints\n",
+        names);
+  }
+  f.message = render_event_failure(f, notes);
   failure_ = std::move(f);
   return false;
 }
@@ -266,9 +275,9 @@ bool Integrator::apply_fired() {
   for (int32_t i = 0; i < m.n_q; ++i) q_before_event_[i] = ws_.v[m.q_slot[i]];
   const EventOutcome e = apply_event(m, ws_.v, fired_, ev_try_, ev_iter_, reinit_values_);
   if (e.kind == EventOutcome::Kind::NotSettled) {
-    FailureRecord f = step_record(FailureKind::EventFailed, h_last_, h_min_);
+    FailureRecord f = step_record(FailureKind::EventNotSettled, h_last_, h_min_);
     f.branch = e.branch;
-    f.message = render_failure(f, m) + event_iteration_note(m, e.branch);
+    f.message = render_event_failure(f, "note: " + event_iteration_cause(m, e.branch) + "\n");
     failure_ = std::move(f);
     return false;
   }

@@ -537,6 +537,21 @@ TEST(Cli, PlotLabelsWithTheModelsUnits) {
   std::filesystem::remove(svg);
 }
 
+// A misspelt --set or --start name is answered with the name meant, one-letter names too.
+TEST(Cli, SetAndStartOfAMisspeltNameSuggestTheNameMeant) {
+  Result r = mbsc("examples/pendulum.mbs --set LL=2");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("help: did you mean 'L'?"), std::string::npos) << r.err;
+  r = mbsc("examples/pendulum.mbs --start xx=0");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("help: did you mean 'x'?"), std::string::npos) << r.err;
+  r = mbsc("examples/pendulum.mbs --start lambdaa=0");
+  EXPECT_NE(r.err.find("help: did you mean 'lambda'?"), std::string::npos) << r.err;
+  // nothing near: no suggestion
+  r = mbsc("examples/pendulum.mbs --set nosuch=1");
+  EXPECT_EQ(r.err.find("did you mean"), std::string::npos) << r.err;
+}
+
 // --start NAME=VALUE sets a start value as the model's own start attribute would.
 TEST(Cli, StartSetsAStartValue) {
   const std::string csv = tmp("start_pendulum.csv");

@@ -217,6 +217,21 @@ TEST(Guards, BlowUpIsReportedAsDivergenceByEveryIntegrator) {
   }
 }
 
+TEST(Guards, DivergenceOfAnImplicitRunDoesNotAdviseAnImplicitSolver) {
+  const std::string model = write_model("blowup_hint.mbs", kBlowUpModel);
+  for (const char* solver : {"gen-alpha", "trapezoidal"}) {
+    SCOPED_TRACE(solver);
+    const Result r = mbsc("'" + model + "' --simulate --t-end 2 --step 1e-2 --solver " + solver +
+                          " --output '" + tmp("blowup_hint.csv") + "'");
+    EXPECT_EQ(r.code, 3) << r.err;
+    EXPECT_TRUE(contains(r.err, "the solution grows without bound")) << r.err;
+    const std::string help = r.err.substr(r.err.find("help:"));
+    EXPECT_FALSE(contains(help, "--solver gen-alpha")) << r.err;
+    EXPECT_FALSE(contains(help, "implicit solver")) << r.err;
+    EXPECT_TRUE(contains(help, std::string(solver) + " is implicit")) << r.err;
+  }
+}
+
 TEST(Guards, StaticSolverReportsARunawayNewtonIterateAsDivergence) {
   // atan(x) = 2 s has no solution for s > pi/4: Newton runs off to infinity
   const std::string model = write_model("noequilibrium.mbs",
@@ -303,6 +318,21 @@ TEST(Guards, HelpListsTheGuardOptionsWithDefaults) {
   EXPECT_TRUE(contains(r.out, "(default 1e+100)")) << r.out;
   EXPECT_TRUE(contains(r.out, "--quiet")) << r.out;
   EXPECT_TRUE(contains(r.out, "--progress-interval")) << r.out;
+}
+
+// A bad interval is said in words, not as the range of doubles in 300 digits.
+TEST(Guards, AnIntervalThatIsNotPositiveIsSaidInWords) {
+  for (const char* value : {"0", "inf"}) {
+    SCOPED_TRACE(value);
+    const Result r = mbsc(std::string("examples/pendulum.mbs --progress-interval ") + value);
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_TRUE(contains(r.err, "is not a positive number of seconds")) << r.err;
+    EXPECT_LT(r.err.size(), 200u) << r.err;
+    const Result m = mbsc(std::string("monitor --once --interval ") + value);
+    EXPECT_EQ(m.code, 2) << m.err;
+    EXPECT_TRUE(contains(m.err, "is not a positive number of seconds")) << m.err;
+    EXPECT_LT(m.err.size(), 200u) << m.err;
+  }
 }
 
 }  // namespace

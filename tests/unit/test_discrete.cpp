@@ -454,6 +454,13 @@ end NoEnd;
   EXPECT_NE(msg.find("event iteration did not end"), std::string::npos) << msg;
   EXPECT_NE(msg.find("change(k) or change(n)"), std::string::npos) << msg;
   EXPECT_NEAR(solver->time(), std::sqrt(2.0 / 9.81), 1e-9);
+  // the event was located: the message says so and gives the one advice that is true (pre),
+  // none about the step
+  EXPECT_EQ(solver->failure()->kind, rt::FailureKind::EventNotSettled);
+  EXPECT_EQ(msg.rfind("error: gen-alpha: the event iteration did not end at t = ", 0), 0u) << msg;
+  EXPECT_EQ(msg.find("could not be located"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("smaller --step"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("help:"), msg.rfind("help:")) << "one help line\n" << msg;
 }
 
 TEST(Discrete, CachedModelKeepsItsDiscreteVariables) {

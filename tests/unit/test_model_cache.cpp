@@ -334,6 +334,23 @@ TEST_F(ModelCache, WarningsArePrintedAgainOnAHit) {
   EXPECT_EQ(warm.result.diagnostic_kinds, cold.result.diagnostic_kinds);
 }
 
+// The note of a planar loop is printed with -v only: on a hit as on the compile that stored it.
+TEST_F(ModelCache, NotesShownOnlyWithVerboseArePrintedAgainOnAHitWithVerbose) {
+  const std::string file = source("tests/diagnostics/fail_mech_redundant.mbs");
+  const std::string note = "note: the loop closed by 'jC' moves in a plane";
+  Compiled cold = compile_with(options(file));
+  ASSERT_TRUE(cold.result.ok) << cold.diagnostics;
+  EXPECT_EQ(cold.diagnostics.find(note), std::string::npos) << cold.diagnostics;
+  CompileOptions verbose = options(file);
+  verbose.verbose = true;
+  Compiled hit = compile_with(verbose);
+  EXPECT_TRUE(hit.result.model_cache_hit);
+  EXPECT_NE(hit.diagnostics.find(note), std::string::npos) << hit.diagnostics;
+  Compiled quiet = compile_with(options(file));
+  EXPECT_TRUE(quiet.result.model_cache_hit);
+  EXPECT_EQ(quiet.diagnostics, cold.diagnostics);
+}
+
 TEST_F(ModelCache, ErrorsAndEmitsAreNeverCached) {
   const fs::path main = base / "bad.mbs";
   spit(main, "model M\n  Real x(start = 1);\nequation\n  der(x) = y;\nend M;\n");

@@ -48,9 +48,9 @@ TEST(ReplCommands, CompletionFollowsTheCommand) {
   EXPECT_TRUE(has(f.complete("show "), "omega"));
   EXPECT_TRUE(has(f.complete("val "), "x"));
   EXPECT_EQ(f.complete("solver dop"), std::vector<std::string>{"dopri5"});
-  EXPECT_TRUE(has(f.complete("option "), "rho_inf"));
+  EXPECT_TRUE(has(f.complete("option "), "rho-inf"));
   EXPECT_TRUE(f.complete("option h ").empty()) << "a value follows the key";
-  EXPECT_TRUE(has(f.complete("simulate 1 rho"), "rho_inf="));
+  EXPECT_TRUE(has(f.complete("simulate 1 rho"), "rho-inf="));
   EXPECT_EQ(f.complete("emit da"), std::vector<std::string>{"dae"});
   EXPECT_EQ(f.complete("help sta"), (std::vector<std::string>{"static", "stats"}));
   EXPECT_TRUE(has(f.complete("load exam"), "examples/"));
@@ -115,4 +115,50 @@ TEST(ReplCommands, ABooleanParameterIsSetByTrueOrFalse) {
   ASSERT_EQ(f.repl.execute("val pivot.w[3]"), Status::Ok) << f.err.str();
   EXPECT_NE(f.out.str().find("50"), std::string::npos) << f.out.str();  // the spin is kept
   EXPECT_EQ(f.repl.execute("set pivot.lie_group = maybe"), Status::Usage);
+}
+
+TEST(ReplCommands, OptionsHaveTheNamesOfMbscFlagsAndTheOldKeysStillWork) {
+  Fixture f;
+  EXPECT_EQ(f.repl.execute("option"), Status::Ok);
+  EXPECT_NE(f.out.str().find("\n  step "), std::string::npos) << f.out.str();
+  EXPECT_NE(f.out.str().find("\n  rho-inf "), std::string::npos) << f.out.str();
+  EXPECT_EQ(f.out.str().find("\n  rho_inf "), std::string::npos) << f.out.str();
+  EXPECT_TRUE(has(f.complete("option "), "step"));
+  EXPECT_TRUE(has(f.complete("option "), "rho-inf"));
+  EXPECT_TRUE(has(f.complete("simulate 1 rho"), "rho-inf="));
+  EXPECT_EQ(f.repl.execute("option step 0.002"), Status::Ok) << f.err.str();
+  EXPECT_EQ(f.repl.execute("option rho-inf 0.5"), Status::Ok) << f.err.str();
+  f.out.str("");
+  EXPECT_EQ(f.repl.execute("option step"), Status::Ok);
+  EXPECT_EQ(f.out.str().rfind("step = 0.002 [s]", 0), 0u) << f.out.str();
+  // the old names are aliases of the same options
+  EXPECT_EQ(f.repl.execute("option h 0.004"), Status::Ok) << f.err.str();
+  EXPECT_EQ(f.repl.execute("option rho_inf 0.6"), Status::Ok) << f.err.str();
+  f.out.str("");
+  EXPECT_EQ(f.repl.execute("option step"), Status::Ok);
+  EXPECT_EQ(f.out.str().rfind("step = 0.004 [s]", 0), 0u) << f.out.str();
+  EXPECT_EQ(f.repl.execute("option stepp 1"), Status::Usage);
+  EXPECT_NE(f.err.str().find("did you mean 'step'"), std::string::npos) << f.err.str();
+}
+
+TEST(ReplCommands, NumbersAreWholeWordsAndTimesFinite) {
+  Fixture f;
+  ASSERT_EQ(f.repl.execute("load examples/mass_spring_damper.mbs"), Status::Ok) << f.err.str();
+  ASSERT_EQ(f.repl.execute("simulate 0.1"), Status::Ok) << f.err.str();
+  // a NUL in the line (from a pipe) does not end the number
+  EXPECT_EQ(f.repl.execute(std::string("set k = 7\0abc", 13)), Status::Usage);
+  EXPECT_NE(f.err.str().find("'7\\x00abc' is not a number"), std::string::npos) << f.err.str();
+  f.out.str("");
+  EXPECT_EQ(f.repl.execute("params k"), Status::Ok);
+  EXPECT_EQ(f.out.str().find("= 7 "), std::string::npos) << "k unchanged\n" << f.out.str();
+  EXPECT_EQ(f.repl.execute("val x nan"), Status::Usage);
+  EXPECT_NE(f.err.str().find("val: 'nan' is not a finite number"), std::string::npos)
+      << f.err.str();
+  EXPECT_EQ(f.repl.execute("val x inf"), Status::Usage);
+  // an interval so small that the row count overflows an integer is refused, not taken as none
+  f.out.str("");
+  EXPECT_EQ(f.repl.execute("table x every 1e-300"), Status::Usage);
+  EXPECT_NE(f.err.str().find("more than 100000 rows"), std::string::npos) << f.err.str();
+  EXPECT_EQ(f.out.str(), "");
+  EXPECT_EQ(f.repl.execute("table x to nan"), Status::Usage);
 }

@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -313,6 +315,60 @@ threads 2
   auto b = mbsc("'" + model + "' --study '" + bad + "' --output '" + out + "'");
   EXPECT_EQ(b.code, 2);
   EXPECT_TRUE(has(b.err, "bad.study:2: error")) << b.err;
+}
+
+TEST(Variation, AStudyFileLineWithAnUnknownKeyNamesItsFileAndLine) {
+  using mbs::clitest::mbsc;
+  const std::string model = write_temp("decay_key.mbs", kDecay);
+  const std::string bad = write_temp("key.study", "vary a=1,2\n\nobjectiv final(x)\n");
+  auto r = mbsc("'" + model + "' --study '" + bad + "' --output '" + temp("key.csv") + "'");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("key.study:3: error: 'objectiv' is no option of mbsc; did you mean "
+                       "'objective'?"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST(Variation, ResumeRefusesAFileWithARunTwice) {
+  std::ostringstream diag;
+  auto s = session_for(write_temp("decay_twice.mbs", kDecay), diag);
+  mbs::VariationOptions v;
+  v.axes = {"a=1:2:2"};
+  mbs::StudyOptions o;
+  o.objectives = {"final(x)"};
+  o.output = temp("decay_twice.csv");
+  o.threads = 1;
+  ASSERT_TRUE(mbs::run_variation(*s, v, o, diag).ok);
+  const std::string text = mbs::clitest::slurp(o.output);
+  const size_t last = text.rfind('\n', text.size() - 2) + 1;
+  std::ofstream(o.output, std::ios::app) << text.substr(last);  // the last run once more
+  o.resume = true;
+  auto r = mbs::run_variation(*s, v, o, diag);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("run 1 is in the file twice"), std::string::npos) << r.error;
+}
+
+TEST(Variation, MonitorOfAFinishedStudyStopsItsClock) {
+  std::ostringstream diag;
+  auto s = session_for(write_temp("decay_clock.mbs", kDecay), diag);
+  mbs::VariationOptions v;
+  v.axes = {"a=1,2"};
+  mbs::StudyOptions o;
+  o.output = temp("decay_clock.csv");
+  o.threads = 1;
+  ASSERT_TRUE(mbs::run_variation(*s, v, o, diag).ok);
+  double started = 0;
+  mbs::rt::read_study_description(o.output, &started);
+  ASSERT_GT(started, 0);
+  // the last row was written 5 s after the start (set, not waited for): a study that has ended
+  // took that long, however long ago it ended
+  const auto at = std::chrono::system_clock::time_point(
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(
+          std::chrono::duration<double>(started + 5.0)));
+  std::filesystem::last_write_time(o.output, std::chrono::file_clock::from_sys(at));
+  const mbs::rt::StudySummary sum = mbs::rt::summarize_study(o.output);
+  EXPECT_FALSE(sum.running);
+  EXPECT_NEAR(sum.elapsed_s, 5.0, 1e-3);
 }
 
 // Identification: data made by the model with k = 100, d = 0.4 plus noise; every optimiser

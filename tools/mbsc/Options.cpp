@@ -128,7 +128,7 @@ void add_main_options(CLI::App& app, MainOptions& o) {
   app.add_option("--progress-interval", o.progress_interval,
                  "seconds between progress lines with -v (default 3)")
       ->type_name("S")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number("number of seconds"));
   add_study_flags(app, o.study);
   add_fmu_flags(app, o.fmu);
   rt::add_solver_options(app, o.sopts);

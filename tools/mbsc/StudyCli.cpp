@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -12,6 +14,7 @@
 #include "compiler/driver/Studies.h"
 #include "runtime/drivers/StudyFile.h"
 #include "runtime/io/AtomicFile.h"
+#include "runtime/io/Suggest.h"
 #include "tools/mbsc/Analyses.h"
 
 namespace mbs::cli {
@@ -114,18 +117,18 @@ void add_study_flags(CLI::App& app, StudyFlags& flags) {
   app.add_option("--x-rel-tol", m.x_rel_tol,
                  "minimize: stop when a step changes every variable by less than this relative "
                  "amount (default 1e-4)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative_number())
       ->group(group);
   app.add_option("--x-abs-tol", m.x_abs_tol, "minimize: ... or by less than this (default off)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative_number())
       ->group(group);
   app.add_option("--f-rel-tol", m.f_rel_tol,
                  "minimize: stop when a step changes the objective by less than this relative "
                  "amount (default off)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative_number())
       ->group(group);
   app.add_option("--f-abs-tol", m.f_abs_tol, "minimize: ... or by less than this (default off)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative_number())
       ->group(group);
   app.add_option("--max-evaluations", m.max_evaluations,
                  "minimize: objective evaluations at most (default 200 per variable)")
@@ -140,7 +143,7 @@ void add_study_flags(CLI::App& app, StudyFlags& flags) {
   app.add_option("--fd-step", flags.fd.relative_step,
                  "finite differences (--sensitivity, the gradient of lbfgs/slsqp): relative step "
                  "h_i = STEP * max(|x_i|, 1) (default eps^(1/3) = 6.06e-6)")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_number())
       ->group(group);
   app.add_flag("--mpi", flags.mpi,
                "distribute the study over the ranks of an MPI job: mpirun -np N mbsc ... (implied "
@@ -148,7 +151,11 @@ void add_study_flags(CLI::App& app, StudyFlags& flags) {
       ->group(group);
 }
 
-bool expand_study_files(int argc, char** argv, std::vector<std::string>& args) {
+bool expand_study_files(int argc, char** argv, std::vector<std::string>& args,
+                        const CLI::App& app) {
+  std::vector<std::string> names;  // the long options, without their dashes
+  for (const CLI::Option* opt : app.get_options())
+    for (const std::string& n : opt->get_lnames()) names.push_back(n);
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
     std::string file;
@@ -180,6 +187,13 @@ bool expand_study_files(int argc, char** argv, std::vector<std::string>& args) {
             "{}:{}: error: '{}': a line is an option without its leading '--' and its value, "
             "e.g. 'vary k=1,2,5' (a study file cannot name another)\n",
             file, n, key);
+        return false;
+      }
+      if (std::find(names.begin(), names.end(), key) == names.end()) {
+        const std::string meant = rt::meant_name(key, names);
+        std::cerr << fmt::format(
+            "{}:{}: error: '{}' is no option of mbsc{}\n", file, n, key,
+            meant.empty() ? "; `mbsc --help` lists them" : "; did you mean '" + meant + "'?");
         return false;
       }
       args.push_back("--" + key);
@@ -325,6 +339,28 @@ int start_mpi(const StudyFlags& flags) {
   return -1;
 }
 
+namespace {
+CLI::Validator number_check(bool zero_allowed, std::string words) {
+  return CLI::Validator(
+      [zero_allowed, words](std::string& text) -> std::string {
+        double x = 0;
+        if (CLI::detail::lexical_cast(text, x) && std::isfinite(x) &&
+            (zero_allowed ? x >= 0 : x > 0))
+          return {};
+        return fmt::format("'{}' is not {}", text, words);
+      },
+      zero_allowed ? "NONNEGATIVE" : "POSITIVE");
+}
+}  // namespace
+
+CLI::Validator positive_number(const std::string& what) {
+  return number_check(false, "a positive " + what);
+}
+
+CLI::Validator non_negative_number() {
+  return number_check(true, "a number >= 0");
+}
+
 int monitor_command(int argc, char** argv) {
   CLI::App app{"show a study's progress from its results file as it grows", "mbsc monitor"};
   std::string file;
@@ -334,7 +370,7 @@ int monitor_command(int argc, char** argv) {
       ->type_name("FILE.csv");
   app.add_flag("--once", once, "print the state once and exit");
   app.add_option("--interval", interval, "seconds between refreshes (default 1)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number("number of seconds"));
   app.footer("Exit codes: 0 shown; 2 no such study file.\nDocumentation: docs/studies.md");
   try {
     app.parse(argc, argv);

@@ -42,9 +42,16 @@ struct StudyFlags {
 
 void add_study_flags(CLI::App& app, StudyFlags& flags);
 
+// Checks of a number option: finite and above 0 (`what` names it in the message: "number of
+// seconds"), or finite and not negative. The messages say so in words, where CLI11's
+// PositiveNumber and NonNegativeNumber print the range of doubles in 300 digits.
+CLI::Validator positive_number(const std::string& what = "number");
+CLI::Validator non_negative_number();
+
 // argv with every `--study FILE` replaced by the options its lines hold (docs/studies.md, "The
-// study file"). False (after a message) when a file cannot be read or has a bad line.
-bool expand_study_files(int argc, char** argv, std::vector<std::string>& args);
+// study file"). False (after a message) when a file cannot be read or has a bad line: one that
+// names no option of `app` is reported at FILE:LINE with the option meant.
+bool expand_study_files(int argc, char** argv, std::vector<std::string>& args, const CLI::App& app);
 
 // Runs the study and prints its summary; returns the exit code.
 int run_study(Session& session, const StudyFlags& flags, bool static_analysis, std::string output,

@@ -127,13 +127,6 @@ int main(int argc, char** argv) {
   }
   if (argc >= 2 && std::string(argv[1]) == "monitor")
     return mbs::cli::monitor_command(argc - 1, argv + 1);
-  // --study FILE: its lines are options (docs/studies.md, "The study file")
-  std::vector<std::string> args;
-  if (!mbs::cli::expand_study_files(argc, argv, args)) return kExitUsage;
-  std::vector<char*> arg_ptrs;
-  for (auto& a : args) arg_ptrs.push_back(a.data());
-  argc = static_cast<int>(arg_ptrs.size());
-  argv = arg_ptrs.data();
   auto t_process = std::chrono::steady_clock::now();
   CLI::App app{mbs::cli::kMainDescription, "mbsc"};
   app.set_version_flag("--version", std::string("mbsc ") + MBS_VERSION);
@@ -144,6 +137,13 @@ int main(int argc, char** argv) {
   for (CLI::Option* opt : app.get_options())
     if (opt->get_items_expected_max() == 1 && opt->get_expected_min() == 1)
       opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  // --study FILE: its lines are options (docs/studies.md, "The study file")
+  std::vector<std::string> args;
+  if (!mbs::cli::expand_study_files(argc, argv, args, app)) return kExitUsage;
+  std::vector<char*> arg_ptrs;
+  for (auto& a : args) arg_ptrs.push_back(a.data());
+  argc = static_cast<int>(arg_ptrs.size());
+  argv = arg_ptrs.data();
 
   try {
     app.parse(argc, argv);

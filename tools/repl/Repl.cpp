@@ -92,12 +92,12 @@ const std::vector<Command>& Repl::commands() {
        "dopri5.",
        &Repl::solver, Complete::Solvers},
       {"option", "option [KEY [VALUE]]", "show all options, show one, or set one",
-       "The one option table of mbsc (`mbsc --help` lists the same options as flags): "
-       "`option h 1e-4`, `option rtol 1e-6`.",
+       "The one option table of mbsc, with the names of its flags (`option step 1e-4` is "
+       "`--step 1e-4`, `option rho-inf 0.8`); the older keys h, rho_inf, t_end ... still work.",
        &Repl::option, Complete::Options},
       {"simulate", "simulate [T_END] [KEY=VALUE...]", "run the time integration",
        "The rows are kept for val, last, table, plot and save. KEY=VALUE options apply to this "
-       "run only (`simulate 5 h=1e-4 solver=dopri5`). Ctrl-C stops the run and keeps the rows "
+       "run only (`simulate 5 step=1e-4 solver=dopri5`). Ctrl-C stops the run and keeps the rows "
        "so far.",
        &Repl::simulate, Complete::Options},
       {"static", "static", "solve for the static equilibrium with load stepping",
@@ -174,12 +174,37 @@ std::vector<std::string> split_words(std::string_view line) {
   return words;
 }
 
+// The whole word is the number: "7<NUL>abc" is not 7 (strtod would stop at the NUL).
 std::optional<double> parse_number(const std::string& s) {
   if (s.empty()) return std::nullopt;
   char* end = nullptr;
   double x = std::strtod(s.c_str(), &end);
-  if (*end != '\0') return std::nullopt;
+  if (end != s.c_str() + s.size()) return std::nullopt;
   return x;
+}
+
+// A word as the messages show it: control characters (a NUL read from a pipe) as \xNN.
+std::string shown(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s)
+    out +=
+        c < 0x20 || c == 0x7f ? fmt::format("\\x{:02x}", c) : std::string(1, static_cast<char>(c));
+  return out;
+}
+
+// A time or interval of val, table and inverse: a finite number, or nullopt.
+std::optional<double> parse_finite(const std::string& s) {
+  const std::optional<double> x = parse_number(s);
+  if (!x || !std::isfinite(*x)) return std::nullopt;
+  return x;
+}
+
+// The REPL names an option as mbsc does, without the dashes: `step` for --step, `rho-inf` for
+// --rho-inf. The option table's keys (`h`, `rho_inf`) are accepted as well (rt::find_option).
+std::string option_name(const rt::OptionSpec& s) {
+  std::string_view f = s.flag;
+  while (f.starts_with('-')) f.remove_prefix(1);
+  return std::string(f);
 }
 
 // PATTERN of vars/params: a glob when it has wildcards, else a part of the name.
@@ -527,7 +552,8 @@ Status Repl::set(const Args& a) {
                                         : text == "false" ? 0.0
                                                           : parse_number(text);  // Booleans too
     if (!value)
-      return error(Status::Usage, fmt::format("set {}: '{}' is not a number", name, text));
+      return error(Status::Usage,
+                   fmt::format("set {}: '{}' is not a number", shown(name), shown(text)));
     values.emplace_back(name, *value);
   }
   if (!need_model()) return Status::Usage;
@@ -642,20 +668,21 @@ Status Repl::solver(const Args& a) {
 Status Repl::option(const Args& a) {
   if (a.empty()) {
     for (const auto& spec : rt::option_table())
-      out_ << fmt::format("  {:<22} {:<12} {}\n", spec.key, rt::get_option(solver_options_, spec),
-                          spec.help);
+      out_ << fmt::format("  {:<22} {:<12} {}\n", option_name(spec),
+                          rt::get_option(solver_options_, spec), spec.help);
     return Status::Ok;
   }
   const rt::OptionSpec* spec = rt::find_option(a[0]);
   if (!spec) {
     std::vector<std::string> keys;
+    for (const auto& s : rt::option_table()) keys.push_back(option_name(s));
     for (const auto& s : rt::option_table()) keys.emplace_back(s.key);
     const std::string meant = rt::meant_name(a[0], keys);
     return error(Status::Usage, fmt::format("no option '{}'{}; `option` lists them", a[0],
                                             meant.empty() ? "" : "; did you mean '" + meant + "'"));
   }
   if (a.size() == 1) {
-    out_ << fmt::format("{} = {}{} (default {}): {}\n", spec->key,
+    out_ << fmt::format("{} = {}{} (default {}): {}\n", option_name(*spec),
                         rt::get_option(solver_options_, *spec), bracket(std::string(spec->unit)),
                         rt::default_text(*spec), spec->help);
     return Status::Ok;
@@ -846,8 +873,8 @@ Status Repl::inverse(const Args& a) {
   for (size_t i = 0; i < a.size(); ++i) {
     const auto eq = a[i].find('=');
     if (i == 0 && eq == std::string::npos) {
-      auto t = parse_number(a[i]);
-      if (!t) return error(Status::Usage, fmt::format("inverse: '{}' is not a time", a[i]));
+      auto t = parse_finite(a[i]);
+      if (!t) return error(Status::Usage, fmt::format("inverse: '{}' is not a time", shown(a[i])));
       io.t_end = *t;
     } else if (a[i].starts_with("trajectory=")) {
       io.trajectory = a[i].substr(eq + 1);
@@ -939,8 +966,9 @@ Status Repl::val(const Args& a) {
   }
   double t = result_.at(result_.rows() - 1, 0);
   if (a.size() == 2) {
-    auto x = parse_number(a[1]);
-    if (!x) return error(Status::Usage, fmt::format("val: '{}' is not a number", a[1]));
+    auto x = parse_finite(a[1]);
+    if (!x)
+      return error(Status::Usage, fmt::format("val: '{}' is not a finite number", shown(a[1])));
     t = *x;
   }
   auto v = result_.interpolate(c, t);
@@ -973,8 +1001,10 @@ Status Repl::table(const Args& a) {
   std::optional<double> every;
   for (size_t i = 0; i < a.size(); ++i) {
     if ((a[i] == "from" || a[i] == "to" || a[i] == "every") && i + 1 < a.size()) {
-      auto x = parse_number(a[i + 1]);
-      if (!x) return error(Status::Usage, fmt::format("table: '{}' is not a number", a[i + 1]));
+      auto x = parse_finite(a[i + 1]);
+      if (!x)
+        return error(Status::Usage,
+                     fmt::format("table: '{}' is not a finite number", shown(a[i + 1])));
       (a[i] == "from" ? from : a[i] == "to" ? to : every.emplace()) = *x;
       ++i;
       continue;
@@ -993,9 +1023,14 @@ Status Repl::table(const Args& a) {
   if (!(to >= from)) return error(Status::Usage, "table: `to` is before `from`");
   const double h = every ? *every : (to - from) / 10.0;
   if (every && !(h > 0)) return error(Status::Usage, "table: `every` must be positive");
-  const int64_t n = h > 0 ? static_cast<int64_t>(std::floor((to - from) / h * (1 + 1e-12))) : 0;
-  if (n > 100000)
-    return error(Status::Usage, "table: more than 100000 rows; choose a larger `every`");
+  // the count as a double first: (to - from) / h overflows an integer for a tiny `every`
+  const double intervals = h > 0 ? std::floor((to - from) / h * (1 + 1e-12)) : 0.0;
+  if (!(intervals <= 100000.0))
+    return error(Status::Usage,
+                 fmt::format("table: every {} gives more than 100000 rows from {} to {}; choose a "
+                             "larger `every`",
+                             num(h), num(from), num(to)));
+  const auto n = static_cast<int64_t>(intervals);
   out_ << fmt::format("{:>12}", result_.first());
   for (const auto& nm : names) out_ << fmt::format(" {:>14}", nm);
   out_ << "\n";
@@ -1116,7 +1151,7 @@ std::vector<std::string> Repl::complete(std::string_view line, size_t word_start
       break;
     case Complete::Options:
       for (const auto& s : rt::option_table())
-        pool.push_back(std::string(s.key) + (before[0] == "simulate" ? "=" : ""));
+        pool.push_back(option_name(s) + (before[0] == "simulate" ? "=" : ""));
       break;
     case Complete::Solvers:
       for (const auto& s : rt::option_table())
