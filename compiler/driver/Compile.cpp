@@ -190,6 +190,13 @@ void set_parameter_info(const FlatModel& flat, const sym::Context& cx, const Sou
     m.parameter_slot.push_back(static_cast<int32_t>(v.symbol));
     auto it = fixed.find(v.symbol);
     m.parameter_compile_time.push_back(it == fixed.end() ? std::string() : it->second);
+    bool derived = false;
+    if (v.binding)
+      for (uint32_t r : sym::free_symbols(v.binding))
+        if (auto at = flat.var_of_symbol.find(r);
+            at != flat.var_of_symbol.end() && flat.vars[at->second].role == VarRole::Parameter)
+          derived = true;
+    m.parameter_derived.push_back(derived ? 1 : 0);
     m.parameter_min.push_back(v.min ? sym::evaluate(v.min, values) : -inf);
     m.parameter_max.push_back(v.max ? sym::evaluate(v.max, values) : inf);
     m.parameter_unit.push_back(v.unit);
@@ -527,6 +534,7 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
     m->event_reinit = kernel(kernels.event_reinit, *state->jit);
     m->n_crossings = kernels.n_crossings;
     m->n_switches = kernels.n_switches;
+    m->crossing_side_slot.assign(kernels.crossing_sides.begin(), kernels.crossing_sides.end());
     m->when_first_branch.push_back(0);
     m->branch_first_reinit.push_back(0);
     for (const DaeWhen& w : dae->whens) {

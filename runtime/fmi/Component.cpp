@@ -387,8 +387,9 @@ Status Component::get_state(void** state) {
     states_.push_back(std::make_unique<Unit::State>());
     target = states_.back().get();
   }
+  // the mode is part of what the importer restores
+  snapshot.mode = static_cast<uint8_t>(phase_);
   *target = std::move(snapshot);
-  // the phase is part of what the importer restores
   *state = target;
   return Status::Ok;
 }
@@ -404,11 +405,22 @@ Status Component::set_state(void* state) {
   if (!s) return not_available("setFMUState", "a state that is not this instance's");
   const Status st = unit_.set_state(*s);
   if (st != Status::Ok) return failed("setFMUState", st, false);
-  if (!s->initialized)
-    phase_ = Phase::Instantiated;
-  else if (phase_ == Phase::Instantiated || phase_ == Phase::Initialization ||
-           phase_ == Phase::Error || phase_ == Phase::Terminated)
-    phase_ = kind_ == Unit::Kind::CoSimulation ? Phase::StepMode : Phase::EventMode;
+  // the instance resumes in the mode the state was taken in (a model-exchange state of
+  // continuous-time mode goes on there, one of event mode in event mode); a state taken in the
+  // error mode resumes where its values allow: stepping, or event mode in model exchange
+  const auto mode = static_cast<Phase>(s->mode);
+  const bool resumable =
+      s->initialized ? (kind_ == Unit::Kind::CoSimulation
+                            ? mode == Phase::StepMode || mode == Phase::Terminated
+                            : mode == Phase::EventMode || mode == Phase::ContinuousTimeMode ||
+                                  mode == Phase::Terminated)
+                     : mode == Phase::Instantiated || mode == Phase::Initialization;
+  if (resumable)
+    phase_ = mode;
+  else
+    phase_ = !s->initialized                     ? Phase::Instantiated
+             : kind_ == Unit::Kind::CoSimulation ? Phase::StepMode
+                                                 : Phase::EventMode;
   return Status::Ok;
 }
 

@@ -19,8 +19,15 @@
 
 namespace mbs::rt::fmi {
 
-enum class Causality : uint8_t { Independent, Parameter, Input, Output, Local };
-enum class Variability : uint8_t { Fixed, Tunable, Discrete, Continuous };
+enum class Causality : uint8_t {
+  Independent,
+  Parameter,
+  CalculatedParameter,
+  Input,
+  Output,
+  Local
+};
+enum class Variability : uint8_t { Constant, Fixed, Tunable, Discrete, Continuous };
 enum class Initial : uint8_t { None, Exact, Approx, Calculated };
 
 struct Variable {
@@ -52,9 +59,13 @@ struct VariableTable {
   std::vector<int32_t> event_indicators;  // indices of the event indicators, in kernel order
 };
 
-// The variables `m` declares `output` in the model itself (CompiledModel::output_interface), the
-// default outputs of its FMU.
+// The variables `m` declares `output` in the model itself (CompiledModel::output_interface).
 std::vector<std::string> declared_outputs(const CompiledModel& m);
+
+// The default outputs of its FMU: the declared ones; for a model that declares none, its states'
+// positions (the coordinates q of second order, then the first-order states y: not the
+// velocities der(q)), so that an importer has something to show (docs/fmu.md).
+std::vector<std::string> default_outputs(const CompiledModel& m);
 
 // The table of `m`. `outputs`: the names of the variables that are FMU outputs (an unknown name
 // is an error); empty: none. `solver`: the co-simulation solver's options, which become fixed

@@ -18,8 +18,15 @@
  *     --expect-fail   the run must end with an error status of doStep (printed)
  *     --time          print the wall time of the stepping loop (steps and GetReal) in seconds
  *     --no-rows       write only the first and the last row (GetReal still every step)
+ *     --euler         model exchange: explicit Euler instead of the classic Runge-Kutta method
+ *     --indicators N  model exchange: the FMU's N event indicators are read after every step and
+ *                     a state event is taken where one changed its domain by fmusim's rule (the
+ *                     Reference FMUs' importer; FMI: between z > 0 and z <= 0),
+ *                     pre_z <= 0 && z > 0 or pre_z > 0 && z <= 0, at the end of the step (no
+ *                     location: the step should end on the zero); their number is printed
  * Model exchange: a step event the FMU asks for in completedIntegratorStep is handled (event
- * mode, discrete states, the states again); their number is printed at the end.
+ * mode, discrete states, the states again); their number is printed at the end. As fmusim does,
+ * completedIntegratorStep comes first, then the indicators; one event mode serves both.
  * Exit code 0 on success; 1 with a message on stderr otherwise. */
 #include <dlfcn.h>
 #include <math.h>
@@ -132,8 +139,13 @@ typedef struct {
   double t;
   size_t nx;
   double *x, *k[4], *xs;
-  long events; /* model exchange: step events the FMU asked for */
+  long events;       /* model exchange: step events the FMU asked for */
+  long state_events; /* model exchange: indicators that changed their domain (--indicators) */
+  size_t nz;
+  double *z, *pre_z;
 } Inst;
+
+static bool euler;
 
 static int status_of(int s) { return s; }
 
@@ -270,9 +282,9 @@ static void me_derivative(Inst* in, double t, const double* x, double* dx) {
   }
 }
 
-/* model exchange: a step event the FMU asked for in completedIntegratorStep (e.g. a rotation
- * chart to move): event mode, the discrete states until settled, the states again if they
- * changed, back to continuous-time mode */
+/* model exchange: an event (a step event the FMU asked for in completedIntegratorStep, e.g. a
+ * rotation chart to move, or a state event): event mode, the discrete states until settled, the
+ * states again if they changed, back to continuous-time mode */
 static void me_event(Inst* in) {
   check(FN(int (*)(void*), version == 2 ? "fmi2EnterEventMode" : "fmi3EnterEventMode")(in->c),
         "EnterEventMode");
@@ -281,7 +293,14 @@ static void me_event(Inst* in) {
              version == 2 ? "fmi2GetContinuousStates" : "fmi3GetContinuousStates")(in->c, in->x,
                                                                                     in->nx),
           "GetContinuousStates");
-  ++in->events;
+}
+
+/* model exchange: the event indicators at the FMU's current point into z */
+static void get_indicators(Inst* in, double* z) {
+  if (in->nz == 0) return;
+  check(FN(int (*)(void*, double*, size_t),
+           version == 2 ? "fmi2GetEventIndicators" : "fmi3GetEventIndicators")(in->c, z, in->nz),
+        "GetEventIndicators");
 }
 
 /* one classic Runge-Kutta step of the importer's own */
@@ -289,6 +308,9 @@ static void me_step(Inst* in, double h) {
   size_t n = in->nx, i;
   double t = in->t;
   me_derivative(in, t, in->x, in->k[0]);
+  if (euler) {
+    for (i = 0; i < n; ++i) in->x[i] += h * in->k[0][i];
+  } else {
   for (i = 0; i < n; ++i) in->xs[i] = in->x[i] + 0.5 * h * in->k[0][i];
   me_derivative(in, t + 0.5 * h, in->xs, in->k[1]);
   for (i = 0; i < n; ++i) in->xs[i] = in->x[i] + 0.5 * h * in->k[1][i];
@@ -297,31 +319,45 @@ static void me_step(Inst* in, double h) {
   me_derivative(in, t + h, in->xs, in->k[3]);
   for (i = 0; i < n; ++i)
     in->x[i] += h / 6.0 * (in->k[0][i] + 2 * in->k[1][i] + 2 * in->k[2][i] + in->k[3][i]);
+  }
   in->t = t + h;
+  bool enter = false;
   /* the FMU at the accepted point */
   if (version == 2) {
     check(FN(fmi2Status(*)(fmi2Component, fmi2Real), "fmi2SetTime")(in->c, in->t), "fmi2SetTime");
     check(FN(fmi2Status(*)(fmi2Component, const fmi2Real*, size_t), "fmi2SetContinuousStates")(
               in->c, in->x, n),
           "fmi2SetContinuousStates");
-    fmi2Boolean enter = 0, term = 0;
+    fmi2Boolean enter2 = 0, term = 0;
     check(FN(fmi2Status(*)(fmi2Component, fmi2Boolean, fmi2Boolean*, fmi2Boolean*),
-             "fmi2CompletedIntegratorStep")(in->c, 1, &enter, &term),
+             "fmi2CompletedIntegratorStep")(in->c, 1, &enter2, &term),
           "fmi2CompletedIntegratorStep");
     if (term) die("completedIntegratorStep: terminate at t = %.17g", in->t);
-    if (enter) me_event(in);
+    enter = enter2 != 0;
   } else {
     check(FN(fmi3Status(*)(fmi3Instance, fmi3Float64), "fmi3SetTime")(in->c, in->t), "fmi3SetTime");
     check(FN(fmi3Status(*)(fmi3Instance, const fmi3Float64*, size_t), "fmi3SetContinuousStates")(
               in->c, in->x, n),
           "fmi3SetContinuousStates");
-    fmi3Boolean enter = false, term = false;
+    fmi3Boolean term = false;
     check(FN(fmi3Status(*)(fmi3Instance, fmi3Boolean, fmi3Boolean*, fmi3Boolean*),
              "fmi3CompletedIntegratorStep")(in->c, true, &enter, &term),
           "fmi3CompletedIntegratorStep");
     if (term) die("completedIntegratorStep: terminate at t = %.17g", in->t);
-    if (enter) me_event(in);
   }
+  /* fmusim's rule: an indicator changed its domain (z > 0 or z <= 0) over the step */
+  bool state_event = false;
+  get_indicators(in, in->z);
+  for (i = 0; i < in->nz; ++i)
+    if ((in->pre_z[i] <= 0 && in->z[i] > 0) || (in->pre_z[i] > 0 && in->z[i] <= 0))
+      state_event = true;
+  if (enter) ++in->events;
+  if (state_event) ++in->state_events;
+  if (enter || state_event) {
+    me_event(in);
+    get_indicators(in, in->z);
+  }
+  for (i = 0; i < in->nz; ++i) in->pre_z[i] = in->z[i];
 }
 
 /* one communication step (co-simulation) or integrator step (model exchange); returns the status */
@@ -424,7 +460,7 @@ int main(int argc, char** argv) {
   const char* out_path = argv[7];
   unsigned vrs[256], set_vr[64], in_vr[16];
   double set_x[64], in_a[16], in_b[16];
-  size_t n_vr = 0, n_set = 0, n_in = 0, nx = 0;
+  size_t n_vr = 0, n_set = 0, n_in = 0, nx = 0, nz = 0;
   int instances = 1;
   bool state_check = false, do_misuse = false, expect_fail = false, timing = false,
        all_rows = true;
@@ -450,6 +486,10 @@ int main(int argc, char** argv) {
       expect_fail = true;
     } else if (!strcmp(argv[i], "--time")) {
       timing = true;
+    } else if (!strcmp(argv[i], "--euler")) {
+      euler = true;
+    } else if (!strcmp(argv[i], "--indicators") && i + 1 < argc) {
+      nz = (size_t)atol(argv[++i]);
     } else if (!strcmp(argv[i], "--no-rows")) {
       all_rows = false;
     } else {
@@ -472,6 +512,9 @@ int main(int argc, char** argv) {
     in[k].x = calloc(nx + 1, sizeof(double));
     in[k].xs = calloc(nx + 1, sizeof(double));
     for (int j = 0; j < 4; ++j) in[k].k[j] = calloc(nx + 1, sizeof(double));
+    in[k].nz = me ? nz : 0;
+    in[k].z = calloc(nz + 1, sizeof(double));
+    in[k].pre_z = calloc(nz + 1, sizeof(double));
     if (do_misuse && k == 0) misuse(&in[k], 0x7fffffffu);
     if (n_set) set_reals(&in[k], set_vr, n_set, set_x);
     initialize(&in[k], 0.0, t_stop);
@@ -483,6 +526,7 @@ int main(int argc, char** argv) {
                            : FN(fmi3Status(*)(fmi3Instance, fmi3Float64*, size_t),
                                 "fmi3GetContinuousStates")(in[k].c, in[k].x, nx);
       check(s, "GetContinuousStates");
+      get_indicators(&in[k], in[k].pre_z);
     }
   }
   FILE* out = fopen(out_path, "w");
@@ -532,6 +576,7 @@ int main(int argc, char** argv) {
   fclose(out);
   if (expect_fail) die("the run was expected to fail");
   if (me && in[0].events > 0) printf("model-exchange step events: %ld\n", in[0].events);
+  if (me && nz > 0) printf("model-exchange state events: %ld\n", in[0].state_events);
   if (timing)
     printf("loop %zu steps in %.6f s\n", steps,
            (double)(t_done.tv_sec - t_begin.tv_sec) + 1e-9 * (double)(t_done.tv_nsec - t_begin.tv_nsec));
@@ -547,6 +592,7 @@ int main(int argc, char** argv) {
                              : FN(fmi3Status(*)(fmi3Instance, fmi3Float64*, size_t),
                                   "fmi3GetContinuousStates")(in[0].c, in[0].x, nx);
         check(s, "GetContinuousStates");
+        get_indicators(&in[0], in[0].pre_z);
       }
       for (size_t n = mid; n <= steps; ++n) {
         if (get_reals(&in[0], vrs, n_vr, row) > 1) die("GetReal after SetFMUState failed");
@@ -570,6 +616,8 @@ int main(int argc, char** argv) {
     free(in[k].x);
     free(in[k].xs);
     for (int j = 0; j < 4; ++j) free(in[k].k[j]);
+    free(in[k].z);
+    free(in[k].pre_z);
   }
   free(second_half);
   if (dlclose(lib) != 0) die("dlclose: %s", dlerror());

@@ -312,6 +312,51 @@ TEST(FmiComponent, ModelExchangeModes) {
   ASSERT_EQ(c->terminate(), Status::Ok);
 }
 
+// An FMU state resumes in the mode it was taken in: one of continuous-time mode, restored in
+// another instance that is only instantiated (or in this one, in event mode), goes on in
+// continuous-time mode, where the importer sets states and gets derivatives; one of event mode
+// goes on in event mode.
+TEST(FmiComponent, ModelExchangeStateResumesInTheModeItWasTakenIn) {
+  const auto e = embedded();
+  auto c = Component::instantiate(e, "", Unit::Kind::ModelExchange, "me", nullptr, nullptr, false);
+  auto other =
+      Component::instantiate(e, "", Unit::Kind::ModelExchange, "o", nullptr, nullptr, false);
+  ASSERT_TRUE(c && other);
+  ASSERT_EQ(c->enter_initialization(), Status::Ok);
+  ASSERT_EQ(c->exit_initialization(), Status::Ok);
+  void* in_event = nullptr;
+  ASSERT_EQ(c->get_state(&in_event), Status::Ok);
+  ASSERT_EQ(c->update_discrete_states("fmi2NewDiscreteStates", nullptr), Status::Ok);
+  ASSERT_EQ(c->enter_continuous_time_mode(), Status::Ok);
+  std::vector<double> x(3), dx(3);
+  ASSERT_EQ(c->get_continuous_states(x.data(), 3), Status::Ok);
+  ASSERT_EQ(c->set_time(0.1), Status::Ok);
+  void* in_continuous_time = nullptr;
+  ASSERT_EQ(c->get_state(&in_continuous_time), Status::Ok);
+  size_t size = 0;
+  ASSERT_EQ(c->serialized_size(in_continuous_time, &size), Status::Ok);
+  std::vector<uint8_t> bytes(size);
+  ASSERT_EQ(c->serialize(in_continuous_time, bytes.data(), size), Status::Ok);
+  void* copy = nullptr;
+  ASSERT_EQ(other->deserialize(bytes.data(), size, &copy), Status::Ok);
+  ASSERT_EQ(other->set_state(copy), Status::Ok);
+  EXPECT_EQ(other->phase(), Phase::ContinuousTimeMode);
+  EXPECT_EQ(other->set_time(0.2), Status::Ok);
+  EXPECT_EQ(other->set_continuous_states(x.data(), 3), Status::Ok);
+  EXPECT_EQ(other->get_derivatives(dx.data(), 3), Status::Ok);
+  bool enter = true, stop = true;
+  EXPECT_EQ(other->completed_integrator_step(&enter, &stop), Status::Ok);
+  // in this instance: event mode back to continuous time, and back again
+  ASSERT_EQ(c->enter_event_mode(), Status::Ok);
+  ASSERT_EQ(c->set_state(in_continuous_time), Status::Ok);
+  EXPECT_EQ(c->phase(), Phase::ContinuousTimeMode);
+  EXPECT_EQ(c->set_continuous_states(x.data(), 3), Status::Ok);
+  ASSERT_EQ(c->set_state(in_event), Status::Ok);
+  EXPECT_EQ(c->phase(), Phase::EventMode);
+  EXPECT_EQ(c->update_discrete_states("fmi2NewDiscreteStates", nullptr), Status::Ok);
+  EXPECT_EQ(c->enter_continuous_time_mode(), Status::Ok);
+}
+
 TEST(FmiComponent, StateHandles) {
   const auto e = embedded();
   Log log;

@@ -449,6 +449,44 @@ TEST_P(FmuVersion, SolverStepIsAParameter) {
   EXPECT_GT(differs, 1e-9);  // the parameter made a difference
 }
 
+// An importer's step that ends exactly on an indicator's zero (fmusim's rule, the FMI standard's
+// domains z > 0 and z <= 0: h = 0.0 is a crossing of `when h < 0`): the ball hits the wall at
+// t = 0.5 and bounces there, not a step later below the ground. Explicit Euler with h = 1/16
+// on der(h) = v = -1 from h = 0.5 is exact in binary, so every point is the closed form
+// h = |t - 0.5|; the bounce fires once (the FMU also asks for it in completedIntegratorStep;
+// the indicator leaving 0 a step later is a second event mode in which nothing fires).
+TEST_P(FmuVersion, ModelExchangeEventWhereTheStepEndsOnTheZero) {
+  const int version = GetParam();
+  TempDir dir;
+  const std::string model = (dir.path / "wall.mbs").string();
+  std::ofstream(model) << R"(model Wall
+  Real h(start = 0.5, fixed = true), v(start = -1, fixed = true);
+  Integer n(start = 0);
+equation
+  der(h) = v;
+  der(v) = 0;
+  when h < 0 then
+    reinit(v, -pre(v));
+    n = pre(n) + 1;
+  end when;
+end Wall;
+)";
+  Unpacked u;
+  export_and_unpack("'" + model + "'", "--fmu-type me --fmu-output n", version, u);
+  ProgramRun run;
+  Table fmu = import_run(u, version, "me", 1.0, 0.0625, {"h", "v", "n"},
+                         {"--euler", "--indicators", "1"}, &run);
+  ASSERT_EQ(fmu.rows.size(), 17u);
+  for (const auto& row : fmu.rows) {
+    const double t = row[0];
+    EXPECT_EQ(row[1], std::fabs(t - 0.5)) << "h at t = " << t;
+    EXPECT_EQ(row[2], t < 0.5 ? -1.0 : 1.0) << "v at t = " << t;
+    EXPECT_EQ(row[3], t < 0.5 ? 0.0 : 1.0) << "n at t = " << t;
+  }
+  EXPECT_NE(run.out.find("model-exchange step events: 1\n"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("model-exchange state events: 2\n"), std::string::npos) << run.out;
+}
+
 INSTANTIATE_TEST_SUITE_P(Fmi, FmuVersion, testing::Values(2, 3),
                          [](const testing::TestParamInfo<int>& i) {
                            return "Fmi" + std::to_string(i.param);
