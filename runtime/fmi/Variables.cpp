@@ -51,6 +51,8 @@ std::string fmu_variables(const CompiledModel& m, const std::vector<std::string>
     }
     if (c < m.output_discrete.size() && m.output_discrete[c] != 0)
       v.variability = Variability::Discrete;
+    if (c < m.output_type.size())
+      v.type = static_cast<Type>(std::min<uint8_t>(m.output_type[c], 2));
     const std::string name = v.name;
     by_name[name] = add(std::move(v));
   }
@@ -160,6 +162,8 @@ std::string fmu_variables(const CompiledModel& m, const std::vector<std::string>
     }
     v.slot = m.parameter_slot[p];
     v.start = m.v0[static_cast<size_t>(v.slot)];
+    if (p < m.parameter_type.size())
+      v.type = static_cast<Type>(std::min<uint8_t>(m.parameter_type[p], 2));
     if (p < m.parameter_unit.size()) v.unit = m.parameter_unit[p];
     if (p < m.parameter_description.size()) v.description = m.parameter_description[p];
     if (by_name.count(v.name)) return "the parameter '" + v.name + "' is also a variable";
@@ -180,6 +184,7 @@ std::string fmu_variables(const CompiledModel& m, const std::vector<std::string>
       v.has_start = true;
       v.option = static_cast<int32_t>(k);
       v.start = option_number(*solver, spec);
+      if (spec.type == OptionType::Integer) v.type = Type::Int32;
       v.unit = std::string(spec.unit);
       v.description = "solver option " + std::string(spec.flag) + ": " + std::string(spec.help);
       if (by_name.count(v.name))
@@ -201,8 +206,13 @@ std::string fmu_variables(const CompiledModel& m, const std::vector<std::string>
       return "the FMU's event indicator '" + v.name + "' has the name of a model variable";
     t.event_indicators.push_back(add(std::move(v)));
   }
-  for (size_t i = 0; i < t.vars.size(); ++i)
-    if (t.vars[i].causality == Causality::Output) t.outputs.push_back(static_cast<int32_t>(i));
+  for (size_t i = 0; i < t.vars.size(); ++i) {
+    // only Real variables change continuously (an Integer or Boolean one changes at events)
+    Variable& v = t.vars[i];
+    if (v.type != Type::Float64 && v.variability == Variability::Continuous)
+      v.variability = Variability::Discrete;
+    if (v.causality == Causality::Output) t.outputs.push_back(static_cast<int32_t>(i));
+  }
   return {};
 }
 

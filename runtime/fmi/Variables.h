@@ -29,6 +29,9 @@ enum class Causality : uint8_t {
 };
 enum class Variability : uint8_t { Constant, Fixed, Tunable, Discrete, Continuous };
 enum class Initial : uint8_t { None, Exact, Approx, Calculated };
+// The FMI type of a variable: the model's Real, Integer and Boolean (FMI 2 Real, Integer,
+// Boolean; FMI 3 Float64, Int32, Boolean). Every value is held as a double (Boolean 1.0 / 0.0).
+enum class Type : uint8_t { Float64, Int32, Boolean };
 
 struct Variable {
   std::string name;
@@ -36,6 +39,7 @@ struct Variable {
   Causality causality = Causality::Local;
   Variability variability = Variability::Continuous;
   Initial initial = Initial::None;
+  Type type = Type::Float64;
   bool has_start = false;
   double start = 0.0;
   std::string unit, description;

@@ -155,6 +155,8 @@ struct CompiledModel {
   // Per output (or empty): 1 when the variable is discrete (it changes only at events: an FMU
   // declares it variability="discrete"; docs/language.md, "Discrete variables").
   std::vector<uint8_t> output_discrete;
+  // Per output column (or empty): the declared type of the variable, 0 Real, 1 Integer, 2 Boolean.
+  std::vector<uint8_t> output_type;
 
   // d outputs / dz (outputs x n_z): how the outputs depend on the algebraic unknowns (the joint
   // wrenches of a mechanism on its multipliers and efforts, for inverse dynamics). Optional.
@@ -210,6 +212,9 @@ struct CompiledModel {
   // Per parameter (or empty): 1 when its binding reads other parameters (`omega = sqrt(k/m)`):
   // its value follows theirs (parameter_bindings) unless it is set itself.
   std::vector<uint8_t> parameter_derived;
+  // Per parameter (or empty): its declared type, 0 Real, 1 Integer, 2 Boolean (the flattener's
+  // ScalarType); the value in v is the number (Boolean: 1.0 / 0.0).
+  std::vector<uint8_t> parameter_type;
   // Per parameter (or empty): its `min`/`max` attributes (-inf/+inf when absent), unit and
   // description from the model text.
   std::vector<double> parameter_min, parameter_max;

@@ -21,7 +21,7 @@ static_assert(sizeof(SparseKernel) == 104, "SparseKernel changed: update ModelIm
 static_assert(sizeof(SourceRef) == 72, "SourceRef changed: update ModelImage.cpp");
 static_assert(sizeof(Unknown) == 104, "Unknown changed: update ModelImage.cpp");
 static_assert(sizeof(OutputSource) == 168, "OutputSource changed: update ModelImage.cpp");
-static_assert(sizeof(CompiledModel) == 3816, "CompiledModel changed: update ModelImage.cpp");
+static_assert(sizeof(CompiledModel) == 3864, "CompiledModel changed: update ModelImage.cpp");
 #endif
 
 // Primitive values: fixed-width little-endian integers, doubles as their IEEE bits, strings
@@ -211,6 +211,7 @@ void transfer(IO& io, CompiledModel& m) {
   xfer(io, m.output_description);
   xfer(io, m.output_interface);
   xfer(io, m.output_discrete);
+  xfer(io, m.output_type);
   xfer(io, m.outputs_z);
   xfer(io, m.constraint_g);
   xfer(io, m.constraint_gd);
@@ -241,6 +242,7 @@ void transfer(IO& io, CompiledModel& m) {
   xfer(io, m.parameter_slot);
   xfer(io, m.parameter_compile_time);
   xfer(io, m.parameter_derived);
+  xfer(io, m.parameter_type);
   xfer(io, m.parameter_min);
   xfer(io, m.parameter_max);
   xfer(io, m.parameter_unit);
@@ -297,8 +299,10 @@ std::string check_consistency(const CompiledModel& m) {
   const auto neq = static_cast<size_t>(m.n_eq());
   if (m.eq_level.size() != neq || m.eq_source.size() != neq) return "equation lists";
   if (!slots_ok(m.parameter_slot, m.parameters.size())) return "parameter slots";
-  if (!m.parameter_derived.empty() && m.parameter_derived.size() != m.parameters.size())
-    return "parameter lists";
+  if ((!m.parameter_derived.empty() && m.parameter_derived.size() != m.parameters.size()) ||
+      (!m.parameter_type.empty() && m.parameter_type.size() != m.parameters.size()) ||
+      (!m.output_type.empty() && m.output_type.size() != m.output_names.size()))
+    return "parameter or output lists";
   if (!slots_ok(m.input_slot, m.inputs.size())) return "input slots";
   if (!m.when_first_branch.empty() || m.events.n_out != 0 || m.event_reinit.n_out != 0) {
     // offsets from 0, non-decreasing, ending at the next list's size

@@ -24,7 +24,8 @@ constexpr uint32_t kModelImageVersion = 11;  // 2: output_interface; 3: inputs; 
                                              // 7: output_discrete;
                                              // 8: rotation_charts; 9: z_auxiliary;
                                              // 10: EquationRole::UnitQuaternion;
-                                             // 11: crossing_side_slot, parameter_derived
+                                             // 11: crossing_side_slot, parameter_derived,
+                                             //     parameter_type, output_type
 
 // The image of `m` (without code_owner and the kernels' function pointers).
 std::string write_model_image(const CompiledModel& m);

@@ -8,6 +8,7 @@
  *   fmu_importer LIBRARY VERSION TYPE TOKEN T_STOP H OUT.csv [options]
  *     VERSION 2|3, TYPE cs|me
  *     --vr N          record variable N (repeatable, in column order after time)
+ *     --vri N         record the Integer variable N (fmi2GetInteger / fmi3GetInt32)
  *     --set N=X       set variable N to X before initialization
  *     --input N=A,B   an input u(t) = A + B t, set before each step at its start time
  *     --instances K   run K instances side by side (each step of each in turn); all must agree
@@ -44,6 +45,7 @@ typedef void* fmi2ComponentEnvironment;
 typedef void* fmi2FMUstate;
 typedef unsigned int fmi2ValueReference;
 typedef double fmi2Real;
+typedef int fmi2Integer;
 typedef int fmi2Boolean;
 typedef const char* fmi2String;
 typedef char fmi2Byte;
@@ -68,6 +70,7 @@ typedef void* fmi3InstanceEnvironment;
 typedef void* fmi3FMUState;
 typedef uint32_t fmi3ValueReference;
 typedef double fmi3Float64;
+typedef int32_t fmi3Int32;
 typedef bool fmi3Boolean;
 typedef const char* fmi3String;
 typedef uint8_t fmi3Byte;
@@ -195,6 +198,30 @@ static int get_reals(Inst* in, const unsigned* vr, size_t n, double* v) {
               "fmi2GetReal")(in->c, vr, n, v);
   return FN(fmi3Status(*)(fmi3Instance, const fmi3ValueReference*, size_t, fmi3Float64*, size_t),
             "fmi3GetFloat64")(in->c, vr, n, v, n);
+}
+
+/* the recorded variables: Integer ones (is_int) one by one with their own function */
+static int get_row(Inst* in, const unsigned* vr, const bool* is_int, size_t n, double* v) {
+  bool any = false;
+  for (size_t j = 0; j < n; ++j) any |= is_int[j];
+  if (!any) return get_reals(in, vr, n, v);
+  for (size_t j = 0; j < n; ++j) {
+    int s;
+    if (!is_int[j]) {
+      s = get_reals(in, &vr[j], 1, &v[j]);
+    } else {
+      int32_t i = 0;
+      s = version == 2 ? FN(fmi2Status(*)(fmi2Component, const fmi2ValueReference*, size_t,
+                                          fmi2Integer*),
+                            "fmi2GetInteger")(in->c, &vr[j], 1, &i)
+                       : FN(fmi3Status(*)(fmi3Instance, const fmi3ValueReference*, size_t,
+                                          fmi3Int32*, size_t),
+                            "fmi3GetInt32")(in->c, &vr[j], 1, &i, 1);
+      v[j] = i;
+    }
+    if (s > 1) return s;
+  }
+  return 0;
 }
 
 static void initialize(Inst* in, double t0, double t_stop) {
@@ -459,13 +486,15 @@ int main(int argc, char** argv) {
   double t_stop = atof(argv[5]), h = atof(argv[6]);
   const char* out_path = argv[7];
   unsigned vrs[256], set_vr[64], in_vr[16];
+  bool is_int[256] = {false};
   double set_x[64], in_a[16], in_b[16];
   size_t n_vr = 0, n_set = 0, n_in = 0, nx = 0, nz = 0;
   int instances = 1;
   bool state_check = false, do_misuse = false, expect_fail = false, timing = false,
        all_rows = true;
   for (int i = 8; i < argc; ++i) {
-    if (!strcmp(argv[i], "--vr") && i + 1 < argc && n_vr < 256) {
+    if ((!strcmp(argv[i], "--vr") || !strcmp(argv[i], "--vri")) && i + 1 < argc && n_vr < 256) {
+      is_int[n_vr] = argv[i][4] == 'i';
       vrs[n_vr++] = (unsigned)atol(argv[++i]);
     } else if (!strcmp(argv[i], "--nx") && i + 1 < argc) {
       nx = (size_t)atol(argv[++i]);
@@ -538,9 +567,9 @@ int main(int argc, char** argv) {
   struct timespec t_begin, t_done;
   clock_gettime(CLOCK_MONOTONIC, &t_begin);
   for (size_t n = 0; n <= steps; ++n) {
-    if (get_reals(&in[0], vrs, n_vr, row) > 1) die("GetReal at t = %g failed", in[0].t);
+    if (get_row(&in[0], vrs, is_int, n_vr, row) > 1) die("GetReal at t = %g failed", in[0].t);
     for (int k = 1; k < instances; ++k) {
-      if (get_reals(&in[k], vrs, n_vr, other) > 1) die("GetReal of instance %d failed", k);
+      if (get_row(&in[k], vrs, is_int, n_vr, other) > 1) die("GetReal of instance %d failed", k);
       if (memcmp(row, other, n_vr * sizeof(double)) != 0)
         die("instance %d differs from instance 0 at t = %.17g", k, in[0].t);
     }
@@ -595,7 +624,7 @@ int main(int argc, char** argv) {
         get_indicators(&in[0], in[0].pre_z);
       }
       for (size_t n = mid; n <= steps; ++n) {
-        if (get_reals(&in[0], vrs, n_vr, row) > 1) die("GetReal after SetFMUState failed");
+        if (get_row(&in[0], vrs, is_int, n_vr, row) > 1) die("GetReal after SetFMUState failed");
         if (memcmp(row, &second_half[(n - mid) * (n_vr + 1)], n_vr * sizeof(double)) != 0)
           die("run %d from the FMU state differs at t = %.17g", r, in[0].t);
         if (n == steps) break;

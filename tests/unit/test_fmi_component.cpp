@@ -357,6 +357,47 @@ TEST(FmiComponent, ModelExchangeStateResumesInTheModeItWasTakenIn) {
   EXPECT_EQ(c->enter_continuous_time_mode(), Status::Ok);
 }
 
+// Integer and Boolean variables through the get/set functions of their types (as FMI's value
+// references are per type): an Integer parameter is read and set as an Integer, not as a Real;
+// a Boolean one reads 1 for true; a Real is not read as an Integer.
+TEST(FmiComponent, IntegerAndBooleanVariablesThroughTheirTypes) {
+  const auto m = testutil::compile_source(
+      "fmi_component_types",
+      "model Types\n  parameter Integer m = 2;\n  parameter Boolean on = true;\n"
+      "  Real x(start = 1, fixed = true);\nequation\n  der(x) = if on then -m * x else 0;\n"
+      "end Types;\n");
+  FmuConfig cfg = config(true, true);
+  cfg.outputs = {"x"};
+  auto e = std::make_shared<rt::fmi::EmbeddedModel>();
+  ASSERT_EQ(load(m, rt::fmi::write_fmu_config(cfg), *e), "");
+  Log log;
+  auto c =
+      Component::instantiate(e, "", Unit::Kind::ModelExchange, "t", nullptr, log.logger(), false);
+  ASSERT_TRUE(c);
+  const uint32_t vm = vr(*e, "m"), von = vr(*e, "on"), vx = vr(*e, "x");
+  double value = 0.0;
+  ASSERT_EQ(c->get_typed("fmi2GetInteger", rt::fmi::Type::Int32, &vm, 1, &value), Status::Ok);
+  EXPECT_EQ(value, 2.0);
+  EXPECT_EQ(c->get_float64("fmi2GetReal", &vm, 1, &value, 1), Status::Error);
+  EXPECT_TRUE(log.has("fmi2GetReal: 'm' is of type Int32 (Integer), not Float64 (Real)"));
+  const double three = 3.0;
+  EXPECT_EQ(c->set_float64("fmi2SetReal", &vm, 1, &three, 1), Status::Error);
+  ASSERT_EQ(c->set_typed("fmi2SetInteger", rt::fmi::Type::Int32, &vm, 1, &three), Status::Ok);
+  ASSERT_EQ(c->get_typed("fmi2GetInteger", rt::fmi::Type::Int32, &vm, 1, &value), Status::Ok);
+  EXPECT_EQ(value, 3.0);
+  ASSERT_EQ(c->get_typed("fmi2GetBoolean", rt::fmi::Type::Boolean, &von, 1, &value), Status::Ok);
+  EXPECT_EQ(value, 1.0);
+  EXPECT_EQ(c->get_typed("fmi2GetInteger", rt::fmi::Type::Int32, &vx, 1, &value), Status::Error);
+  // the new value acts: der(x) = -3 x at x = 1
+  ASSERT_EQ(c->enter_initialization(), Status::Ok);
+  ASSERT_EQ(c->exit_initialization(), Status::Ok);
+  ASSERT_EQ(c->update_discrete_states("fmi2NewDiscreteStates", nullptr), Status::Ok);
+  ASSERT_EQ(c->enter_continuous_time_mode(), Status::Ok);
+  double dx = 0.0;
+  ASSERT_EQ(c->get_derivatives(&dx, 1), Status::Ok);
+  EXPECT_EQ(dx, -3.0);
+}
+
 TEST(FmiComponent, StateHandles) {
   const auto e = embedded();
   Log log;

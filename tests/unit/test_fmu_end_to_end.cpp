@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,7 @@ struct Unpacked {
   fs::path library;
   std::string xml, token;
   std::map<std::string, unsigned> vr;
+  std::set<unsigned> integers;  // the value references of Integer (Int32) variables
   size_t n_states = 0;
   std::vector<std::string> files;
 };
@@ -80,11 +82,19 @@ void export_and_unpack(const std::string& model, const std::string& args, int ve
   ASSERT_FALSE(u.library.empty()) << "no " << platform << "*.so in the archive";
   // the description: tokens and variables (a plain scan: every attribute is on its element)
   u.token = attribute(u.xml, version == 3 ? "instantiationToken" : "guid");
-  const std::string tag = version == 3 ? "<Float64 " : "<ScalarVariable ";
-  for (size_t at = u.xml.find(tag); at != std::string::npos; at = u.xml.find(tag, at + 1)) {
-    const std::string element = u.xml.substr(at, u.xml.find('>', at) - at);
-    u.vr[attribute(element, "name")] =
-        static_cast<unsigned>(std::stoul(attribute(element, "valueReference")));
+  // FMI 3: Float64, Int32 and Boolean elements; FMI 2: ScalarVariable with Real, Integer or
+  // Boolean inside (the Integer ones are read with fmi2GetInteger / fmi3GetInt32)
+  for (const char* tag : version == 3
+                             ? std::vector<const char*>{"<Float64 ", "<Int32 ", "<Boolean "}
+                             : std::vector<const char*>{"<ScalarVariable "}) {
+    for (size_t at = u.xml.find(tag); at != std::string::npos; at = u.xml.find(tag, at + 1)) {
+      const size_t end = u.xml.find('>', at);
+      const std::string element = u.xml.substr(at, end - at);
+      const auto vr = static_cast<unsigned>(std::stoul(attribute(element, "valueReference")));
+      u.vr[attribute(element, "name")] = vr;
+      if (std::string(tag) == "<Int32 " || u.xml.compare(u.xml.find('<', end), 8, "<Integer") == 0)
+        u.integers.insert(vr);
+    }
   }
   if (version == 3) {
     for (size_t at = u.xml.find("<ContinuousStateDerivative "); at != std::string::npos;
@@ -150,8 +160,9 @@ Table import_run(const Unpacked& u, int version, const std::string& type, double
                                    out};
   for (const std::string& n : names) {
     EXPECT_TRUE(u.vr.count(n)) << "no variable " << n << " in the model description";
-    args.push_back("--vr");
-    args.push_back(std::to_string(u.vr.count(n) ? u.vr.at(n) : 0));
+    const unsigned vr = u.vr.count(n) ? u.vr.at(n) : 0;
+    args.push_back(u.integers.count(vr) ? "--vri" : "--vr");
+    args.push_back(std::to_string(vr));
   }
   if (type == "me") {
     args.push_back("--nx");

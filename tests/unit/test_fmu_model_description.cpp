@@ -69,6 +69,22 @@ std::string element_of(const std::string& xml, const std::string& name) {
   return xml.substr(open, end - open);
 }
 
+// Integer and Boolean parameters and discrete variables.
+const char* const kTypesSource = R"(model Types
+  parameter Integer m = 2;
+  parameter Boolean on = true;
+  Real x(start = 1, fixed = true);
+  Integer n(start = 0);
+  Boolean low(start = false);
+equation
+  der(x) = if on then -m * x else 0;
+  when x < 0.5 then
+    n = pre(n) + 1;
+    low = true;
+  end when;
+end Types;
+)";
+
 void check_table(const rt::CompiledModel& m, const VariableTable& t) {
   ASSERT_FALSE(t.vars.empty());
   EXPECT_EQ(t.vars[0].name, "time");
@@ -374,6 +390,59 @@ TEST(FmuModelDescription, FoldedParametersAreConstantsAndDerivedOnesCalculatedPa
           xml.find(v == fmu::FmiVersion::V2 ? "<InitialUnknowns>" : "<InitialUnknown ");
       ASSERT_NE(initial, std::string::npos) << xml;
       EXPECT_NE(xml.find(listed, initial), std::string::npos) << xml;
+    }
+  }
+}
+
+// Integer and Boolean variables and parameters have their FMI types (FMI 2 Integer and Boolean,
+// FMI 3 Int32 and Boolean) with whole-number and true/false start values, and change at events
+// only (variability discrete, or their parameter's); the documents validate.
+TEST(FmuModelDescription, IntegerAndBooleanVariablesHaveTheirTypes) {
+  CompileOptions o;
+  o.file = "types.mbs";
+  o.cache_dir = "off";
+  o.source = kTypesSource;
+  std::ostringstream emit, diag;
+  CompileResult r = compile(o, emit, diag);
+  ASSERT_TRUE(r.ok) << diag.str();
+  VariableTable t;
+  ASSERT_EQ(rt::fmi::fmu_variables(*r.model, {"n", "low"}, t), "");
+  std::map<std::string, const rt::fmi::Variable*> by_name;
+  for (const auto& v : t.vars) by_name[v.name] = &v;
+  ASSERT_TRUE(by_name.count("m") && by_name.count("on") && by_name.count("n") &&
+              by_name.count("low") && by_name.count("x"));
+  EXPECT_EQ(by_name["m"]->type, rt::fmi::Type::Int32);
+  EXPECT_EQ(by_name["on"]->type, rt::fmi::Type::Boolean);
+  EXPECT_EQ(by_name["n"]->type, rt::fmi::Type::Int32);
+  EXPECT_EQ(by_name["low"]->type, rt::fmi::Type::Boolean);
+  EXPECT_EQ(by_name["x"]->type, rt::fmi::Type::Float64);
+  EXPECT_EQ(by_name["n"]->variability, rt::fmi::Variability::Discrete);
+  EXPECT_EQ(by_name["low"]->variability, rt::fmi::Variability::Discrete);
+  fmu::DescriptionOptions d;
+  d.model_identifier = "Types";
+  d.token = "{0}";
+  for (fmu::FmiVersion v : {fmu::FmiVersion::V2, fmu::FmiVersion::V3}) {
+    for (const bool me : {false, true}) {
+      SCOPED_TRACE(std::string(v == fmu::FmiVersion::V2 ? "FMI 2" : "FMI 3") +
+                   (me ? " me" : " cs"));
+      const bool v2 = v == fmu::FmiVersion::V2;
+      d.version = v;
+      d.model_exchange = me;
+      d.co_simulation = !me;
+      std::string error;
+      const std::string xml = fmu::model_description(*r.model, t, d, &error);
+      ASSERT_NE(xml, "") << error;
+      EXPECT_EQ(validate(xml, v), "");
+      const std::string m = element_of(xml, "m"), on = element_of(xml, "on"),
+                        n = element_of(xml, "n"), low = element_of(xml, "low");
+      EXPECT_NE(m.find(v2 ? "<Integer start=\"2\"/>" : "<Int32 "), std::string::npos) << m;
+      EXPECT_NE(m.find("start=\"2\""), std::string::npos) << m;
+      EXPECT_NE(on.find(v2 ? "<Boolean start=\"true\"/>" : "<Boolean "), std::string::npos) << on;
+      EXPECT_NE(on.find("start=\"true\""), std::string::npos) << on;
+      EXPECT_NE(n.find(v2 ? "<Integer" : "<Int32 "), std::string::npos) << n;
+      EXPECT_NE(low.find(v2 ? "<Boolean" : "<Boolean "), std::string::npos) << low;
+      EXPECT_NE(n.find("variability=\"discrete\""), std::string::npos) << n;
+      EXPECT_EQ(element_of(xml, "x").find("<Real") == std::string::npos, !v2);
     }
   }
 }

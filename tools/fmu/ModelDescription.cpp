@@ -192,6 +192,20 @@ std::string model_description(const rt::CompiledModel& m, const rt::fmi::Variabl
 
   x += "  <ModelVariables>\n";
   for (const Variable& v : table.vars) {
+    if (v.type != rt::fmi::Type::Float64) {  // Integer (FMI 3 Int32) or Boolean
+      const bool boolean = v.type == rt::fmi::Type::Boolean;
+      std::string start;
+      if (v.has_start)
+        start = fmt::format(R"( start="{}")", boolean ? (v.start != 0.0 ? "true" : "false")
+                                                      : fmt::format("{:.0f}", v.start));
+      const char* element = boolean ? "Boolean" : v3 ? "Int32" : "Integer";
+      if (v3)
+        x += fmt::format("    <{} {}{}/>\n", element, common_attributes(v), start);
+      else
+        x += fmt::format("    <ScalarVariable {}>\n      <{}{}/>\n    </ScalarVariable>\n",
+                         common_attributes(v), element, start);
+      continue;
+    }
     std::string real;  // the type's attributes
     if (v.has_start) real += fmt::format(R"( start="{}")", number(v.start));
     if (v.derivative_of >= 0)  // FMI 2: the 1-based index of the state; FMI 3: its reference
