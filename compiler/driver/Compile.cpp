@@ -191,6 +191,14 @@ void set_parameter_info(const FlatModel& flat, const sym::Context& cx, const Sou
     m.parameter_slot.push_back(static_cast<int32_t>(v.symbol));
     auto it = fixed.find(v.symbol);
     m.parameter_compile_time.push_back(it == fixed.end() ? std::string() : it->second);
+    bool derived = false;
+    if (v.binding)
+      for (uint32_t r : sym::free_symbols(v.binding))
+        if (auto at = flat.var_of_symbol.find(r);
+            at != flat.var_of_symbol.end() && flat.vars[at->second].role == VarRole::Parameter)
+          derived = true;
+    m.parameter_derived.push_back(derived ? 1 : 0);
+    m.parameter_type.push_back(static_cast<uint8_t>(v.type));
     m.parameter_min.push_back(v.min ? sym::evaluate(v.min, values) : -inf);
     m.parameter_max.push_back(v.max ? sym::evaluate(v.max, values) : inf);
     m.parameter_unit.push_back(v.unit);
@@ -365,6 +373,11 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
   // the DAE has its own copies of the equations (their residuals resolved, their texts; build_dae
   // consumed flat->equations) and of the variables
   std::vector<FlatEquation>().swap(flat->initial_equations);
+  // the declared types of the variables that are not Real (their result columns'; before the
+  // variables the assembly does not read go)
+  std::unordered_map<std::string, uint8_t> non_real;
+  for (const FlatVar& v : flat->vars)
+    if (v.type != ScalarType::Real) non_real.emplace(v.name, static_cast<uint8_t>(v.type));
   keep_variables_the_assembly_reads(*flat);
 
   // ---- parameter values (resolved by the flattener)
@@ -528,6 +541,7 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
     m->event_reinit = kernel(kernels.event_reinit, *state->jit);
     m->n_crossings = kernels.n_crossings;
     m->n_switches = kernels.n_switches;
+    m->crossing_side_slot.assign(kernels.crossing_sides.begin(), kernels.crossing_sides.end());
     m->when_first_branch.push_back(0);
     m->branch_first_reinit.push_back(0);
     for (const DaeWhen& w : dae->whens) {
@@ -582,6 +596,8 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
     m->output_description.push_back(std::move(o.description));
     m->output_interface.push_back(o.interface_output ? 1 : 0);
     m->output_discrete.push_back(o.value->is_symbol() && discrete.count(o.value->symbol) ? 1 : 0);
+    const auto type = non_real.find(m->output_names.back());
+    m->output_type.push_back(type == non_real.end() ? 0 : type->second);
     rt::OutputSource src;
     src.declaration = source_ref(sources, o.declared, m->output_names.back());
     if (o.eliminated >= 0) {

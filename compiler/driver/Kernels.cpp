@@ -136,6 +136,46 @@ void relation_crossings(sym::Context& cx, Expr c, F&& add) {
       add(cx.sub(n->arg(0), n->arg(1)));
 }
 
+// The condition c with every relation a R b whose crossing function a - b has a side symbol s
+// (`side_of`) rewritten to take, where a == b exactly, the value it has on the side s says:
+// a < b -> a < b or (a == b and s < 0), a <= b -> a < b or (a == b and s <= 0), a > b ->
+// a > b or (a == b and s > 0), a >= b -> a > b or (a == b and s >= 0). With s = 0 each is the
+// relation as written; the model-exchange FMU sets s where an indicator reached 0 (docs/fmu.md,
+// "Model exchange").
+Expr with_zero_sides(sym::Context& cx, Expr c, const std::unordered_map<Expr, Expr>& side_of) {
+  if (side_of.empty()) return c;
+  std::unordered_map<Expr, Expr> done;
+  for (Expr n : sym::topological_order(std::span<const Expr>(&c, 1))) {
+    if (n->is_const() || n->is_symbol()) {
+      done[n] = n;
+      continue;
+    }
+    std::vector<Expr> args;
+    bool changed = false;
+    for (Expr a : n->children()) {
+      args.push_back(done.at(a));
+      changed |= args.back() != a;
+    }
+    Expr r = changed ? cx.make(n->op, args) : n;
+    const bool relation = n->op == sym::Op::Lt || n->op == sym::Op::Le || n->op == sym::Op::Gt ||
+                          n->op == sym::Op::Ge;
+    if (relation) {
+      if (auto it = side_of.find(cx.sub(n->arg(0), n->arg(1))); it != side_of.end()) {
+        const bool below = n->op == sym::Op::Lt || n->op == sym::Op::Le;
+        const bool strict = n->op == sym::Op::Lt || n->op == sym::Op::Gt;
+        const sym::Op side_test =
+            below ? (strict ? sym::Op::Lt : sym::Op::Le) : (strict ? sym::Op::Gt : sym::Op::Ge);
+        Expr a = args[0], b = args[1];
+        r = cx.binary(sym::Op::Or, cx.binary(below ? sym::Op::Lt : sym::Op::Gt, a, b),
+                      cx.binary(sym::Op::And, cx.binary(sym::Op::Eq, a, b),
+                                cx.binary(side_test, it->second, cx.zero())));
+      }
+    }
+    done[n] = r;
+  }
+  return done.at(c);
+}
+
 // The symbols that do not change between events: parameters, discrete variables and their pre,
 // initial() and terminal().
 std::unordered_set<uint32_t> event_constants(const SymbolicDae& dae) {
@@ -408,14 +448,24 @@ ModelKernels build_kernels(const SymbolicDae& dae, sym::Context& cx, bool invers
     };
     for (const auto& w : dae.whens) {
       for (const auto& b : w.branches) {
-        conditions.push_back(b.condition);
         relation_crossings(cx, b.condition, [&](Expr crossing) {
-          if (!crossing->is_const() && continuous(crossing) && seen.insert(crossing).second)
+          if (!crossing->is_const() && continuous(crossing) && seen.insert(crossing).second) {
             k.events.outputs.push_back(crossing);
+            k.crossing_sides.push_back(
+                cx.new_symbol("$zero_side[" + std::to_string(k.events.outputs.size()) + "]"));
+          }
         });
         for (const auto& r : b.reinits) k.event_reinit.outputs.push_back(r.value);
       }
     }
+    // each relation of a crossing reads its side at zero (the value the relation has where its
+    // crossing function is exactly 0: 0 literal, -1 as just below, +1 as just above)
+    std::unordered_map<Expr, Expr> side_of;
+    for (size_t c = 0; c < k.crossing_sides.size(); ++c)
+      side_of.emplace(k.events.outputs[c], cx.symbol(k.crossing_sides[c]));
+    for (const auto& w : dae.whens)
+      for (const auto& b : w.branches)
+        conditions.push_back(with_zero_sides(cx, b.condition, side_of));
     k.events.outputs.insert(k.events.outputs.end(), switches.begin(), switches.end());
     k.n_switches = static_cast<int32_t>(switches.size());
     k.n_crossings = static_cast<int32_t>(k.events.outputs.size());

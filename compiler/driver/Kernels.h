@@ -73,6 +73,9 @@ struct ModelKernels {
   bool has_events = false;
   codegen::KernelSpec events, event_reinit;
   int32_t n_crossings = 0, n_switches = 0;
+  // per crossing function of the whens (the first n_crossings - n_switches): the symbol its
+  // relations read where it is exactly 0 (CompiledModel::crossing_side_slot)
+  std::vector<uint32_t> crossing_sides;
   // every parameter's binding as written (other parameters as symbols), in the order of the
   // flat model's parameters; set by the driver (set_parameter_bindings)
   codegen::KernelSpec parameter_bindings;

@@ -190,6 +190,7 @@ Status Component::get_float64(const char* fn, const uint32_t* vr, size_t nvr, do
                                    !vr || !values ? " and a null array" : ""));
     return Status::Error;
   }
+  if (!of_type(fn, Type::Float64, vr, nvr)) return Status::Error;
   return failed(fn, unit_.get_float64({vr, nvr}, {values, nvalues}), false);
 }
 
@@ -205,7 +206,48 @@ Status Component::set_float64(const char* fn, const uint32_t* vr, size_t nvr, co
                                    !vr || !values ? " and a null array" : ""));
     return Status::Error;
   }
+  if (!of_type(fn, Type::Float64, vr, nvr)) return Status::Error;
   return failed(fn, unit_.set_float64({vr, nvr}, {values, nvalues}), false);
+}
+
+bool Component::of_type(const char* fn, Type type, const uint32_t* vr, size_t nvr) {
+  static constexpr const char* kName[] = {"Float64 (Real)", "Int32 (Integer)", "Boolean"};
+  const auto& vars = fmu_->variables->vars;
+  for (size_t k = 0; k < nvr; ++k) {
+    if (vr[k] >= vars.size() || vars[vr[k]].type == type) continue;  // a bad one: the unit says
+    log(Status::Error, fmt::format("{}: '{}' is of type {}, not {}", fn, vars[vr[k]].name,
+                                   kName[static_cast<size_t>(vars[vr[k]].type)],
+                                   kName[static_cast<size_t>(type)]));
+    return false;
+  }
+  return true;
+}
+
+Status Component::get_typed(const char* fn, Type type, const uint32_t* vr, size_t nvr,
+                            double* values) {
+  if (phase_ == Phase::Fatal) return allowed(fn, {});
+  if (nvr == 0) return Status::Ok;
+  if (!vr || !values) {
+    log(Status::Error, fmt::format("{}: a null array", fn));
+    return Status::Error;
+  }
+  if (!of_type(fn, type, vr, nvr)) return Status::Error;
+  return failed(fn, unit_.get_float64({vr, nvr}, {values, nvr}), false);
+}
+
+Status Component::set_typed(const char* fn, Type type, const uint32_t* vr, size_t nvr,
+                            const double* values) {
+  if (Status s = allowed(fn, {Phase::Instantiated, Phase::Initialization, Phase::StepMode,
+                              Phase::EventMode, Phase::ContinuousTimeMode});
+      s != Status::Ok)
+    return s;
+  if (nvr == 0) return Status::Ok;
+  if (!vr || !values) {
+    log(Status::Error, fmt::format("{}: a null array", fn));
+    return Status::Error;
+  }
+  if (!of_type(fn, type, vr, nvr)) return Status::Error;
+  return failed(fn, unit_.set_float64({vr, nvr}, {values, nvr}), false);
 }
 
 Status Component::other_type(const char* fn, const uint32_t* vr, size_t nvr) {
@@ -214,7 +256,9 @@ Status Component::other_type(const char* fn, const uint32_t* vr, size_t nvr) {
   const auto& vars = fmu_->variables->vars;
   const uint32_t first = vr ? vr[0] : 0;
   log(Status::Error,
-      fmt::format("{}: {}: every variable of this FMU is a Float64 (Real)", fn,
+      fmt::format("{}: {}: every variable of this FMU is a Float64 (Real), Int32 (Integer) or "
+                  "Boolean",
+                  fn,
                   !vr                   ? std::string("null value references")
                   : first < vars.size() ? fmt::format("'{}' is not of this type", vars[first].name)
                                         : fmt::format("{} is not a value reference", first)));
@@ -387,8 +431,9 @@ Status Component::get_state(void** state) {
     states_.push_back(std::make_unique<Unit::State>());
     target = states_.back().get();
   }
+  // the mode is part of what the importer restores
+  snapshot.mode = static_cast<uint8_t>(phase_);
   *target = std::move(snapshot);
-  // the phase is part of what the importer restores
   *state = target;
   return Status::Ok;
 }
@@ -404,11 +449,22 @@ Status Component::set_state(void* state) {
   if (!s) return not_available("setFMUState", "a state that is not this instance's");
   const Status st = unit_.set_state(*s);
   if (st != Status::Ok) return failed("setFMUState", st, false);
-  if (!s->initialized)
-    phase_ = Phase::Instantiated;
-  else if (phase_ == Phase::Instantiated || phase_ == Phase::Initialization ||
-           phase_ == Phase::Error || phase_ == Phase::Terminated)
-    phase_ = kind_ == Unit::Kind::CoSimulation ? Phase::StepMode : Phase::EventMode;
+  // the instance resumes in the mode the state was taken in (a model-exchange state of
+  // continuous-time mode goes on there, one of event mode in event mode); a state taken in the
+  // error mode resumes where its values allow: stepping, or event mode in model exchange
+  const auto mode = static_cast<Phase>(s->mode);
+  const bool resumable =
+      s->initialized ? (kind_ == Unit::Kind::CoSimulation
+                            ? mode == Phase::StepMode || mode == Phase::Terminated
+                            : mode == Phase::EventMode || mode == Phase::ContinuousTimeMode ||
+                                  mode == Phase::Terminated)
+                     : mode == Phase::Instantiated || mode == Phase::Initialization;
+  if (resumable)
+    phase_ = mode;
+  else
+    phase_ = !s->initialized                     ? Phase::Instantiated
+             : kind_ == Unit::Kind::CoSimulation ? Phase::StepMode
+                                                 : Phase::EventMode;
   return Status::Ok;
 }
 

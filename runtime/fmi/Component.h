@@ -75,7 +75,13 @@ class Component {
                      size_t nvalues);
   Status set_float64(const char* fn, const uint32_t* vr, size_t nvr, const double* values,
                      size_t nvalues);
-  // get/set of any other type: every variable is Float64, so any value reference is an error.
+  // Integer (FMI 2 Integer, FMI 3 Int32) and Boolean variables, their values as doubles; the
+  // get/set functions of a type accept only the variables of that type (as FMI's value
+  // references are per type), so an Integer is not read with fmi2GetReal.
+  Status get_typed(const char* fn, Type type, const uint32_t* vr, size_t nvr, double* values);
+  Status set_typed(const char* fn, Type type, const uint32_t* vr, size_t nvr, const double* values);
+  // get/set of any other type (String, the other FMI 3 number types): no variable has it, so any
+  // value reference is an error.
   Status other_type(const char* fn, const uint32_t* vr, size_t nvr);
   // A function this FMU does not provide (Error, logged).
   Status not_available(const char* fn, const char* why);
@@ -128,6 +134,8 @@ class Component {
  private:
   // Ok when phase_ is one of `allowed`, else Error (logged).
   Status allowed(const char* fn, std::initializer_list<Phase> phases);
+  // Whether every value reference that names a variable names one of `type` (else logged).
+  bool of_type(const char* fn, Type type, const uint32_t* vr, size_t nvr);
   // The Unit's failure: logged, and with `to_error_mode` the component enters mode Error.
   Status failed(const char* fn, Status s, bool to_error_mode);
   Unit::State* find_state(void* handle);

@@ -262,6 +262,20 @@ Status Unit::set_float64(std::span<const uint32_t> vrs, std::span<const double> 
             spec.type == OptionType::Integer ? fmt::format("{:.0f}", x) : fmt::format("{:.17g}", x);
         if (std::optional<std::string> why = set_option(options_, spec.key, text))
           return error(fmt::format("cannot set '{}' = {}: {}", v->name, x, *why));
+      } else if (v->variability == Variability::Constant) {
+        std::string why;
+        const CompiledModel& m = *model_;
+        for (size_t p = 0; p < m.parameters.size() && p < m.parameter_compile_time.size(); ++p)
+          if (m.parameter_slot[p] == v->slot) why = m.parameter_compile_time[p];
+        return error(fmt::format(
+            "'{}' is a constant of the FMU: the compiler used its value{}; a new value needs a "
+            "new export",
+            v->name, why.empty() ? std::string() : " (" + why + ")"));
+      } else if (v->causality == Causality::CalculatedParameter) {
+        return error(fmt::format(
+            "'{}' is a calculated parameter: its binding computes it from other parameters; set "
+            "those",
+            v->name));
       } else if (v->causality == Causality::Parameter) {
         if (initialized_ && v->variability == Variability::Fixed)
           return error(
@@ -413,13 +427,37 @@ bool Unit::evaluate_events(std::vector<double>& out) {
   }
   if (rhs_ && !ensure_derivatives()) return false;
   if (!initialized_ && !rebuild_start()) return false;
-  const std::span<const double> v = symbols();
-  out.resize(static_cast<size_t>(m.events.n_out));
-  const int32_t st = m.events(v.data(), out.data());
+  const auto n_out = static_cast<size_t>(m.events.n_out);
+  const size_t n_sides = m.crossing_side_slot.size();
+  // the crossings and sides at the last event or completed step (out may be conditions_)
+  const bool have_before = conditions_.size() == n_out + n_sides;
+  ev_before_.assign(conditions_.begin(), have_before ? conditions_.end() : conditions_.begin());
+  std::span<const double> v = symbols();
+  out.resize(n_out);
+  int32_t st = m.events(v.data(), out.data());
+  // A crossing function exactly 0 is on the side it came from crossed (FMI: an indicator changes
+  // its domain between z > 0 and z <= 0): its relations read the value just beyond 0 (-1 below,
+  // +1 above), so `when h < 0` fires where the importer's step ends at h == 0. One that stays at
+  // 0 keeps its side, so nothing fires twice; elsewhere the side is 0 (the relation as written).
+  bool any_side = false;
+  ev_sides_.assign(n_sides, 0.0);
+  for (size_t c = 0; c < n_sides && st >= 0; ++c) {
+    if (out[c] != 0.0 || !have_before) continue;
+    const double z_before = ev_before_[c];
+    ev_sides_[c] = z_before > 0.0 ? -1.0 : z_before < 0.0 ? 1.0 : ev_before_[n_out + c];
+    any_side |= ev_sides_[c] != 0.0;
+  }
+  if (any_side && st >= 0) {
+    ev_v_.assign(v.begin(), v.end());
+    for (size_t c = 0; c < n_sides; ++c)
+      ev_v_[static_cast<size_t>(m.crossing_side_slot[c])] = ev_sides_[c];
+    st = m.events(ev_v_.data(), out.data());
+  }
   if (st < 0) {  // a non-finite value only changes no sign
     message_ = fmt::format("the events kernel failed at t = {} (status {})", time(), st);
     return false;
   }
+  out.insert(out.end(), ev_sides_.begin(), ev_sides_.end());
   return true;
 }
 
@@ -432,7 +470,13 @@ bool Unit::fire(std::vector<double>& basis, bool& states_changed) {
   ev_states_.resize(states.size());
   for (size_t k = 0; k < states.size(); ++k)
     ev_states_[k] = v_[static_cast<size_t>(vars_->vars[static_cast<size_t>(states[k])].slot)];
+  // the sides at zero of the point before the event (the tail of `basis`) hold in its iteration
+  const auto n_out = static_cast<size_t>(m.events.n_out);
+  const size_t n_sides = m.crossing_side_slot.size();
+  for (size_t c = 0; c < n_sides && basis.size() == n_out + n_sides; ++c)
+    v_[static_cast<size_t>(m.crossing_side_slot[c])] = basis[n_out + c];
   const EventOutcome e = apply_event(m, v_, fired_, basis, ev_after_, ev_reinit_);
+  for (size_t c = 0; c < n_sides; ++c) v_[static_cast<size_t>(m.crossing_side_slot[c])] = 0.0;
   changed();
   parameters_changed_ = true;  // a discrete value may enter the leading matrix
   if (e.kind == EventOutcome::Kind::NotSettled) {
@@ -612,7 +656,7 @@ Status Unit::set_state(const State& s) {
   if (s.initialized && kind_ == Kind::CoSimulation && s.integrator.empty())
     return error("the FMU state has no integrator state");
   if (s.initialized && kind_ == Kind::ModelExchange && m.has_events() &&
-      s.conditions.size() != static_cast<size_t>(m.events.n_out))
+      s.conditions.size() != static_cast<size_t>(m.events.n_out) + m.crossing_side_slot.size())
     return error("the FMU state has no conditions of the model's events");
   Instance inst(model_);
   try {
@@ -659,8 +703,10 @@ Status Unit::set_state(const State& s) {
 namespace {
 
 constexpr char kMagic[8] = {'m', 'b', 's', 'f', 'm', 'u', 's', 't'};
-constexpr uint32_t kVersion = 3;  // 2: the conditions of model exchange's events; 3: the
-                                  // implicit methods' Newton constant K (NewmarkFamily)
+constexpr uint32_t kVersion = 4;  // 2: the conditions of model exchange's events; 3: the
+                                  // implicit methods' Newton constant K (NewmarkFamily); 4: the
+                                  // conditions end with the crossings' sides at zero,
+                                  // and the mode the state was taken in follows the flags
 
 struct Writer {
   std::vector<uint8_t> out;
@@ -751,6 +797,7 @@ std::vector<uint8_t> Unit::serialize(const State& s) const {
   w.f64(s.start);
   w.f64(s.stop);
   w.u64((s.has_stop ? 1u : 0u) | (s.initialized ? 2u : 0u) | (s.parameters_changed ? 4u : 0u));
+  w.u64(static_cast<uint64_t>(s.mode));
   return std::move(w.out);
 }
 
@@ -774,11 +821,13 @@ Status Unit::deserialize(std::span<const uint8_t> bytes, State& s) {
   t.start = r.f64();
   t.stop = r.f64();
   const uint64_t flags = r.u64();
-  if (!r.ok || r.pos != bytes.size() || flags > 7)
+  const uint64_t mode = r.u64();
+  if (!r.ok || r.pos != bytes.size() || flags > 7 || mode > 255)
     return error("the serialized FMU state is damaged (truncated or malformed)");
   t.has_stop = (flags & 1u) != 0;
   t.initialized = (flags & 2u) != 0;
   t.parameters_changed = (flags & 4u) != 0;
+  t.mode = static_cast<uint8_t>(mode);
   s = std::move(t);
   return Status::Ok;
 }

@@ -114,6 +114,8 @@ class Unit {
     bool has_stop = false;
     bool initialized = false;
     bool parameters_changed = false;
+    // the mode the instance was in (Component::Phase; set by Component, which restores it)
+    uint8_t mode = 0;
   };
   Status get_state(State& out);
   Status set_state(const State& in);
@@ -158,7 +160,10 @@ class Unit {
   bool outputs_valid_ = false, derivatives_valid_ = false;
   // model exchange's events: the conditions at the last event or completed integrator step, and
   // scratch
-  std::vector<double> conditions_, ev_now_, ev_after_, ev_reinit_, ev_states_;
+  // (the events kernel's outputs, then the side at zero of each crossing of the whens:
+  // CompiledModel::crossing_side_slot)
+  std::vector<double> conditions_, ev_now_, ev_after_, ev_reinit_, ev_states_, ev_before_,
+      ev_sides_, ev_v_;
   std::vector<int32_t> fired_;
   bool initial_states_changed_ = false;  // the event at the start changed a state: not yet told
   RotationCharts charts_;                // model exchange moves them in event mode

@@ -51,6 +51,8 @@ std::string fmu_variables(const CompiledModel& m, const std::vector<std::string>
     }
     if (c < m.output_discrete.size() && m.output_discrete[c] != 0)
       v.variability = Variability::Discrete;
+    if (c < m.output_type.size())
+      v.type = static_cast<Type>(std::min<uint8_t>(m.output_type[c], 2));
     const std::string name = v.name;
     by_name[name] = add(std::move(v));
   }
@@ -136,13 +138,32 @@ std::string fmu_variables(const CompiledModel& m, const std::vector<std::string>
   for (size_t p = 0; p < m.parameters.size(); ++p) {
     Variable v;
     v.name = m.parameters[p].name;
-    v.causality = Causality::Parameter;
-    const bool fixed = p < m.parameter_compile_time.size() && !m.parameter_compile_time[p].empty();
-    v.variability = fixed ? Variability::Fixed : Variability::Tunable;
-    v.initial = Initial::Exact;
-    v.has_start = true;
+    // docs/fmu.md, "Variables and value references": a parameter the compiler used as a number
+    // is a constant of the FMU (a new value needs a new export: importers do not set a
+    // constant); one computed from others a calculated parameter (importers do not set it
+    // either: it follows the parameters it reads); the rest are tunable parameters
+    const bool compile_time =
+        p < m.parameter_compile_time.size() && !m.parameter_compile_time[p].empty();
+    const bool derived = p < m.parameter_derived.size() && m.parameter_derived[p] != 0;
+    if (compile_time) {
+      v.causality = Causality::Local;
+      v.variability = Variability::Constant;
+      v.initial = Initial::Exact;
+      v.has_start = true;
+    } else if (derived) {
+      v.causality = Causality::CalculatedParameter;
+      v.variability = Variability::Tunable;
+      v.initial = Initial::Calculated;
+    } else {
+      v.causality = Causality::Parameter;
+      v.variability = Variability::Tunable;
+      v.initial = Initial::Exact;
+      v.has_start = true;
+    }
     v.slot = m.parameter_slot[p];
     v.start = m.v0[static_cast<size_t>(v.slot)];
+    if (p < m.parameter_type.size())
+      v.type = static_cast<Type>(std::min<uint8_t>(m.parameter_type[p], 2));
     if (p < m.parameter_unit.size()) v.unit = m.parameter_unit[p];
     if (p < m.parameter_description.size()) v.description = m.parameter_description[p];
     if (by_name.count(v.name)) return "the parameter '" + v.name + "' is also a variable";
@@ -163,6 +184,7 @@ std::string fmu_variables(const CompiledModel& m, const std::vector<std::string>
       v.has_start = true;
       v.option = static_cast<int32_t>(k);
       v.start = option_number(*solver, spec);
+      if (spec.type == OptionType::Integer) v.type = Type::Int32;
       v.unit = std::string(spec.unit);
       v.description = "solver option " + std::string(spec.flag) + ": " + std::string(spec.help);
       if (by_name.count(v.name))
@@ -184,8 +206,13 @@ std::string fmu_variables(const CompiledModel& m, const std::vector<std::string>
       return "the FMU's event indicator '" + v.name + "' has the name of a model variable";
     t.event_indicators.push_back(add(std::move(v)));
   }
-  for (size_t i = 0; i < t.vars.size(); ++i)
-    if (t.vars[i].causality == Causality::Output) t.outputs.push_back(static_cast<int32_t>(i));
+  for (size_t i = 0; i < t.vars.size(); ++i) {
+    // only Real variables change continuously (an Integer or Boolean one changes at events)
+    Variable& v = t.vars[i];
+    if (v.type != Type::Float64 && v.variability == Variability::Continuous)
+      v.variability = Variability::Discrete;
+    if (v.causality == Causality::Output) t.outputs.push_back(static_cast<int32_t>(i));
+  }
   return {};
 }
 
@@ -339,6 +366,20 @@ std::vector<std::string> declared_outputs(const CompiledModel& m) {
   std::vector<std::string> names;
   for (size_t c = 0; c < m.output_interface.size() && c < m.output_names.size(); ++c)
     if (m.output_interface[c] != 0) names.push_back(m.output_names[c]);
+  return names;
+}
+
+std::vector<std::string> default_outputs(const CompiledModel& m) {
+  std::vector<std::string> names = declared_outputs(m);
+  if (!names.empty()) return names;
+  const std::set<std::string> columns(m.output_names.begin(), m.output_names.end());
+  std::set<std::string> inputs;
+  for (const auto& u : m.inputs) inputs.insert(u.name);
+  auto add = [&](const std::string& name) {
+    if (columns.count(name) && !inputs.count(name)) names.push_back(name);
+  };
+  for (const auto& q : m.q) add(q.name);
+  for (const auto& y : m.y) add(y.name);
   return names;
 }
 

@@ -19,9 +19,19 @@
 
 namespace mbs::rt::fmi {
 
-enum class Causality : uint8_t { Independent, Parameter, Input, Output, Local };
-enum class Variability : uint8_t { Fixed, Tunable, Discrete, Continuous };
+enum class Causality : uint8_t {
+  Independent,
+  Parameter,
+  CalculatedParameter,
+  Input,
+  Output,
+  Local
+};
+enum class Variability : uint8_t { Constant, Fixed, Tunable, Discrete, Continuous };
 enum class Initial : uint8_t { None, Exact, Approx, Calculated };
+// The FMI type of a variable: the model's Real, Integer and Boolean (FMI 2 Real, Integer,
+// Boolean; FMI 3 Float64, Int32, Boolean). Every value is held as a double (Boolean 1.0 / 0.0).
+enum class Type : uint8_t { Float64, Int32, Boolean };
 
 struct Variable {
   std::string name;
@@ -29,6 +39,7 @@ struct Variable {
   Causality causality = Causality::Local;
   Variability variability = Variability::Continuous;
   Initial initial = Initial::None;
+  Type type = Type::Float64;
   bool has_start = false;
   double start = 0.0;
   std::string unit, description;
@@ -52,9 +63,13 @@ struct VariableTable {
   std::vector<int32_t> event_indicators;  // indices of the event indicators, in kernel order
 };
 
-// The variables `m` declares `output` in the model itself (CompiledModel::output_interface), the
-// default outputs of its FMU.
+// The variables `m` declares `output` in the model itself (CompiledModel::output_interface).
 std::vector<std::string> declared_outputs(const CompiledModel& m);
+
+// The default outputs of its FMU: the declared ones; for a model that declares none, its states'
+// positions (the coordinates q of second order, then the first-order states y: not the
+// velocities der(q)), so that an importer has something to show (docs/fmu.md).
+std::vector<std::string> default_outputs(const CompiledModel& m);
 
 // The table of `m`. `outputs`: the names of the variables that are FMU outputs (an unknown name
 // is an error); empty: none. `solver`: the co-simulation solver's options, which become fixed

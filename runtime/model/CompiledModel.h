@@ -155,6 +155,8 @@ struct CompiledModel {
   // Per output (or empty): 1 when the variable is discrete (it changes only at events: an FMU
   // declares it variability="discrete"; docs/language.md, "Discrete variables").
   std::vector<uint8_t> output_discrete;
+  // Per output column (or empty): the declared type of the variable, 0 Real, 1 Integer, 2 Boolean.
+  std::vector<uint8_t> output_type;
 
   // d outputs / dz (outputs x n_z): how the outputs depend on the algebraic unknowns (the joint
   // wrenches of a mechanism on its multipliers and efforts, for inverse dynamics). Optional.
@@ -207,6 +209,12 @@ struct CompiledModel {
   // Per parameter (or empty): "" when it can be set at run time, else why a new value needs a
   // new compile (e.g. "a range bound at m.mbs:3:12", "the start assembly of the mechanism").
   std::vector<std::string> parameter_compile_time;
+  // Per parameter (or empty): 1 when its binding reads other parameters (`omega = sqrt(k/m)`):
+  // its value follows theirs (parameter_bindings) unless it is set itself.
+  std::vector<uint8_t> parameter_derived;
+  // Per parameter (or empty): its declared type, 0 Real, 1 Integer, 2 Boolean (the flattener's
+  // ScalarType); the value in v is the number (Boolean: 1.0 / 0.0).
+  std::vector<uint8_t> parameter_type;
   // Per parameter (or empty): its `min`/`max` attributes (-inf/+inf when absent), unit and
   // description from the model text.
   std::vector<double> parameter_min, parameter_max;
@@ -229,6 +237,12 @@ struct CompiledModel {
   // stops the step there and restarts the method, without a reinit.
   Kernel events, event_reinit;
   int32_t n_crossings = 0, n_switches = 0;
+  // Per crossing function of the whens (the first n_crossings - n_switches): the slot of its side
+  // at zero, which the conditions read where the function is exactly 0: 0 (the default) gives
+  // the relations as written, -1 the value just below 0, +1 just above (a < b, for instance,
+  // reads a < b or (a == b and side < 0)). The model-exchange FMU sets it where an importer's
+  // step ends exactly on a zero (rt::fmi::Unit); the integrators leave it 0.
+  std::vector<int32_t> crossing_side_slot;
   std::vector<int32_t> when_first_branch;    // size n_when + 1: the branches of when w
   std::vector<int32_t> branch_first_reinit;  // size n_branches + 1: the reinits of branch b
   std::vector<SourceRef> branch_source;      // per branch: its condition as written

@@ -21,7 +21,7 @@ static_assert(sizeof(SparseKernel) == 104, "SparseKernel changed: update ModelIm
 static_assert(sizeof(SourceRef) == 72, "SourceRef changed: update ModelImage.cpp");
 static_assert(sizeof(Unknown) == 104, "Unknown changed: update ModelImage.cpp");
 static_assert(sizeof(OutputSource) == 168, "OutputSource changed: update ModelImage.cpp");
-static_assert(sizeof(CompiledModel) == 3768, "CompiledModel changed: update ModelImage.cpp");
+static_assert(sizeof(CompiledModel) == 3864, "CompiledModel changed: update ModelImage.cpp");
 #endif
 
 // Primitive values: fixed-width little-endian integers, doubles as their IEEE bits, strings
@@ -211,6 +211,7 @@ void transfer(IO& io, CompiledModel& m) {
   xfer(io, m.output_description);
   xfer(io, m.output_interface);
   xfer(io, m.output_discrete);
+  xfer(io, m.output_type);
   xfer(io, m.outputs_z);
   xfer(io, m.constraint_g);
   xfer(io, m.constraint_gd);
@@ -240,6 +241,8 @@ void transfer(IO& io, CompiledModel& m) {
   xfer(io, m.parameters);
   xfer(io, m.parameter_slot);
   xfer(io, m.parameter_compile_time);
+  xfer(io, m.parameter_derived);
+  xfer(io, m.parameter_type);
   xfer(io, m.parameter_min);
   xfer(io, m.parameter_max);
   xfer(io, m.parameter_unit);
@@ -266,6 +269,7 @@ void transfer(IO& io, CompiledModel& m) {
   xfer(io, m.slot_initial);
   xfer(io, m.slot_terminal);
   xfer(io, m.branch_initial);
+  xfer(io, m.crossing_side_slot);
   xfer(io, m.rotation_charts);
   xfer(io, m.z_auxiliary);
 }
@@ -295,6 +299,10 @@ std::string check_consistency(const CompiledModel& m) {
   const auto neq = static_cast<size_t>(m.n_eq());
   if (m.eq_level.size() != neq || m.eq_source.size() != neq) return "equation lists";
   if (!slots_ok(m.parameter_slot, m.parameters.size())) return "parameter slots";
+  if ((!m.parameter_derived.empty() && m.parameter_derived.size() != m.parameters.size()) ||
+      (!m.parameter_type.empty() && m.parameter_type.size() != m.parameters.size()) ||
+      (!m.output_type.empty() && m.output_type.size() != m.output_names.size()))
+    return "parameter or output lists";
   if (!slots_ok(m.input_slot, m.inputs.size())) return "input slots";
   if (!m.when_first_branch.empty() || m.events.n_out != 0 || m.event_reinit.n_out != 0) {
     // offsets from 0, non-decreasing, ending at the next list's size
@@ -311,7 +319,9 @@ std::string check_consistency(const CompiledModel& m) {
         m.n_switches < 0 || m.n_switches > m.n_crossings ||
         m.events.n_out != m.n_crossings + static_cast<int32_t>(nb) ||
         m.event_reinit.n_out != static_cast<int32_t>(nr) ||
-        (!m.branch_initial.empty() && m.branch_initial.size() != nb))
+        (!m.branch_initial.empty() && m.branch_initial.size() != nb) ||
+        (!m.crossing_side_slot.empty() &&
+         !slots_ok(m.crossing_side_slot, static_cast<size_t>(m.n_crossings - m.n_switches))))
       return "event tables";
   }
   if (!slots_ok(m.pre_slot, m.pre_value_slot.size()) ||

@@ -8,6 +8,7 @@
  *   fmu_importer LIBRARY VERSION TYPE TOKEN T_STOP H OUT.csv [options]
  *     VERSION 2|3, TYPE cs|me
  *     --vr N          record variable N (repeatable, in column order after time)
+ *     --vri N         record the Integer variable N (fmi2GetInteger / fmi3GetInt32)
  *     --set N=X       set variable N to X before initialization
  *     --input N=A,B   an input u(t) = A + B t, set before each step at its start time
  *     --instances K   run K instances side by side (each step of each in turn); all must agree
@@ -18,8 +19,15 @@
  *     --expect-fail   the run must end with an error status of doStep (printed)
  *     --time          print the wall time of the stepping loop (steps and GetReal) in seconds
  *     --no-rows       write only the first and the last row (GetReal still every step)
+ *     --euler         model exchange: explicit Euler instead of the classic Runge-Kutta method
+ *     --indicators N  model exchange: the FMU's N event indicators are read after every step and
+ *                     a state event is taken where one changed its domain by fmusim's rule (the
+ *                     Reference FMUs' importer; FMI: between z > 0 and z <= 0),
+ *                     pre_z <= 0 && z > 0 or pre_z > 0 && z <= 0, at the end of the step (no
+ *                     location: the step should end on the zero); their number is printed
  * Model exchange: a step event the FMU asks for in completedIntegratorStep is handled (event
- * mode, discrete states, the states again); their number is printed at the end.
+ * mode, discrete states, the states again); their number is printed at the end. As fmusim does,
+ * completedIntegratorStep comes first, then the indicators; one event mode serves both.
  * Exit code 0 on success; 1 with a message on stderr otherwise. */
 #include <dlfcn.h>
 #include <math.h>
@@ -37,6 +45,7 @@ typedef void* fmi2ComponentEnvironment;
 typedef void* fmi2FMUstate;
 typedef unsigned int fmi2ValueReference;
 typedef double fmi2Real;
+typedef int fmi2Integer;
 typedef int fmi2Boolean;
 typedef const char* fmi2String;
 typedef char fmi2Byte;
@@ -61,6 +70,7 @@ typedef void* fmi3InstanceEnvironment;
 typedef void* fmi3FMUState;
 typedef uint32_t fmi3ValueReference;
 typedef double fmi3Float64;
+typedef int32_t fmi3Int32;
 typedef bool fmi3Boolean;
 typedef const char* fmi3String;
 typedef uint8_t fmi3Byte;
@@ -132,8 +142,13 @@ typedef struct {
   double t;
   size_t nx;
   double *x, *k[4], *xs;
-  long events; /* model exchange: step events the FMU asked for */
+  long events;       /* model exchange: step events the FMU asked for */
+  long state_events; /* model exchange: indicators that changed their domain (--indicators) */
+  size_t nz;
+  double *z, *pre_z;
 } Inst;
+
+static bool euler;
 
 static int status_of(int s) { return s; }
 
@@ -183,6 +198,30 @@ static int get_reals(Inst* in, const unsigned* vr, size_t n, double* v) {
               "fmi2GetReal")(in->c, vr, n, v);
   return FN(fmi3Status(*)(fmi3Instance, const fmi3ValueReference*, size_t, fmi3Float64*, size_t),
             "fmi3GetFloat64")(in->c, vr, n, v, n);
+}
+
+/* the recorded variables: Integer ones (is_int) one by one with their own function */
+static int get_row(Inst* in, const unsigned* vr, const bool* is_int, size_t n, double* v) {
+  bool any = false;
+  for (size_t j = 0; j < n; ++j) any |= is_int[j];
+  if (!any) return get_reals(in, vr, n, v);
+  for (size_t j = 0; j < n; ++j) {
+    int s;
+    if (!is_int[j]) {
+      s = get_reals(in, &vr[j], 1, &v[j]);
+    } else {
+      int32_t i = 0;
+      s = version == 2 ? FN(fmi2Status(*)(fmi2Component, const fmi2ValueReference*, size_t,
+                                          fmi2Integer*),
+                            "fmi2GetInteger")(in->c, &vr[j], 1, &i)
+                       : FN(fmi3Status(*)(fmi3Instance, const fmi3ValueReference*, size_t,
+                                          fmi3Int32*, size_t),
+                            "fmi3GetInt32")(in->c, &vr[j], 1, &i, 1);
+      v[j] = i;
+    }
+    if (s > 1) return s;
+  }
+  return 0;
 }
 
 static void initialize(Inst* in, double t0, double t_stop) {
@@ -270,9 +309,9 @@ static void me_derivative(Inst* in, double t, const double* x, double* dx) {
   }
 }
 
-/* model exchange: a step event the FMU asked for in completedIntegratorStep (e.g. a rotation
- * chart to move): event mode, the discrete states until settled, the states again if they
- * changed, back to continuous-time mode */
+/* model exchange: an event (a step event the FMU asked for in completedIntegratorStep, e.g. a
+ * rotation chart to move, or a state event): event mode, the discrete states until settled, the
+ * states again if they changed, back to continuous-time mode */
 static void me_event(Inst* in) {
   check(FN(int (*)(void*), version == 2 ? "fmi2EnterEventMode" : "fmi3EnterEventMode")(in->c),
         "EnterEventMode");
@@ -281,7 +320,14 @@ static void me_event(Inst* in) {
              version == 2 ? "fmi2GetContinuousStates" : "fmi3GetContinuousStates")(in->c, in->x,
                                                                                     in->nx),
           "GetContinuousStates");
-  ++in->events;
+}
+
+/* model exchange: the event indicators at the FMU's current point into z */
+static void get_indicators(Inst* in, double* z) {
+  if (in->nz == 0) return;
+  check(FN(int (*)(void*, double*, size_t),
+           version == 2 ? "fmi2GetEventIndicators" : "fmi3GetEventIndicators")(in->c, z, in->nz),
+        "GetEventIndicators");
 }
 
 /* one classic Runge-Kutta step of the importer's own */
@@ -289,6 +335,9 @@ static void me_step(Inst* in, double h) {
   size_t n = in->nx, i;
   double t = in->t;
   me_derivative(in, t, in->x, in->k[0]);
+  if (euler) {
+    for (i = 0; i < n; ++i) in->x[i] += h * in->k[0][i];
+  } else {
   for (i = 0; i < n; ++i) in->xs[i] = in->x[i] + 0.5 * h * in->k[0][i];
   me_derivative(in, t + 0.5 * h, in->xs, in->k[1]);
   for (i = 0; i < n; ++i) in->xs[i] = in->x[i] + 0.5 * h * in->k[1][i];
@@ -297,31 +346,45 @@ static void me_step(Inst* in, double h) {
   me_derivative(in, t + h, in->xs, in->k[3]);
   for (i = 0; i < n; ++i)
     in->x[i] += h / 6.0 * (in->k[0][i] + 2 * in->k[1][i] + 2 * in->k[2][i] + in->k[3][i]);
+  }
   in->t = t + h;
+  bool enter = false;
   /* the FMU at the accepted point */
   if (version == 2) {
     check(FN(fmi2Status(*)(fmi2Component, fmi2Real), "fmi2SetTime")(in->c, in->t), "fmi2SetTime");
     check(FN(fmi2Status(*)(fmi2Component, const fmi2Real*, size_t), "fmi2SetContinuousStates")(
               in->c, in->x, n),
           "fmi2SetContinuousStates");
-    fmi2Boolean enter = 0, term = 0;
+    fmi2Boolean enter2 = 0, term = 0;
     check(FN(fmi2Status(*)(fmi2Component, fmi2Boolean, fmi2Boolean*, fmi2Boolean*),
-             "fmi2CompletedIntegratorStep")(in->c, 1, &enter, &term),
+             "fmi2CompletedIntegratorStep")(in->c, 1, &enter2, &term),
           "fmi2CompletedIntegratorStep");
     if (term) die("completedIntegratorStep: terminate at t = %.17g", in->t);
-    if (enter) me_event(in);
+    enter = enter2 != 0;
   } else {
     check(FN(fmi3Status(*)(fmi3Instance, fmi3Float64), "fmi3SetTime")(in->c, in->t), "fmi3SetTime");
     check(FN(fmi3Status(*)(fmi3Instance, const fmi3Float64*, size_t), "fmi3SetContinuousStates")(
               in->c, in->x, n),
           "fmi3SetContinuousStates");
-    fmi3Boolean enter = false, term = false;
+    fmi3Boolean term = false;
     check(FN(fmi3Status(*)(fmi3Instance, fmi3Boolean, fmi3Boolean*, fmi3Boolean*),
              "fmi3CompletedIntegratorStep")(in->c, true, &enter, &term),
           "fmi3CompletedIntegratorStep");
     if (term) die("completedIntegratorStep: terminate at t = %.17g", in->t);
-    if (enter) me_event(in);
   }
+  /* fmusim's rule: an indicator changed its domain (z > 0 or z <= 0) over the step */
+  bool state_event = false;
+  get_indicators(in, in->z);
+  for (i = 0; i < in->nz; ++i)
+    if ((in->pre_z[i] <= 0 && in->z[i] > 0) || (in->pre_z[i] > 0 && in->z[i] <= 0))
+      state_event = true;
+  if (enter) ++in->events;
+  if (state_event) ++in->state_events;
+  if (enter || state_event) {
+    me_event(in);
+    get_indicators(in, in->z);
+  }
+  for (i = 0; i < in->nz; ++i) in->pre_z[i] = in->z[i];
 }
 
 /* one communication step (co-simulation) or integrator step (model exchange); returns the status */
@@ -423,13 +486,15 @@ int main(int argc, char** argv) {
   double t_stop = atof(argv[5]), h = atof(argv[6]);
   const char* out_path = argv[7];
   unsigned vrs[256], set_vr[64], in_vr[16];
+  bool is_int[256] = {false};
   double set_x[64], in_a[16], in_b[16];
-  size_t n_vr = 0, n_set = 0, n_in = 0, nx = 0;
+  size_t n_vr = 0, n_set = 0, n_in = 0, nx = 0, nz = 0;
   int instances = 1;
   bool state_check = false, do_misuse = false, expect_fail = false, timing = false,
        all_rows = true;
   for (int i = 8; i < argc; ++i) {
-    if (!strcmp(argv[i], "--vr") && i + 1 < argc && n_vr < 256) {
+    if ((!strcmp(argv[i], "--vr") || !strcmp(argv[i], "--vri")) && i + 1 < argc && n_vr < 256) {
+      is_int[n_vr] = argv[i][4] == 'i';
       vrs[n_vr++] = (unsigned)atol(argv[++i]);
     } else if (!strcmp(argv[i], "--nx") && i + 1 < argc) {
       nx = (size_t)atol(argv[++i]);
@@ -450,6 +515,10 @@ int main(int argc, char** argv) {
       expect_fail = true;
     } else if (!strcmp(argv[i], "--time")) {
       timing = true;
+    } else if (!strcmp(argv[i], "--euler")) {
+      euler = true;
+    } else if (!strcmp(argv[i], "--indicators") && i + 1 < argc) {
+      nz = (size_t)atol(argv[++i]);
     } else if (!strcmp(argv[i], "--no-rows")) {
       all_rows = false;
     } else {
@@ -472,6 +541,9 @@ int main(int argc, char** argv) {
     in[k].x = calloc(nx + 1, sizeof(double));
     in[k].xs = calloc(nx + 1, sizeof(double));
     for (int j = 0; j < 4; ++j) in[k].k[j] = calloc(nx + 1, sizeof(double));
+    in[k].nz = me ? nz : 0;
+    in[k].z = calloc(nz + 1, sizeof(double));
+    in[k].pre_z = calloc(nz + 1, sizeof(double));
     if (do_misuse && k == 0) misuse(&in[k], 0x7fffffffu);
     if (n_set) set_reals(&in[k], set_vr, n_set, set_x);
     initialize(&in[k], 0.0, t_stop);
@@ -483,6 +555,7 @@ int main(int argc, char** argv) {
                            : FN(fmi3Status(*)(fmi3Instance, fmi3Float64*, size_t),
                                 "fmi3GetContinuousStates")(in[k].c, in[k].x, nx);
       check(s, "GetContinuousStates");
+      get_indicators(&in[k], in[k].pre_z);
     }
   }
   FILE* out = fopen(out_path, "w");
@@ -494,9 +567,9 @@ int main(int argc, char** argv) {
   struct timespec t_begin, t_done;
   clock_gettime(CLOCK_MONOTONIC, &t_begin);
   for (size_t n = 0; n <= steps; ++n) {
-    if (get_reals(&in[0], vrs, n_vr, row) > 1) die("GetReal at t = %g failed", in[0].t);
+    if (get_row(&in[0], vrs, is_int, n_vr, row) > 1) die("GetReal at t = %g failed", in[0].t);
     for (int k = 1; k < instances; ++k) {
-      if (get_reals(&in[k], vrs, n_vr, other) > 1) die("GetReal of instance %d failed", k);
+      if (get_row(&in[k], vrs, is_int, n_vr, other) > 1) die("GetReal of instance %d failed", k);
       if (memcmp(row, other, n_vr * sizeof(double)) != 0)
         die("instance %d differs from instance 0 at t = %.17g", k, in[0].t);
     }
@@ -532,6 +605,7 @@ int main(int argc, char** argv) {
   fclose(out);
   if (expect_fail) die("the run was expected to fail");
   if (me && in[0].events > 0) printf("model-exchange step events: %ld\n", in[0].events);
+  if (me && nz > 0) printf("model-exchange state events: %ld\n", in[0].state_events);
   if (timing)
     printf("loop %zu steps in %.6f s\n", steps,
            (double)(t_done.tv_sec - t_begin.tv_sec) + 1e-9 * (double)(t_done.tv_nsec - t_begin.tv_nsec));
@@ -547,9 +621,10 @@ int main(int argc, char** argv) {
                              : FN(fmi3Status(*)(fmi3Instance, fmi3Float64*, size_t),
                                   "fmi3GetContinuousStates")(in[0].c, in[0].x, nx);
         check(s, "GetContinuousStates");
+        get_indicators(&in[0], in[0].pre_z);
       }
       for (size_t n = mid; n <= steps; ++n) {
-        if (get_reals(&in[0], vrs, n_vr, row) > 1) die("GetReal after SetFMUState failed");
+        if (get_row(&in[0], vrs, is_int, n_vr, row) > 1) die("GetReal after SetFMUState failed");
         if (memcmp(row, &second_half[(n - mid) * (n_vr + 1)], n_vr * sizeof(double)) != 0)
           die("run %d from the FMU state differs at t = %.17g", r, in[0].t);
         if (n == steps) break;
@@ -570,6 +645,8 @@ int main(int argc, char** argv) {
     free(in[k].x);
     free(in[k].xs);
     for (int j = 0; j < 4; ++j) free(in[k].k[j]);
+    free(in[k].z);
+    free(in[k].pre_z);
   }
   free(second_half);
   if (dlclose(lib) != 0) die("dlclose: %s", dlerror());

@@ -312,6 +312,92 @@ TEST(FmiComponent, ModelExchangeModes) {
   ASSERT_EQ(c->terminate(), Status::Ok);
 }
 
+// An FMU state resumes in the mode it was taken in: one of continuous-time mode, restored in
+// another instance that is only instantiated (or in this one, in event mode), goes on in
+// continuous-time mode, where the importer sets states and gets derivatives; one of event mode
+// goes on in event mode.
+TEST(FmiComponent, ModelExchangeStateResumesInTheModeItWasTakenIn) {
+  const auto e = embedded();
+  auto c = Component::instantiate(e, "", Unit::Kind::ModelExchange, "me", nullptr, nullptr, false);
+  auto other =
+      Component::instantiate(e, "", Unit::Kind::ModelExchange, "o", nullptr, nullptr, false);
+  ASSERT_TRUE(c && other);
+  ASSERT_EQ(c->enter_initialization(), Status::Ok);
+  ASSERT_EQ(c->exit_initialization(), Status::Ok);
+  void* in_event = nullptr;
+  ASSERT_EQ(c->get_state(&in_event), Status::Ok);
+  ASSERT_EQ(c->update_discrete_states("fmi2NewDiscreteStates", nullptr), Status::Ok);
+  ASSERT_EQ(c->enter_continuous_time_mode(), Status::Ok);
+  std::vector<double> x(3), dx(3);
+  ASSERT_EQ(c->get_continuous_states(x.data(), 3), Status::Ok);
+  ASSERT_EQ(c->set_time(0.1), Status::Ok);
+  void* in_continuous_time = nullptr;
+  ASSERT_EQ(c->get_state(&in_continuous_time), Status::Ok);
+  size_t size = 0;
+  ASSERT_EQ(c->serialized_size(in_continuous_time, &size), Status::Ok);
+  std::vector<uint8_t> bytes(size);
+  ASSERT_EQ(c->serialize(in_continuous_time, bytes.data(), size), Status::Ok);
+  void* copy = nullptr;
+  ASSERT_EQ(other->deserialize(bytes.data(), size, &copy), Status::Ok);
+  ASSERT_EQ(other->set_state(copy), Status::Ok);
+  EXPECT_EQ(other->phase(), Phase::ContinuousTimeMode);
+  EXPECT_EQ(other->set_time(0.2), Status::Ok);
+  EXPECT_EQ(other->set_continuous_states(x.data(), 3), Status::Ok);
+  EXPECT_EQ(other->get_derivatives(dx.data(), 3), Status::Ok);
+  bool enter = true, stop = true;
+  EXPECT_EQ(other->completed_integrator_step(&enter, &stop), Status::Ok);
+  // in this instance: event mode back to continuous time, and back again
+  ASSERT_EQ(c->enter_event_mode(), Status::Ok);
+  ASSERT_EQ(c->set_state(in_continuous_time), Status::Ok);
+  EXPECT_EQ(c->phase(), Phase::ContinuousTimeMode);
+  EXPECT_EQ(c->set_continuous_states(x.data(), 3), Status::Ok);
+  ASSERT_EQ(c->set_state(in_event), Status::Ok);
+  EXPECT_EQ(c->phase(), Phase::EventMode);
+  EXPECT_EQ(c->update_discrete_states("fmi2NewDiscreteStates", nullptr), Status::Ok);
+  EXPECT_EQ(c->enter_continuous_time_mode(), Status::Ok);
+}
+
+// Integer and Boolean variables through the get/set functions of their types (as FMI's value
+// references are per type): an Integer parameter is read and set as an Integer, not as a Real;
+// a Boolean one reads 1 for true; a Real is not read as an Integer.
+TEST(FmiComponent, IntegerAndBooleanVariablesThroughTheirTypes) {
+  const auto m = testutil::compile_source(
+      "fmi_component_types",
+      "model Types\n  parameter Integer m = 2;\n  parameter Boolean on = true;\n"
+      "  Real x(start = 1, fixed = true);\nequation\n  der(x) = if on then -m * x else 0;\n"
+      "end Types;\n");
+  FmuConfig cfg = config(true, true);
+  cfg.outputs = {"x"};
+  auto e = std::make_shared<rt::fmi::EmbeddedModel>();
+  ASSERT_EQ(load(m, rt::fmi::write_fmu_config(cfg), *e), "");
+  Log log;
+  auto c =
+      Component::instantiate(e, "", Unit::Kind::ModelExchange, "t", nullptr, log.logger(), false);
+  ASSERT_TRUE(c);
+  const uint32_t vm = vr(*e, "m"), von = vr(*e, "on"), vx = vr(*e, "x");
+  double value = 0.0;
+  ASSERT_EQ(c->get_typed("fmi2GetInteger", rt::fmi::Type::Int32, &vm, 1, &value), Status::Ok);
+  EXPECT_EQ(value, 2.0);
+  EXPECT_EQ(c->get_float64("fmi2GetReal", &vm, 1, &value, 1), Status::Error);
+  EXPECT_TRUE(log.has("fmi2GetReal: 'm' is of type Int32 (Integer), not Float64 (Real)"));
+  const double three = 3.0;
+  EXPECT_EQ(c->set_float64("fmi2SetReal", &vm, 1, &three, 1), Status::Error);
+  ASSERT_EQ(c->set_typed("fmi2SetInteger", rt::fmi::Type::Int32, &vm, 1, &three), Status::Ok);
+  ASSERT_EQ(c->get_typed("fmi2GetInteger", rt::fmi::Type::Int32, &vm, 1, &value), Status::Ok);
+  EXPECT_EQ(value, 3.0);
+  ASSERT_EQ(c->get_typed("fmi2GetBoolean", rt::fmi::Type::Boolean, &von, 1, &value), Status::Ok);
+  EXPECT_EQ(value, 1.0);
+  EXPECT_EQ(c->get_typed("fmi2GetInteger", rt::fmi::Type::Int32, &vx, 1, &value), Status::Error);
+  // the new value acts: der(x) = -3 x at x = 1
+  ASSERT_EQ(c->enter_initialization(), Status::Ok);
+  ASSERT_EQ(c->exit_initialization(), Status::Ok);
+  ASSERT_EQ(c->update_discrete_states("fmi2NewDiscreteStates", nullptr), Status::Ok);
+  ASSERT_EQ(c->enter_continuous_time_mode(), Status::Ok);
+  double dx = 0.0;
+  ASSERT_EQ(c->get_derivatives(&dx, 1), Status::Ok);
+  EXPECT_EQ(dx, -3.0);
+}
+
 TEST(FmiComponent, StateHandles) {
   const auto e = embedded();
   Log log;

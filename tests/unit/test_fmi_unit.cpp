@@ -189,6 +189,34 @@ TEST(FmiUnit, DerivedParametersFollowAfterInitialization) {
   }
 }
 
+// A constant of the FMU (a parameter the compiler used as a number: N sizes an array) and a
+// calculated parameter (omega = sqrt(k/m)) are not set: the error names the variable and why;
+// omega follows k.
+TEST(FmiUnit, ConstantsAndCalculatedParametersAreNotSet) {
+  const Fixture f = make(
+      testutil::compile_source(
+          "fmi_unit_folded",
+          "model Folded\n  parameter Integer N = 3;\n  parameter Real k = 4, m = 1;\n"
+          "  parameter Real omega = sqrt(k / m);\n  Real x[N](each start = 1, each fixed = true);\n"
+          "equation\n  for i in 1:N loop\n    der(x[i]) = -omega * x[i];\n  end for;\n"
+          "end Folded;\n"),
+      {"x[1]"});
+  auto u = f.unit(Unit::Kind::ModelExchange);
+  EXPECT_EQ(set(*u, f.vr("N"), 4.0), Status::Error);
+  EXPECT_NE(u->message().find("'N' is a constant of the FMU"), std::string::npos) << u->message();
+  EXPECT_NE(u->message().find("new export"), std::string::npos) << u->message();
+  EXPECT_EQ(set(*u, f.vr("omega"), 5.0), Status::Error);
+  EXPECT_NE(u->message().find("'omega' is a calculated parameter"), std::string::npos)
+      << u->message();
+  ASSERT_EQ(set(*u, f.vr("k"), 9.0), Status::Ok) << u->message();
+  ASSERT_EQ(u->exit_initialization(), Status::Ok) << u->message();
+  EXPECT_EQ(get(*u, f.vr("N")), 3.0);
+  EXPECT_EQ(get(*u, f.vr("omega")), 3.0);
+  std::vector<double> dx(3);
+  ASSERT_EQ(u->get_derivatives(dx), Status::Ok) << u->message();
+  EXPECT_EQ(dx[0], -3.0);
+}
+
 TEST(FmiUnit, Errors) {
   const Fixture& f = oscillator();
   auto u = f.unit(Unit::Kind::CoSimulation);

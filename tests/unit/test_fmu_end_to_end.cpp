@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,7 @@ struct Unpacked {
   fs::path library;
   std::string xml, token;
   std::map<std::string, unsigned> vr;
+  std::set<unsigned> integers;  // the value references of Integer (Int32) variables
   size_t n_states = 0;
   std::vector<std::string> files;
 };
@@ -80,11 +82,19 @@ void export_and_unpack(const std::string& model, const std::string& args, int ve
   ASSERT_FALSE(u.library.empty()) << "no " << platform << "*.so in the archive";
   // the description: tokens and variables (a plain scan: every attribute is on its element)
   u.token = attribute(u.xml, version == 3 ? "instantiationToken" : "guid");
-  const std::string tag = version == 3 ? "<Float64 " : "<ScalarVariable ";
-  for (size_t at = u.xml.find(tag); at != std::string::npos; at = u.xml.find(tag, at + 1)) {
-    const std::string element = u.xml.substr(at, u.xml.find('>', at) - at);
-    u.vr[attribute(element, "name")] =
-        static_cast<unsigned>(std::stoul(attribute(element, "valueReference")));
+  // FMI 3: Float64, Int32 and Boolean elements; FMI 2: ScalarVariable with Real, Integer or
+  // Boolean inside (the Integer ones are read with fmi2GetInteger / fmi3GetInt32)
+  for (const char* tag : version == 3
+                             ? std::vector<const char*>{"<Float64 ", "<Int32 ", "<Boolean "}
+                             : std::vector<const char*>{"<ScalarVariable "}) {
+    for (size_t at = u.xml.find(tag); at != std::string::npos; at = u.xml.find(tag, at + 1)) {
+      const size_t end = u.xml.find('>', at);
+      const std::string element = u.xml.substr(at, end - at);
+      const auto vr = static_cast<unsigned>(std::stoul(attribute(element, "valueReference")));
+      u.vr[attribute(element, "name")] = vr;
+      if (std::string(tag) == "<Int32 " || u.xml.compare(u.xml.find('<', end), 8, "<Integer") == 0)
+        u.integers.insert(vr);
+    }
   }
   if (version == 3) {
     for (size_t at = u.xml.find("<ContinuousStateDerivative "); at != std::string::npos;
@@ -150,8 +160,9 @@ Table import_run(const Unpacked& u, int version, const std::string& type, double
                                    out};
   for (const std::string& n : names) {
     EXPECT_TRUE(u.vr.count(n)) << "no variable " << n << " in the model description";
-    args.push_back("--vr");
-    args.push_back(std::to_string(u.vr.count(n) ? u.vr.at(n) : 0));
+    const unsigned vr = u.vr.count(n) ? u.vr.at(n) : 0;
+    args.push_back(u.integers.count(vr) ? "--vri" : "--vr");
+    args.push_back(std::to_string(vr));
   }
   if (type == "me") {
     args.push_back("--nx");
@@ -447,6 +458,44 @@ TEST_P(FmuVersion, SolverStepIsAParameter) {
   for (size_t i = 0; i < coarse.rows.size() && i < fmu.rows.size(); ++i)
     differs = std::max(differs, std::fabs(coarse.rows[i][1] - fmu.rows[i][1]));
   EXPECT_GT(differs, 1e-9);  // the parameter made a difference
+}
+
+// An importer's step that ends exactly on an indicator's zero (fmusim's rule, the FMI standard's
+// domains z > 0 and z <= 0: h = 0.0 is a crossing of `when h < 0`): the ball hits the wall at
+// t = 0.5 and bounces there, not a step later below the ground. Explicit Euler with h = 1/16
+// on der(h) = v = -1 from h = 0.5 is exact in binary, so every point is the closed form
+// h = |t - 0.5|; the bounce fires once (the FMU also asks for it in completedIntegratorStep;
+// the indicator leaving 0 a step later is a second event mode in which nothing fires).
+TEST_P(FmuVersion, ModelExchangeEventWhereTheStepEndsOnTheZero) {
+  const int version = GetParam();
+  TempDir dir;
+  const std::string model = (dir.path / "wall.mbs").string();
+  std::ofstream(model) << R"(model Wall
+  Real h(start = 0.5, fixed = true), v(start = -1, fixed = true);
+  Integer n(start = 0);
+equation
+  der(h) = v;
+  der(v) = 0;
+  when h < 0 then
+    reinit(v, -pre(v));
+    n = pre(n) + 1;
+  end when;
+end Wall;
+)";
+  Unpacked u;
+  export_and_unpack("'" + model + "'", "--fmu-type me --fmu-output n", version, u);
+  ProgramRun run;
+  Table fmu = import_run(u, version, "me", 1.0, 0.0625, {"h", "v", "n"},
+                         {"--euler", "--indicators", "1"}, &run);
+  ASSERT_EQ(fmu.rows.size(), 17u);
+  for (const auto& row : fmu.rows) {
+    const double t = row[0];
+    EXPECT_EQ(row[1], std::fabs(t - 0.5)) << "h at t = " << t;
+    EXPECT_EQ(row[2], t < 0.5 ? -1.0 : 1.0) << "v at t = " << t;
+    EXPECT_EQ(row[3], t < 0.5 ? 0.0 : 1.0) << "n at t = " << t;
+  }
+  EXPECT_NE(run.out.find("model-exchange step events: 1\n"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("model-exchange state events: 2\n"), std::string::npos) << run.out;
 }
 
 INSTANTIATE_TEST_SUITE_P(Fmi, FmuVersion, testing::Values(2, 3),

@@ -20,6 +20,7 @@
 #include <fstream>
 #include <map>
 #include <numbers>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -86,6 +87,7 @@ struct Exported {
   std::string xml, token;
   fs::path library;
   std::map<std::string, unsigned> vr;
+  std::set<unsigned> integers;  // the value references of Integer (Int32) variables
 };
 
 void export_me(const std::string& name, const std::string& source, int version,
@@ -123,11 +125,19 @@ void export_me(const std::string& name, const std::string& source, int version,
   }
   ASSERT_FALSE(x.xml.empty());
   ASSERT_FALSE(x.library.empty());
-  const std::string tag = version == 3 ? "<Float64 " : "<ScalarVariable ";
-  for (size_t at = x.xml.find(tag); at != std::string::npos; at = x.xml.find(tag, at + 1)) {
-    const std::string element = x.xml.substr(at, x.xml.find('>', at) - at);
-    x.vr[attribute(element, "name")] =
-        static_cast<unsigned>(std::stoul(attribute(element, "valueReference")));
+  // FMI 3: Float64, Int32 and Boolean elements; FMI 2: ScalarVariable with Real, Integer or
+  // Boolean inside (the Integer ones are read with fmi2GetInteger / fmi3GetInt32)
+  for (const char* tag : version == 3
+                             ? std::vector<const char*>{"<Float64 ", "<Int32 ", "<Boolean "}
+                             : std::vector<const char*>{"<ScalarVariable "}) {
+    for (size_t at = x.xml.find(tag); at != std::string::npos; at = x.xml.find(tag, at + 1)) {
+      const size_t end = x.xml.find('>', at);
+      const std::string element = x.xml.substr(at, end - at);
+      const auto vr = static_cast<unsigned>(std::stoul(attribute(element, "valueReference")));
+      x.vr[attribute(element, "name")] = vr;
+      if (std::string(tag) == "<Int32 " || x.xml.compare(x.xml.find('<', end), 8, "<Integer") == 0)
+        x.integers.insert(vr);
+    }
   }
   const fs::path xml_path = x.dir.path / "modelDescription.xml";
   std::ofstream(xml_path) << x.xml;
@@ -159,7 +169,8 @@ F symbol(void* lib, const char* name) {
 // whether the status was OK.
 class MeInstance {
  public:
-  MeInstance(const Exported& x, size_t nx, size_t nz) : version_(x.version), nx_(nx), nz_(nz) {
+  MeInstance(const Exported& x, size_t nx, size_t nz)
+      : version_(x.version), nx_(nx), nz_(nz), integers_(x.integers) {
     lib_ = dlopen(x.library.c_str(), RTLD_NOW | RTLD_LOCAL);
     EXPECT_NE(lib_, nullptr) << dlerror();
     if (!lib_) return;
@@ -256,7 +267,18 @@ class MeInstance {
     enter = e;
     return ok && !stop;
   }
+  // A variable's value; an Integer one through fmi2GetInteger / fmi3GetInt32.
   bool get(unsigned vr, double& value) {
+    if (integers_.count(vr)) {
+      int32_t i = -1;
+      const bool ok = version_ == 2
+                          ? call<int (*)(void*, const unsigned*, size_t, int32_t*)>(
+                                "fmi2GetInteger", &vr, size_t{1}, &i)
+                          : call<int (*)(void*, const unsigned*, size_t, int32_t*, size_t)>(
+                                "fmi3GetInt32", &vr, size_t{1}, &i, size_t{1});
+      value = i;
+      return ok;
+    }
     if (version_ == 2)
       return call<int (*)(void*, const unsigned*, size_t, double*)>("fmi2GetReal", &vr, size_t{1},
                                                                     &value);
@@ -280,6 +302,7 @@ class MeInstance {
 
   int version_;
   size_t nx_, nz_;
+  std::set<unsigned> integers_;
   void* lib_ = nullptr;
   void* c_ = nullptr;
   std::vector<std::string> log_;

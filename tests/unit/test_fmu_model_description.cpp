@@ -59,6 +59,32 @@ std::string validate(const std::string& xml, fmu::FmiVersion version) {
   return rc == 0 ? std::string() : "xmllint: " + ss.str() + "\n" + xml;
 }
 
+// The text of the variable `name` in a description: its element with the type's (FMI 2).
+std::string element_of(const std::string& xml, const std::string& name) {
+  const size_t at = xml.find("name=\"" + name + "\"");
+  if (at == std::string::npos) return {};
+  const size_t open = xml.rfind('<', at);
+  const size_t end = xml.rfind("<ScalarVariable", at) == open ? xml.find("</ScalarVariable>", at)
+                                                              : xml.find("/>", at);
+  return xml.substr(open, end - open);
+}
+
+// Integer and Boolean parameters and discrete variables.
+const char* const kTypesSource = R"(model Types
+  parameter Integer m = 2;
+  parameter Boolean on = true;
+  Real x(start = 1, fixed = true);
+  Integer n(start = 0);
+  Boolean low(start = false);
+equation
+  der(x) = if on then -m * x else 0;
+  when x < 0.5 then
+    n = pre(n) + 1;
+    low = true;
+  end when;
+end Types;
+)";
+
 void check_table(const rt::CompiledModel& m, const VariableTable& t) {
   ASSERT_FALSE(t.vars.empty());
   EXPECT_EQ(t.vars[0].name, "time");
@@ -224,6 +250,47 @@ TEST(FmuModelDescription, TheModelsOwnOutputsAreTheFmusOutputs) {
   }
 }
 
+// A model that declares no outputs: its FMU's outputs are its states' positions (the second-order
+// x, the first-order z; not der(x)), in both versions valid and listed as outputs.
+TEST(FmuModelDescription, WithoutDeclaredOutputsTheStatesPositionsAreTheOutputs) {
+  CompileOptions o;
+  o.file = "osc.mbs";
+  o.cache_dir = "off";
+  o.source =
+      "model Osc\n  parameter Real k = 4;\n  Real x(start = 1);\n  Real z(start = 1);\n"
+      "  Real e;\nequation\n  der(der(x)) = -k*x;\n  der(z) = -z;\n  e = x*x + der(x)*der(x)/k;\n"
+      "end Osc;\n";
+  std::ostringstream emit, diag;
+  CompileResult r = compile(o, emit, diag);
+  ASSERT_TRUE(r.ok) << diag.str();
+  EXPECT_TRUE(rt::fmi::declared_outputs(*r.model).empty());
+  const std::vector<std::string> outputs = rt::fmi::default_outputs(*r.model);
+  EXPECT_EQ(outputs, (std::vector<std::string>{"x", "z"}));
+  VariableTable t;
+  ASSERT_EQ(rt::fmi::fmu_variables(*r.model, outputs, t), "");
+  ASSERT_EQ(t.outputs.size(), 2u);
+  fmu::DescriptionOptions d;
+  d.model_identifier = "Osc";
+  d.token = "{0}";
+  d.model_exchange = true;
+  for (fmu::FmiVersion v : {fmu::FmiVersion::V2, fmu::FmiVersion::V3}) {
+    d.version = v;
+    std::string error;
+    const std::string xml = fmu::model_description(*r.model, t, d, &error);
+    ASSERT_NE(xml, "") << error;
+    EXPECT_EQ(validate(xml, v), "");
+    EXPECT_NE(element_of(xml, "x").find("causality=\"output\""), std::string::npos) << xml;
+    EXPECT_NE(element_of(xml, "z").find("causality=\"output\""), std::string::npos) << xml;
+  }
+  // a declared output is the only one
+  o.source =
+      "model One\n  Real x(start = 1);\n  output Real y;\nequation\n  der(x) = -x;\n"
+      "  y = 2 * x;\nend One;\n";
+  CompileResult one = compile(o, emit, diag);
+  ASSERT_TRUE(one.ok) << diag.str();
+  EXPECT_EQ(rt::fmi::default_outputs(*one.model), (std::vector<std::string>{"y"}));
+}
+
 TEST(FmuModelDescription, TheModelsOwnInputsAreTheFmusInputs) {
   // `input` in the model itself: causality input, set and read through its slot
   CompileOptions o;
@@ -260,6 +327,123 @@ TEST(FmuModelDescription, TheModelsOwnInputsAreTheFmusInputs) {
     ASSERT_NE(xml, "") << error;
     EXPECT_EQ(validate(xml, v), "");
     EXPECT_NE(xml.find("causality=\"input\""), std::string::npos) << xml;
+  }
+}
+
+// docs/fmu.md, "Variables and value references": a parameter the compiler used as a number (N
+// sizes an array) is a constant of the FMU with its value as start; one computed from others
+// (omega = sqrt(k/m)) a calculated parameter without a start, an initial unknown; the others
+// parameters an importer sets. Importers set neither of the first two.
+TEST(FmuModelDescription, FoldedParametersAreConstantsAndDerivedOnesCalculatedParameters) {
+  CompileOptions o;
+  o.file = "folded.mbs";
+  o.cache_dir = "off";
+  o.source =
+      "model Folded\n  parameter Integer N = 3;\n  parameter Real k = 4, m = 1;\n"
+      "  parameter Real omega = sqrt(k / m);\n  Real x[N](each start = 1, each fixed = true);\n"
+      "equation\n  for i in 1:N loop\n    der(x[i]) = -omega * x[i];\n  end for;\nend Folded;\n";
+  std::ostringstream emit, diag;
+  CompileResult r = compile(o, emit, diag);
+  ASSERT_TRUE(r.ok) << diag.str();
+  VariableTable t;
+  ASSERT_EQ(rt::fmi::fmu_variables(*r.model, {"x[1]"}, t), "");
+  check_table(*r.model, t);
+  std::map<std::string, const rt::fmi::Variable*> by_name;
+  for (const auto& v : t.vars) by_name[v.name] = &v;
+  ASSERT_TRUE(by_name.count("N") && by_name.count("omega") && by_name.count("k"));
+  EXPECT_EQ(by_name["N"]->causality, Causality::Local);
+  EXPECT_EQ(by_name["N"]->variability, rt::fmi::Variability::Constant);
+  EXPECT_TRUE(by_name["N"]->has_start);
+  EXPECT_EQ(by_name["N"]->start, 3.0);
+  EXPECT_EQ(by_name["omega"]->causality, Causality::CalculatedParameter);
+  EXPECT_EQ(by_name["omega"]->initial, rt::fmi::Initial::Calculated);
+  EXPECT_FALSE(by_name["omega"]->has_start);
+  EXPECT_EQ(by_name["k"]->causality, Causality::Parameter);
+  EXPECT_EQ(by_name["k"]->variability, rt::fmi::Variability::Tunable);
+  fmu::DescriptionOptions d;
+  d.model_identifier = "Folded";
+  d.token = "{0}";
+  for (fmu::FmiVersion v : {fmu::FmiVersion::V2, fmu::FmiVersion::V3}) {
+    for (const bool me : {false, true}) {
+      SCOPED_TRACE(std::string(v == fmu::FmiVersion::V2 ? "FMI 2" : "FMI 3") +
+                   (me ? " me" : " cs"));
+      d.version = v;
+      d.model_exchange = me;
+      d.co_simulation = !me;
+      std::string error;
+      const std::string xml = fmu::model_description(*r.model, t, d, &error);
+      ASSERT_NE(xml, "") << error;
+      EXPECT_EQ(validate(xml, v), "");
+      const std::string n = element_of(xml, "N"), omega = element_of(xml, "omega");
+      EXPECT_NE(n.find("causality=\"local\" variability=\"constant\""), std::string::npos) << n;
+      EXPECT_NE(n.find("start=\"3\""), std::string::npos) << n;
+      EXPECT_NE(omega.find("causality=\"calculatedParameter\""), std::string::npos) << omega;
+      EXPECT_NE(omega.find("initial=\"calculated\""), std::string::npos) << omega;
+      EXPECT_EQ(omega.find("start="), std::string::npos) << omega;
+      // an initial unknown: FMI 2 by its 1-based index, FMI 3 by its value reference
+      const uint32_t vr = by_name["omega"]->vr;
+      const std::string listed =
+          v == fmu::FmiVersion::V2
+              ? "<Unknown index=\"" + std::to_string(vr + 1) + "\""
+              : "<InitialUnknown valueReference=\"" + std::to_string(vr) + "\"";
+      const size_t initial =
+          xml.find(v == fmu::FmiVersion::V2 ? "<InitialUnknowns>" : "<InitialUnknown ");
+      ASSERT_NE(initial, std::string::npos) << xml;
+      EXPECT_NE(xml.find(listed, initial), std::string::npos) << xml;
+    }
+  }
+}
+
+// Integer and Boolean variables and parameters have their FMI types (FMI 2 Integer and Boolean,
+// FMI 3 Int32 and Boolean) with whole-number and true/false start values, and change at events
+// only (variability discrete, or their parameter's); the documents validate.
+TEST(FmuModelDescription, IntegerAndBooleanVariablesHaveTheirTypes) {
+  CompileOptions o;
+  o.file = "types.mbs";
+  o.cache_dir = "off";
+  o.source = kTypesSource;
+  std::ostringstream emit, diag;
+  CompileResult r = compile(o, emit, diag);
+  ASSERT_TRUE(r.ok) << diag.str();
+  VariableTable t;
+  ASSERT_EQ(rt::fmi::fmu_variables(*r.model, {"n", "low"}, t), "");
+  std::map<std::string, const rt::fmi::Variable*> by_name;
+  for (const auto& v : t.vars) by_name[v.name] = &v;
+  ASSERT_TRUE(by_name.count("m") && by_name.count("on") && by_name.count("n") &&
+              by_name.count("low") && by_name.count("x"));
+  EXPECT_EQ(by_name["m"]->type, rt::fmi::Type::Int32);
+  EXPECT_EQ(by_name["on"]->type, rt::fmi::Type::Boolean);
+  EXPECT_EQ(by_name["n"]->type, rt::fmi::Type::Int32);
+  EXPECT_EQ(by_name["low"]->type, rt::fmi::Type::Boolean);
+  EXPECT_EQ(by_name["x"]->type, rt::fmi::Type::Float64);
+  EXPECT_EQ(by_name["n"]->variability, rt::fmi::Variability::Discrete);
+  EXPECT_EQ(by_name["low"]->variability, rt::fmi::Variability::Discrete);
+  fmu::DescriptionOptions d;
+  d.model_identifier = "Types";
+  d.token = "{0}";
+  for (fmu::FmiVersion v : {fmu::FmiVersion::V2, fmu::FmiVersion::V3}) {
+    for (const bool me : {false, true}) {
+      SCOPED_TRACE(std::string(v == fmu::FmiVersion::V2 ? "FMI 2" : "FMI 3") +
+                   (me ? " me" : " cs"));
+      const bool v2 = v == fmu::FmiVersion::V2;
+      d.version = v;
+      d.model_exchange = me;
+      d.co_simulation = !me;
+      std::string error;
+      const std::string xml = fmu::model_description(*r.model, t, d, &error);
+      ASSERT_NE(xml, "") << error;
+      EXPECT_EQ(validate(xml, v), "");
+      const std::string m = element_of(xml, "m"), on = element_of(xml, "on"),
+                        n = element_of(xml, "n"), low = element_of(xml, "low");
+      EXPECT_NE(m.find(v2 ? "<Integer start=\"2\"/>" : "<Int32 "), std::string::npos) << m;
+      EXPECT_NE(m.find("start=\"2\""), std::string::npos) << m;
+      EXPECT_NE(on.find(v2 ? "<Boolean start=\"true\"/>" : "<Boolean "), std::string::npos) << on;
+      EXPECT_NE(on.find("start=\"true\""), std::string::npos) << on;
+      EXPECT_NE(n.find(v2 ? "<Integer" : "<Int32 "), std::string::npos) << n;
+      EXPECT_NE(low.find(v2 ? "<Boolean" : "<Boolean "), std::string::npos) << low;
+      EXPECT_NE(n.find("variability=\"discrete\""), std::string::npos) << n;
+      EXPECT_EQ(element_of(xml, "x").find("<Real") == std::string::npos, !v2);
+    }
   }
 }
 

@@ -103,7 +103,7 @@ std::string export_fmu(const rt::CompiledModel& m, const std::vector<std::string
 
   // ---- the variables and the configuration the runtime reads
   const std::vector<std::string> outputs =
-      o.outputs_given ? o.outputs : rt::fmi::declared_outputs(m);
+      o.outputs_given ? o.outputs : rt::fmi::default_outputs(m);
   rt::fmi::VariableTable table;
   if (std::string e = rt::fmi::fmu_variables(m, outputs, table, &o.solver); !e.empty())
     return "FMU outputs: " + e;

@@ -23,8 +23,8 @@ struct ExportOptions {
   FmiVersion version = FmiVersion::V2;
   bool co_simulation = true;
   bool model_exchange = false;
-  // The FMU outputs (variable names); with outputs_given false, the model's declared outputs
-  // (rt::fmi::declared_outputs).
+  // The FMU outputs (variable names); with outputs_given false, the model's declared outputs, or
+  // for a model that declares none its states' positions (rt::fmi::default_outputs).
   std::vector<std::string> outputs;
   bool outputs_given = false;
   // The co-simulation solver and its defaults: every option travels into the FMU (the

@@ -23,6 +23,8 @@ const char* causality(Causality c) {
       return "independent";
     case Causality::Parameter:
       return "parameter";
+    case Causality::CalculatedParameter:
+      return "calculatedParameter";
     case Causality::Input:
       return "input";
     case Causality::Output:
@@ -35,6 +37,8 @@ const char* causality(Causality c) {
 
 const char* variability(Variability v) {
   switch (v) {
+    case Variability::Constant:
+      return "constant";
     case Variability::Fixed:
       return "fixed";
     case Variability::Tunable:
@@ -188,6 +192,20 @@ std::string model_description(const rt::CompiledModel& m, const rt::fmi::Variabl
 
   x += "  <ModelVariables>\n";
   for (const Variable& v : table.vars) {
+    if (v.type != rt::fmi::Type::Float64) {  // Integer (FMI 3 Int32) or Boolean
+      const bool boolean = v.type == rt::fmi::Type::Boolean;
+      std::string start;
+      if (v.has_start)
+        start = fmt::format(R"( start="{}")", boolean ? (v.start != 0.0 ? "true" : "false")
+                                                      : fmt::format("{:.0f}", v.start));
+      const char* element = boolean ? "Boolean" : v3 ? "Int32" : "Integer";
+      if (v3)
+        x += fmt::format("    <{} {}{}/>\n", element, common_attributes(v), start);
+      else
+        x += fmt::format("    <ScalarVariable {}>\n      <{}{}/>\n    </ScalarVariable>\n",
+                         common_attributes(v), element, start);
+      continue;
+    }
     std::string real;  // the type's attributes
     if (v.has_start) real += fmt::format(R"( start="{}")", number(v.start));
     if (v.derivative_of >= 0)  // FMI 2: the 1-based index of the state; FMI 3: its reference
@@ -215,6 +233,10 @@ std::string model_description(const rt::CompiledModel& m, const rt::fmi::Variabl
           table.vars[static_cast<size_t>(i)].initial != Initial::Exact)
         initial_unknowns.push_back(i);
   }
+  // the calculated parameters (computed at initialization from the parameters)
+  for (int32_t p : table.parameters)
+    if (table.vars[static_cast<size_t>(p)].causality == Causality::CalculatedParameter)
+      initial_unknowns.push_back(p);
   std::sort(initial_unknowns.begin(), initial_unknowns.end());
   initial_unknowns.erase(std::unique(initial_unknowns.begin(), initial_unknowns.end()),
                          initial_unknowns.end());
@@ -236,9 +258,13 @@ std::string model_description(const rt::CompiledModel& m, const rt::fmi::Variabl
   for (size_t d = 0; d < table.outputs.size() && d < output_deps_me.size(); ++d)
     if (deps_of[static_cast<size_t>(table.outputs[d])] == nullptr)
       deps_of[static_cast<size_t>(table.outputs[d])] = &output_deps_me[d];
-  std::vector<int32_t> model_parameters;  // not the solver's
-  for (int32_t p : table.parameters)
-    if (table.vars[static_cast<size_t>(p)].option < 0) model_parameters.push_back(p);
+  std::vector<int32_t> model_parameters;  // the independent ones, not the solver's
+  const std::vector<int32_t> none;
+  for (int32_t p : table.parameters) {
+    const Variable& v = table.vars[static_cast<size_t>(p)];
+    if (v.option < 0 && v.causality == Causality::Parameter) model_parameters.push_back(p);
+    if (v.causality == Causality::CalculatedParameter) deps_of[static_cast<size_t>(p)] = &none;
+  }
   bool initial_complete = true;
   for (size_t k = 0; k < initial_unknowns.size() && initial_complete; ++k) {
     const std::vector<int32_t>* from = deps_of[static_cast<size_t>(initial_unknowns[k])];

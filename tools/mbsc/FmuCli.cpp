@@ -36,7 +36,8 @@ void add_fmu_flags(CLI::App& app, FmuFlags& f) {
       ->type_name("WHERE");
   app.add_option("--fmu-output", f.outputs,
                  "FMU export: a variable that is an FMU output (repeatable; default: the "
-                 "variables declared `output` in the model)")
+                 "variables declared `output` in the model, or if it declares none its states' "
+                 "positions)")
       ->type_name("VARIABLE")
       ->allow_extra_args(false);
   app.add_option("--fmu-cpu", f.cpu,

@@ -2,10 +2,12 @@
 // rt::fmi::Component. The C types (Fmi2Types.h) are declared from the FMI 2.0.x specification
 // (fmi2TypesPlatform.h, fmi2FunctionTypes.h): the standard's headers are not copied.
 // docs/fmu.md, "The FMI functions".
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "tools/fmu/blob/Embedded.h"
 #include "tools/fmu/blob/Export.h"
@@ -16,6 +18,7 @@ namespace {
 using mbs::fmu_blob::Instance;
 using mbs::rt::fmi::Component;
 using mbs::rt::fmi::Status;
+using mbs::rt::fmi::Type;
 
 static_assert(sizeof(fmi2ValueReference) == sizeof(uint32_t));
 
@@ -161,13 +164,51 @@ MBS_FMU_EXPORT fmi2Status fmi2SetReal(fmi2Component c, const fmi2ValueReference 
     (void)value;                                                                             \
     return call(c, #NAME, [&](Component& k) { return k.other_type(#NAME, refs(vr), nvr); }); \
   }
-MBS_FMI2_OTHER_TYPE(fmi2GetInteger, , fmi2Integer)
-MBS_FMI2_OTHER_TYPE(fmi2GetBoolean, , fmi2Boolean)
 MBS_FMI2_OTHER_TYPE(fmi2GetString, , fmi2String)
-MBS_FMI2_OTHER_TYPE(fmi2SetInteger, const, fmi2Integer)
-MBS_FMI2_OTHER_TYPE(fmi2SetBoolean, const, fmi2Boolean)
 MBS_FMI2_OTHER_TYPE(fmi2SetString, const, fmi2String)
 #undef MBS_FMI2_OTHER_TYPE
+
+// Integer and Boolean variables, held as doubles (whole numbers; Boolean 1 / 0)
+MBS_FMU_EXPORT fmi2Status fmi2GetInteger(fmi2Component c, const fmi2ValueReference vr[], size_t nvr,
+                                         fmi2Integer value[]) {
+  return call(c, "fmi2GetInteger", [&](Component& k) {
+    std::vector<double> x(nvr);
+    const Status s =
+        k.get_typed("fmi2GetInteger", Type::Int32, refs(vr), nvr, value ? x.data() : nullptr);
+    for (size_t i = 0; s == Status::Ok && i < nvr; ++i)
+      value[i] = static_cast<fmi2Integer>(std::lround(x[i]));
+    return s;
+  });
+}
+
+MBS_FMU_EXPORT fmi2Status fmi2GetBoolean(fmi2Component c, const fmi2ValueReference vr[], size_t nvr,
+                                         fmi2Boolean value[]) {
+  return call(c, "fmi2GetBoolean", [&](Component& k) {
+    std::vector<double> x(nvr);
+    const Status s =
+        k.get_typed("fmi2GetBoolean", Type::Boolean, refs(vr), nvr, value ? x.data() : nullptr);
+    for (size_t i = 0; s == Status::Ok && i < nvr; ++i) value[i] = x[i] != 0.0 ? 1 : 0;
+    return s;
+  });
+}
+
+MBS_FMU_EXPORT fmi2Status fmi2SetInteger(fmi2Component c, const fmi2ValueReference vr[], size_t nvr,
+                                         const fmi2Integer value[]) {
+  return call(c, "fmi2SetInteger", [&](Component& k) {
+    std::vector<double> x(nvr);
+    for (size_t i = 0; value && i < nvr; ++i) x[i] = static_cast<double>(value[i]);
+    return k.set_typed("fmi2SetInteger", Type::Int32, refs(vr), nvr, value ? x.data() : nullptr);
+  });
+}
+
+MBS_FMU_EXPORT fmi2Status fmi2SetBoolean(fmi2Component c, const fmi2ValueReference vr[], size_t nvr,
+                                         const fmi2Boolean value[]) {
+  return call(c, "fmi2SetBoolean", [&](Component& k) {
+    std::vector<double> x(nvr);
+    for (size_t i = 0; value && i < nvr; ++i) x[i] = value[i] != 0 ? 1.0 : 0.0;
+    return k.set_typed("fmi2SetBoolean", Type::Boolean, refs(vr), nvr, value ? x.data() : nullptr);
+  });
+}
 
 // ---- FMU state
 

@@ -3,11 +3,13 @@
 // (fmi3PlatformTypes.h, fmi3FunctionTypes.h): the standard's headers are not copied.
 // Scheduled execution, clocks, configuration mode and adjoint derivatives are not provided
 // (Error, logged). docs/fmu.md, "The FMI functions".
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "tools/fmu/blob/Embedded.h"
 #include "tools/fmu/blob/Export.h"
@@ -18,6 +20,7 @@ namespace {
 using mbs::fmu_blob::Instance;
 using mbs::rt::fmi::Component;
 using mbs::rt::fmi::Status;
+using mbs::rt::fmi::Type;
 using mbs::rt::fmi::Unit;
 
 fmi3Status to_fmi3(Status s) {
@@ -182,6 +185,74 @@ MBS_FMU_EXPORT fmi3Status fmi3SetFloat64(fmi3Instance instance,
   });
 }
 
+// Int32 and Boolean variables, held as doubles (whole numbers; Boolean 1 / 0); scalars only, so
+// one value per value reference
+namespace {
+
+bool one_each(Component& k, const char* fn, size_t nvr, size_t nvalues) {
+  if (nvr == nvalues) return true;
+  k.log(Status::Error, std::string(fn) + ": " + std::to_string(nvr) + " value references, " +
+                           std::to_string(nvalues) + " values (every variable is a scalar)");
+  return false;
+}
+
+}  // namespace
+
+MBS_FMU_EXPORT fmi3Status fmi3GetInt32(fmi3Instance instance,
+                                       const fmi3ValueReference valueReferences[],
+                                       size_t nValueReferences, fmi3Int32 values[],
+                                       size_t nValues) {
+  return call(instance, "fmi3GetInt32", [&](Component& k) {
+    if (!one_each(k, "fmi3GetInt32", nValueReferences, nValues)) return Status::Error;
+    std::vector<double> x(nValueReferences);
+    const Status s = k.get_typed("fmi3GetInt32", Type::Int32, valueReferences, nValueReferences,
+                                 values ? x.data() : nullptr);
+    for (size_t i = 0; s == Status::Ok && i < nValueReferences; ++i)
+      values[i] = static_cast<fmi3Int32>(std::lround(x[i]));
+    return s;
+  });
+}
+
+MBS_FMU_EXPORT fmi3Status fmi3GetBoolean(fmi3Instance instance,
+                                         const fmi3ValueReference valueReferences[],
+                                         size_t nValueReferences, fmi3Boolean values[],
+                                         size_t nValues) {
+  return call(instance, "fmi3GetBoolean", [&](Component& k) {
+    if (!one_each(k, "fmi3GetBoolean", nValueReferences, nValues)) return Status::Error;
+    std::vector<double> x(nValueReferences);
+    const Status s = k.get_typed("fmi3GetBoolean", Type::Boolean, valueReferences, nValueReferences,
+                                 values ? x.data() : nullptr);
+    for (size_t i = 0; s == Status::Ok && i < nValueReferences; ++i) values[i] = x[i] != 0.0;
+    return s;
+  });
+}
+
+MBS_FMU_EXPORT fmi3Status fmi3SetInt32(fmi3Instance instance,
+                                       const fmi3ValueReference valueReferences[],
+                                       size_t nValueReferences, const fmi3Int32 values[],
+                                       size_t nValues) {
+  return call(instance, "fmi3SetInt32", [&](Component& k) {
+    if (!one_each(k, "fmi3SetInt32", nValueReferences, nValues)) return Status::Error;
+    std::vector<double> x(nValueReferences);
+    for (size_t i = 0; values && i < nValueReferences; ++i) x[i] = static_cast<double>(values[i]);
+    return k.set_typed("fmi3SetInt32", Type::Int32, valueReferences, nValueReferences,
+                       values ? x.data() : nullptr);
+  });
+}
+
+MBS_FMU_EXPORT fmi3Status fmi3SetBoolean(fmi3Instance instance,
+                                         const fmi3ValueReference valueReferences[],
+                                         size_t nValueReferences, const fmi3Boolean values[],
+                                         size_t nValues) {
+  return call(instance, "fmi3SetBoolean", [&](Component& k) {
+    if (!one_each(k, "fmi3SetBoolean", nValueReferences, nValues)) return Status::Error;
+    std::vector<double> x(nValueReferences);
+    for (size_t i = 0; values && i < nValueReferences; ++i) x[i] = values[i] ? 1.0 : 0.0;
+    return k.set_typed("fmi3SetBoolean", Type::Boolean, valueReferences, nValueReferences,
+                       values ? x.data() : nullptr);
+  });
+}
+
 #define MBS_FMI3_OTHER_TYPE(NAME, CONST, TYPE)                                                   \
   MBS_FMU_EXPORT fmi3Status NAME(fmi3Instance instance,                                          \
                                  const fmi3ValueReference valueReferences[],                     \
@@ -196,22 +267,18 @@ MBS_FMI3_OTHER_TYPE(fmi3GetInt8, , fmi3Int8)
 MBS_FMI3_OTHER_TYPE(fmi3GetUInt8, , fmi3UInt8)
 MBS_FMI3_OTHER_TYPE(fmi3GetInt16, , fmi3Int16)
 MBS_FMI3_OTHER_TYPE(fmi3GetUInt16, , fmi3UInt16)
-MBS_FMI3_OTHER_TYPE(fmi3GetInt32, , fmi3Int32)
 MBS_FMI3_OTHER_TYPE(fmi3GetUInt32, , fmi3UInt32)
 MBS_FMI3_OTHER_TYPE(fmi3GetInt64, , fmi3Int64)
 MBS_FMI3_OTHER_TYPE(fmi3GetUInt64, , fmi3UInt64)
-MBS_FMI3_OTHER_TYPE(fmi3GetBoolean, , fmi3Boolean)
 MBS_FMI3_OTHER_TYPE(fmi3GetString, , fmi3String)
 MBS_FMI3_OTHER_TYPE(fmi3SetFloat32, const, fmi3Float32)
 MBS_FMI3_OTHER_TYPE(fmi3SetInt8, const, fmi3Int8)
 MBS_FMI3_OTHER_TYPE(fmi3SetUInt8, const, fmi3UInt8)
 MBS_FMI3_OTHER_TYPE(fmi3SetInt16, const, fmi3Int16)
 MBS_FMI3_OTHER_TYPE(fmi3SetUInt16, const, fmi3UInt16)
-MBS_FMI3_OTHER_TYPE(fmi3SetInt32, const, fmi3Int32)
 MBS_FMI3_OTHER_TYPE(fmi3SetUInt32, const, fmi3UInt32)
 MBS_FMI3_OTHER_TYPE(fmi3SetInt64, const, fmi3Int64)
 MBS_FMI3_OTHER_TYPE(fmi3SetUInt64, const, fmi3UInt64)
-MBS_FMI3_OTHER_TYPE(fmi3SetBoolean, const, fmi3Boolean)
 MBS_FMI3_OTHER_TYPE(fmi3SetString, const, fmi3String)
 #undef MBS_FMI3_OTHER_TYPE
 
