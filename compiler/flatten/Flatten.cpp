@@ -376,6 +376,12 @@ class Flattener {
   // functions) around the current point, multiplied: a nest whose sizes multiply beyond the limit
   // is refused when it is entered, not after 2*10^7 evaluations (35 s; issue 36).
   double pending_iterations_ = 1.0;
+  // Puts pending_iterations_ back as it was when a loop ends (also when it fails).
+  struct PendingGuard {
+    double& slot;
+    double saved = slot;
+    ~PendingGuard() { slot = saved; }
+  };
   // Refuses a loop of `count` iterations here whose projected work exceeds the limit.
   void check_projected_work(double count, Span span, const char* what);
   // Inside the body of a when-equation: the branch being filled (reinit, pre allowed).
@@ -2326,12 +2332,8 @@ void Flattener::exec_statement(const ast::Statement& st, FunctionFrame& f, const
         const auto count = static_cast<double>(range.elems.size());
         check_projected_work(count, st.span, "executing the statements of functions");
         const double outer_pending = pending_iterations_;
+        const PendingGuard restore{pending_iterations_};
         double done = 0.0;
-        struct Restore {
-          double& slot;
-          double value;
-          ~Restore() { slot = value; }
-        } restore{pending_iterations_, outer_pending};
         for (Expr x : range.elems) {
           pending_iterations_ = outer_pending * (count - done);
           done += 1.0;
@@ -2462,34 +2464,6 @@ void Flattener::assign(const ast::Expr& target, Value v, FunctionFrame& f, const
       if (d < 0)
         fail(DiagKind::bad_subscript, parts[0].span,
              {"an element of '" + name + "' is assigned before its size is known"});
-    if (l.has_value) {
-      // in place: copying the array for each element made filling it quadratic (issue 36)
-      size_t at = 0;
-      for (size_t d = 0; d < subs.size(); ++d) {
-        if (subs[d]->kind == ast::ExprKind::Colon)
-          fail(DiagKind::unsupported, subs[d]->span, {"assigning a slice in an algorithm"});
-        Iterators end_it{iters, "end", Value::of(cx_.num(shape[d]), ScalarType::Integer)};
-        long idx = structural_int(eval(*subs[d], Scope{nullptr, &end_it, &f}), subs[d]->span,
-                                  "a subscript");
-        if (idx < 1 || idx > shape[d])
-          fail(DiagKind::index_out_of_range, subs[d]->span,
-               {std::to_string(idx), std::to_string(shape[d]), name});
-        at = at * static_cast<size_t>(shape[d]) + static_cast<size_t>(idx - 1);
-      }
-      Expr& slot = l.value.elems[at];
-      // paths that have already returned keep the old value
-      slot = f.returned->is_const() ? v.elems[0] : cx_.select(f.returned, slot, v.elems[0]);
-      if (l.type == ScalarType::Real) l.value.type = ScalarType::Real;
-      l.defined = true;
-      return;
-    } else {
-      // elements not assigned yet are 0
-      next.shape = shape;
-      next.type = l.type;
-      next.elems.assign(std::accumulate(shape.begin(), shape.end(), size_t{1},
-                                        [](size_t a, int b) { return a * static_cast<size_t>(b); }),
-                        cx_.zero());
-    }
     size_t offset = 0;
     for (size_t d = 0; d < subs.size(); ++d) {
       if (subs[d]->kind == ast::ExprKind::Colon)
@@ -2502,6 +2476,21 @@ void Flattener::assign(const ast::Expr& target, Value v, FunctionFrame& f, const
              {std::to_string(idx), std::to_string(shape[d]), name});
       offset = offset * static_cast<size_t>(shape[d]) + static_cast<size_t>(idx - 1);
     }
+    if (l.has_value) {
+      // in place: copying the array for each element made filling it quadratic (issue 36); paths
+      // that have already returned keep the old value
+      Expr& slot = l.value.elems[offset];
+      slot = f.returned->is_const() ? v.elems[0] : cx_.select(f.returned, slot, v.elems[0]);
+      if (l.type == ScalarType::Real) l.value.type = ScalarType::Real;
+      l.defined = true;
+      return;
+    }
+    // elements not assigned yet are 0
+    next.shape = shape;
+    next.type = l.type;
+    next.elems.assign(std::accumulate(shape.begin(), shape.end(), size_t{1},
+                                      [](size_t a, int b) { return a * static_cast<size_t>(b); }),
+                      cx_.zero());
     next.elems[offset] = v.elems[0];
   }
   if (l.type == ScalarType::Real) next.type = ScalarType::Real;
@@ -2596,13 +2585,10 @@ std::vector<int> Flattener::iterate(const ast::Expr& e, Scope s,
       loop(k - 1, &it);
     }
   };
-  try {
+  {
+    const PendingGuard restore{pending_iterations_};
     loop(ranges.size(), s.iters);
-  } catch (...) {
-    pending_iterations_ = outer_pending;
-    throw;
   }
-  pending_iterations_ = outer_pending;
   std::vector<int> sizes;
   for (size_t k = ranges.size(); k-- > 0;) sizes.push_back(static_cast<int>(ranges[k].size()));
   return sizes;

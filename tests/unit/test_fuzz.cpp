@@ -121,7 +121,6 @@ TEST(Fuzz, MutatedSeedsOfEveryConstruct) {
                             "size(",
                             "end"};
   std::mt19937 rng(36);
-  int mutants = 0;
   for (const fs::path& seed : seeds) {
     const std::string original = slurp(seed);
     for (int iteration = 0; iteration < 60; ++iteration) {
@@ -157,8 +156,6 @@ TEST(Fuzz, MutatedSeedsOfEveryConstruct) {
         std::fflush(stdout);
         EXPECT_EQ(t.run(reinterpret_cast<const uint8_t*>(text.data()), text.size()), 0);
       }
-      ++mutants;
     }
   }
-  EXPECT_EQ(mutants, static_cast<int>(60 * seeds.size()));
 }
