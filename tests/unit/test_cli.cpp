@@ -465,12 +465,19 @@ TEST(Cli, KilledRunsLeaveWholeRows) {
           " '" + (a > 0 && run.args[a - 1] == "--t-end" ? std::string("0.01") : run.args[a]) + "'";
     ASSERT_EQ(mbsc(warm).code, 0);
     size_t columns = 0;
-    for (int i = 0; i < 8; ++i) {
+    for (int i = 0; i < 6; ++i) {
       std::filesystem::remove(run.csv);
       const std::string err = tmp("killed.err");
       const pid_t pid = spawn_mbsc(run.args, err);
       ASSERT_GE(pid, 0);
-      std::this_thread::sleep_for(std::chrono::milliseconds(300 + rng() % 1200));
+      // killed a random moment after its first rows reached the file (within 20 s), so that
+      // the kill falls while it writes however long the start takes on a loaded machine
+      for (int wait = 0; wait < 2000; ++wait) {
+        std::error_code ec;
+        if (std::filesystem::file_size(run.csv, ec) > 0 && !ec) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 400));
       ::kill(pid, SIGKILL);
       int status = 0;
       ::waitpid(pid, &status, 0);

@@ -558,7 +558,7 @@ TEST(Objectives, DiagnosticsHaveTheExactText) {
 }
 
 // Every error names where it is: the objective's text or the data file (the rule of
-// Diagnostics.EveryErrorAndWarningHasALocation for model files).
+// Diagnostics/FailFiles.ProduceExactlyTheExpectedTextWithLocations for model files).
 TEST(Objectives, EveryErrorHasALocation) {
   TempDir dir("where");
   write_data_files(dir);
