@@ -1,0 +1,423 @@
+// The flattener's own types, shared by the files of compiler/flatten/ and by nothing else: values
+// (scalars and arrays of symbolic expressions), classes with their lexical parents, modifications,
+// the instance tree, scopes, the frame of a function being inlined, and the Flattener class whose
+// members the files define by concern (docs/architecture.md, "compiler/flatten"):
+//
+//   Flatten.cpp      the pass: run() (instantiate, elaborate, connect, check), equation groups,
+//                    and the entry point flatten()
+//   ClassLoader.cpp  library files found on the path, parsed on first use
+//   Lookup.cpp       class lookup through the lexical parents and the extends clauses
+//   Instantiate.cpp  modifications and the instance tree (components, arrays, extends)
+//   Bindings.cpp     bindings, parameters and start values: lazy evaluation, checks, overrides
+//   Evaluate.cpp     expressions to values: references, subscripts, operators, built-in calls
+//   Functions.cpp    user-defined functions, inlined by executing their algorithm symbolically
+//   Loops.cpp        iterators: comprehensions, reductions and the projected work of loop nests
+//   Equations.cpp    elaboration of scalars and equations (for, if, initial equations)
+//   Events.cpp       when-equations, reinit, pre, sample, event-generating floor, discrete checks
+//   Connections.cpp  connect: connection sets and their equations
+#pragma once
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <numeric>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "compiler/flatten/Flatten.h"
+#include "compiler/syntax/Parser.h"
+#include "runtime/io/InputFile.h"
+#include "runtime/io/Suggest.h"
+
+namespace mbs::flattening {
+
+using sym::Expr;
+
+// ------------------------------------------------------------------------------------------------
+// Values: scalars and arrays of symbolic expressions.
+
+struct Value {
+  std::vector<int> shape;  // empty: scalar
+  std::vector<Expr> elems;
+  ScalarType type = ScalarType::Real;
+  bool is_string = false;
+  std::string str;
+
+  size_t size() const { return elems.size(); }
+  bool scalar() const { return shape.empty() && !is_string; }
+  static Value of(Expr e, ScalarType t = ScalarType::Real) {
+    Value v;
+    v.elems.push_back(e);
+    v.type = t;
+    return v;
+  }
+};
+
+inline std::string shape_str(const std::vector<int>& s) {
+  if (s.empty()) return "scalar";
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+// ------------------------------------------------------------------------------------------------
+// Classes with their lexical parents.
+
+struct ClassEntry {
+  const ast::ClassDef* def = nullptr;
+  const ClassEntry* parent = nullptr;  // enclosing class, or null at top level
+  std::string full_name;
+};
+
+// ------------------------------------------------------------------------------------------------
+// Modifications
+
+struct Instance;
+
+struct ModEntry {
+  const ast::Expr* value = nullptr;
+  Instance* scope = nullptr;  // the instance in which `value` is evaluated
+  std::vector<int> pick;      // element of an array value meant for this (array element) instance
+  std::map<std::string, ModEntry> sub;
+  Span span;
+  bool each = false;
+};
+using ModMap = std::map<std::string, ModEntry>;
+
+// outer takes precedence over inner
+inline ModEntry merge(const ModEntry& outer, const ModEntry& inner) {
+  ModEntry r = inner;
+  if (outer.value) {
+    r.value = outer.value;
+    r.scope = outer.scope;
+    r.pick = outer.pick;
+    r.span = outer.span;
+    r.each = outer.each;
+  }
+  for (const auto& [k, v] : outer.sub) {
+    auto it = r.sub.find(k);
+    if (it == r.sub.end())
+      r.sub.emplace(k, v);
+    else
+      it->second = merge(v, it->second);
+  }
+  return r;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Instances
+
+struct Instance {
+  enum class Kind { Scalar, Composite, Array } kind = Kind::Composite;
+  std::string path;
+  std::string type_name;
+  const ClassEntry* cls = nullptr;  // Composite
+  ScalarType scalar_type = ScalarType::Real;
+  int var = -1;                                  // Scalar: index into FlatModel::vars
+  std::vector<int> dims;                         // Array
+  std::vector<std::unique_ptr<Instance>> elems;  // Array elements / Composite members (owned)
+  std::vector<std::pair<std::string, Instance*>> members;  // Composite
+  Instance* parent = nullptr;
+  bool is_connector = false;
+  std::string mbs_element;  // Composite: the multibody element kind of its class (or a base)
+  VarRole role = VarRole::Variable;
+  bool flow = false;
+  Span span;
+  // Scalar: attribute modifications and binding (evaluated during elaboration)
+  ModEntry mod;
+  // Composite: the classes whose equations belong to this instance (the class and its bases)
+  std::vector<const ClassEntry*> equation_classes;
+
+  Instance* member(const std::string& n) const {
+    for (const auto& [k, v] : members)
+      if (k == n) return v;
+    return nullptr;
+  }
+};
+
+// For-loop iterator bindings visible in a scope.
+struct Iterators {
+  const Iterators* outer = nullptr;
+  std::string name;
+  Value value;
+  const Value* find(const std::string& n) const {
+    for (const Iterators* it = this; it; it = it->outer)
+      if (it->name == n) return &it->value;
+    return nullptr;
+  }
+};
+
+struct FunctionFrame;
+
+struct Scope {
+  Instance* inst = nullptr;
+  const Iterators* iters = nullptr;
+  FunctionFrame* frame = nullptr;  // inside the algorithm of a function being inlined
+  Scope with(const Iterators* it) const { return Scope{inst, it, frame}; }
+};
+
+// The state of one call of a user-defined function while its algorithm is executed
+// symbolically: every input, output and protected variable holds an expression of the
+// arguments (an assignment rebinds it), and `returned` is the condition under which the call has
+// already returned (0: on no path, 1: on every path).
+struct FunctionFrame {
+  const ClassEntry* fn = nullptr;
+  struct Local {
+    const ast::Component* decl = nullptr;
+    ScalarType type = ScalarType::Real;
+    std::vector<int> dims;   // declared shape; -1 for `:` (taken from the first value)
+    Value value;             // meaningful when has_value
+    bool has_value = false;  // assigned on some path
+    bool defined = false;    // assigned on every path that has not returned
+  };
+  std::map<std::string, Local> locals;
+  Expr returned;
+};
+
+struct BuildError {};  // thrown after a diagnostic has been reported, caught per equation
+
+class Flattener {
+ public:
+  Flattener(ClassLoader& loader, const SourceManager& sources, sym::Context& cx,
+            DerivativeTable& ders, const FlattenOptions& options, DiagnosticEngine& diags)
+      : loader_(loader),
+        sources_(sources),
+        cx_(cx),
+        ders_(ders),
+        options_(options),
+        diags_(diags) {}
+
+  std::optional<FlatModel> run(const ast::ClassDef& model);
+
+ private:
+  // ---- classes
+  const ClassEntry* entry_for(const ast::ClassDef* def, const ClassEntry* parent);
+  const ClassEntry* lookup_class(const std::string& dotted, const ClassEntry* from, Span use);
+  const ClassEntry* lookup_first(const std::string& name, const ClassEntry* from, Span use);
+  const ClassEntry* find_nested(const ClassEntry* c, const std::string& name);
+
+  // ---- instantiation
+  void instantiate_members(Instance& inst, const ClassEntry* cls, const ModEntry& mod, int depth);
+  void collect_elements(const ClassEntry* cls, Instance& inst,
+                        std::vector<std::pair<const ast::Component*, const ClassEntry*>>& comps,
+                        ModEntry& effective, int depth);
+  std::unique_ptr<Instance> make_component(Instance& parent, const ast::Component& c,
+                                           const ClassEntry* owner, const ModEntry& mod, int depth);
+  std::unique_ptr<Instance> make_typed(Instance* parent, const std::string& path,
+                                       const ast::Component& c, const ClassEntry* type,
+                                       const std::string& builtin, const ModEntry& mod,
+                                       std::vector<int> dims, size_t dim_pos, VarRole role,
+                                       bool flow, bool connector, int depth);
+  ModEntry mod_from_ast(const ast::Modification* m, Instance* scope);
+  ModEntry pick_element(const ModEntry& m, int index, bool last_dim);
+  std::vector<int> eval_dims(const std::vector<ast::ExprPtr>& dims, Scope s);
+
+  // ---- evaluation
+  // eval recurses once per operator of an expression (up to kMaxExprDepth = 1000 deep), so its
+  // frame must stay small: the cases with many locals are functions of their own that are never
+  // inlined into it (inlined, they made a frame of 8.6 KB under ASan, and 1,000 of them overflow
+  // an 8 MB stack: found by fuzz_flatten).
+  Value eval(const ast::Expr& e, Scope s);
+  [[gnu::noinline]] Value eval_ref(const ast::Expr& e, Scope s);
+  [[gnu::noinline]] Value eval_call(const ast::Expr& e, Scope s);
+  std::vector<Value> iterator_ranges(const ast::Expr& e, Scope s);
+  std::vector<int> iterate(const ast::Expr& e, Scope s,
+                           const std::function<void(const Value&)>& each);
+  [[gnu::noinline]] Value eval_comprehension(const ast::Expr& e, Scope s);
+  [[gnu::noinline]] Value eval_reduction(const ast::Expr& e, Scope s);
+  [[gnu::noinline]] Value eval_compound(const ast::Expr& e, Scope s);  // if, arrays, ranges
+  [[gnu::noinline]] Value eval_operator(const ast::Expr& e, Scope s);  // unary and binary
+  // ---- user-defined functions, inlined: their algorithm is executed symbolically
+  const ClassEntry* user_function(const ast::Expr& call, Scope s);
+  std::vector<Value> call_function(const ast::Expr& call, Scope s, const ClassEntry* fn);
+  void exec(const ast::StatementList& list, FunctionFrame& f, const Iterators* iters);
+  void exec_statement(const ast::Statement& st, FunctionFrame& f, const Iterators* iters);
+  void exec_if(const ast::Statement& st, size_t branch, FunctionFrame& f, const Iterators* iters);
+  void assign(const ast::Expr& target, Value v, FunctionFrame& f, const Iterators* iters);
+  void check_outputs_assigned(const FunctionFrame& f, Span where, const std::string& when);
+  [[gnu::noinline]] Value eval_binary(const std::string& op, const Value& a, const Value& b,
+                                      Span span);
+  Value instance_value(Instance* inst, Span span);
+  Value eval_mod_value(const ModEntry& m);
+  Expr scalar_of(const Value& v, Span span, const char* what);
+  double structural(Expr e, Span span, const std::string& what);
+  long structural_int(const Value& v, Span span, const std::string& what);
+  // Fails unless an array value of `count` elements is within FlattenOptions::max_instances.
+  void check_elements(double count, Span span) {
+    if (!(count <= static_cast<double>(options_.max_instances)))
+      fail(DiagKind::bad_subscript, span,
+           {fmt::format("an array of more than {} elements", options_.max_instances)});
+  }
+  Expr resolve_parameters(Expr e, Span span, const std::string& what);
+  Expr binding_of(size_t var, Span use);
+  Expr resolved_binding(size_t var, Span use);
+  // Reports a parameter whose value is not finite or outside its min/max (throws BuildError).
+  void check_parameter_value(size_t var);
+  // Reports a start value that depends on a variable.
+  void check_start_value(size_t var);
+  void report_unused_overrides();
+  // Reports the names of `given` (--set or --start) that named nothing of `role` as `kind`.
+  void report_unused(const std::map<std::string, double>& given,
+                     const std::map<std::string, bool>& used, VarRole role, DiagKind kind);
+  std::string suggestion(const std::string& name, const std::vector<std::string>& candidates);
+  void help_did_you_mean(const std::string& name, const std::vector<std::string>& candidates);
+  Value apply_subscripts(const Value& v, const std::vector<ast::ExprPtr>& subs, Scope s, Span span,
+                         const std::string& name);
+
+  // ---- equations
+  void elaborate(Instance& inst);
+  void elaborate_scalar(Instance& inst);
+  void add_equations(const ast::EquationList& eqs, Scope s, const std::string& origin);
+  void add_equation(const ast::Equation& eq, Scope s, const std::string& origin);
+  void add_when(const ast::Equation& eq, Scope s, const std::string& origin);
+  bool add_switched_if(const ast::Equation& eq, Scope s, const std::string& origin);
+  bool varies_in_time(Expr e) const;
+  void add_reinit(const ast::Equation& eq, Scope s);
+  void add_assignment(const ast::Equation& eq, Scope s);
+  bool add_when_if(const ast::Equation& eq, Scope s, const std::vector<Expr>& conditions,
+                   const std::string& origin);
+  uint32_t pre_symbol_of(uint32_t var);
+  Expr sample_trigger(Expr start, Expr interval, Span span);
+  Expr event_floor(Expr u, Scope s, Span span, bool truncate = false);
+  uint32_t hidden_discrete(const std::string& name, Span span);
+  void finish_discrete();
+  void add_connect(const ast::Equation& eq, Scope s);
+  void add_initial_equations(const ast::ClassDef& def, Instance& inst);
+  Instance* resolve_connector(const ast::Expr& ref, Scope s, bool& outside);
+  void connect_pair(Instance* a, bool a_out, Instance* b, bool b_out, const ast::Equation& eq);
+  void generate_connection_equations(Instance& root);
+  void assign_equation_groups();
+  std::string source_text(Span span) const;
+
+  [[noreturn]] void fail(DiagKind k, Span span, std::vector<std::string> args = {}) {
+    diags_.report(k, span, std::move(args));
+    throw BuildError{};
+  }
+
+  ClassLoader& loader_;
+  const SourceManager& sources_;
+  sym::Context& cx_;
+  DerivativeTable& ders_;
+  const FlattenOptions& options_;
+  DiagnosticEngine& diags_;
+
+  FlatModel flat_;
+  std::vector<std::unique_ptr<ClassEntry>> entries_;
+  std::map<const ast::ClassDef*, const ClassEntry*> entry_of_;
+  // classes whose extends clauses are being looked up: their inherited classes are not searched
+  // (an extends clause must not influence the lookup of any extends clause of its class; without
+  // this rule `extends A; extends B;` with B unknown looked B up through A, which looked A up
+  // through B, without end)
+  std::vector<const ClassEntry*> resolving_bases_;
+  const ClassEntry* lookup_base(const ast::Extends& ext, const ClassEntry* cls);
+  std::vector<Instance*> scalars_;  // by var index
+  // the values of modifiers of arrays, by (expression, scope) (eval_mod_value)
+  std::map<std::pair<const ast::Expr*, Instance*>, Value> array_mod_values_;
+  size_t instances_ = 0;   // made so far, at most options_.max_instances
+  size_t iterations_ = 0;  // bodies of comprehensions and reductions evaluated so far
+  // The iterations still to come of the loops (comprehensions, reductions, for-statements of
+  // functions) around the current point, multiplied: a nest whose sizes multiply beyond the limit
+  // is refused when it is entered, not after 2*10^7 evaluations (35 s; issue 36).
+  double pending_iterations_ = 1.0;
+  // Puts pending_iterations_ back as it was when a loop ends (also when it fails).
+  struct PendingGuard {
+    double& slot;
+    double saved = slot;
+    ~PendingGuard() { slot = saved; }
+  };
+  // Refuses a loop of `count` iterations here whose projected work exceeds the limit.
+  void check_projected_work(double count, Span span, const char* what);
+  // Inside the body of a when-equation: the branch being filled (reinit, pre allowed).
+  FlatWhenBranch* when_body_ = nullptr;
+  // While the condition of a when-equation is evaluated (initial(), terminal() allowed).
+  bool when_condition_ = false;
+  // ---- discrete variables (docs/language.md, "Discrete variables"), checked by finish_discrete
+  // the when-equation (index into flat_.whens) and the span of the first assignment of a variable
+  std::unordered_map<uint32_t, std::pair<size_t, Span>> assigned_in_when_;
+  // a variable that is the left side `x = ...` of a continuous equation: its first such equation
+  std::unordered_map<uint32_t, Span> continuous_lhs_;
+  // pre(x), edge(x), change(x) as used: the variable, the operator, where, inside a when or not
+  struct PreUse {
+    uint32_t var;
+    std::string op;
+    Span span;
+    bool in_when;
+  };
+  std::vector<PreUse> pre_uses_;
+  std::unordered_map<uint32_t, uint32_t> pre_symbol_;  // variable -> the symbol of pre(x)
+  // sample(start, interval) as used: (start, interval) -> its trigger; the hidden when-equations
+  // (of sample and floor), added to flat_.whens by finish_discrete
+  std::map<std::pair<uint32_t, uint32_t>, Expr> sample_trigger_;
+  // floor(u) (truncation of u) of a u that varies in time, by (u, truncate): its value
+  std::map<std::pair<uint32_t, bool>, Expr> event_floor_;
+  int no_event_depth_ = 0;  // inside noEvent(...) or smooth(p, ...)
+  std::vector<FlatWhen> hidden_whens_;
+  // Inside an `initial equation` section: its equations go to FlatModel::initial_equations.
+  bool initial_section_ = false;
+  // lazy binding evaluation state per var: 0 not yet, 1 in progress, 2 done, 3 failed
+  std::vector<uint8_t> binding_state_;
+  std::vector<uint8_t> resolved_state_;  // resolved_binding: 0 not yet, 1 in progress, 2 done
+  std::vector<Expr> resolved_;
+  std::map<std::string, bool> overrides_used_;
+  std::map<std::string, bool> start_overrides_used_;
+
+  // connection sets: elements are (var, outside?)
+  struct Element {
+    int var;
+    bool outside;
+    bool operator<(const Element& o) const {
+      return var != o.var ? var < o.var : outside < o.outside;
+    }
+  };
+  std::map<Element, int> element_id_;
+  std::vector<int> uf_parent_;
+  std::vector<Element> elements_;
+  std::vector<Span> element_span_;
+  int element(int var, bool outside, Span span) {
+    auto [it, inserted] = element_id_.emplace(Element{var, outside}, (int)elements_.size());
+    if (inserted) {
+      elements_.push_back(Element{var, outside});
+      uf_parent_.push_back(it->second);
+      element_span_.push_back(span);
+    }
+    return it->second;
+  }
+  int find(int x) {
+    while (uf_parent_[x] != x) x = uf_parent_[x] = uf_parent_[uf_parent_[x]];
+    return x;
+  }
+  std::vector<std::unique_ptr<Instance>> package_instances_;
+  std::vector<const ClassEntry*> call_stack_;     // the functions being inlined, outermost first
+  std::set<const ClassEntry*> failed_functions_;  // an error in the body was reported
+  std::set<const ast::ClassDef*> algorithm_reported_;  // classes whose algorithm was refused
+};
+
+inline constexpr int kMaxDepth = 64;
+
+inline std::vector<std::string> member_names(const Instance* inst) {
+  std::vector<std::string> r;
+  if (inst)
+    for (const auto& [n, m] : inst->members) r.push_back(n);
+  return r;
+}
+
+inline const std::vector<std::string>& function_names() {
+  static const std::vector<std::string> names = {
+      "sin",    "cos",      "tan",     "asin",     "acos",         "atan",  "atan2",
+      "sinh",   "cosh",     "tanh",    "exp",      "log",          "log10", "sqrt",
+      "abs",    "sign",     "min",     "max",      "der",          "size",  "ndims",
+      "zeros",  "ones",     "fill",    "identity", "diagonal",     "diag",  "transpose",
+      "sum",    "product",  "cross",   "skew",     "outerProduct", "norm",  "scalar",
+      "vector", "linspace", "noEvent", "smooth",   "homotopy",     "hypot", "pre"};
+  return names;
+}
+
+}  // namespace mbs::flattening

@@ -1,0 +1,274 @@
+// Instantiation: modifications merged outer over inner, and the instance tree of components,
+// arrays of components and the elements inherited through extends clauses.
+#include "compiler/flatten/Flattener.h"
+
+namespace mbs::flattening {
+
+// ------------------------------------------------------------------------------------------------
+// Modifications
+
+ModEntry Flattener::mod_from_ast(const ast::Modification* m, Instance* scope) {
+  ModEntry r;
+  if (!m) return r;
+  r.span = m->span;
+  if (m->value) {
+    r.value = m->value.get();
+    r.scope = scope;
+  }
+  for (const auto& a : m->args) {
+    ModEntry sub = mod_from_ast(a.mod.get(), scope);
+    sub.each = a.each;
+    if (!sub.span.valid()) sub.span = a.span;
+    // a dotted path x.start = 1 nests
+    for (size_t i = a.path.size(); i-- > 1;) {
+      ModEntry outer;
+      outer.span = a.span;
+      outer.sub.emplace(a.path[i], std::move(sub));
+      sub = std::move(outer);
+    }
+    if (a.path.empty()) continue;
+    auto it = r.sub.find(a.path[0]);
+    if (it == r.sub.end())
+      r.sub.emplace(a.path[0], std::move(sub));
+    else
+      it->second = merge(sub, it->second);
+  }
+  return r;
+}
+
+// The modification of element `index` of an array component. `each` values go to every element
+// whole; once the component's last dimension is taken they are ordinary values again, so the
+// element's own array members (`each n = {0, 0, 1}` for a member n[3]) are split as usual.
+ModEntry Flattener::pick_element(const ModEntry& m, int index, bool last_dim) {
+  ModEntry r = m;
+  if (r.value && !r.each) r.pick.push_back(index);
+  if (r.each && last_dim) r.each = false;
+  for (auto& [k, v] : r.sub) v = pick_element(v, index, last_dim);
+  return r;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Instantiation
+
+std::vector<int> Flattener::eval_dims(const std::vector<ast::ExprPtr>& dims, Scope s) {
+  std::vector<int> r;
+  for (const auto& d : dims) {
+    Value v = eval(*d, s);
+    long n = structural_int(v, d->span, "an array size");
+    if (n < 0 || n > 10'000'000)
+      fail(DiagKind::bad_subscript, d->span, {"invalid array size " + std::to_string(n)});
+    r.push_back(static_cast<int>(n));
+  }
+  return r;
+}
+
+void Flattener::collect_elements(
+    const ClassEntry* cls, Instance& inst,
+    std::vector<std::pair<const ast::Component*, const ClassEntry*>>& comps, ModEntry& effective,
+    int depth) {
+  if (depth > kMaxDepth) fail(DiagKind::recursive_class, cls->def->span, {cls->full_name});
+  // extends first: base elements come before the class's own
+  for (const auto& ext : cls->def->extends) {
+    const ClassEntry* base = lookup_base(ext, cls);
+    if (!base) {
+      diags_.report(DiagKind::unknown_type, ext.span, {ext.base});
+      // found only through another base of the same class: illegal, and say why
+      const std::string first = ext.base.substr(0, ext.base.find('.'));
+      for (const auto& other : cls->def->extends) {
+        if (&other == &ext) continue;
+        const ClassEntry* b = lookup_base(other, cls);
+        if (b && find_nested(b, first)) {
+          diags_.help("'" + first + "' is a class inherited from '" + other.base +
+                      "': the name in an extends clause is looked up without what the class "
+                      "inherits (Modelica 3.6, section 7.1 and 'The Inherited Contents of the "
+                      "Element' in chapter 5)");
+          break;
+        }
+      }
+      throw BuildError{};
+    }
+    if (base == cls) fail(DiagKind::recursive_class, ext.span, {cls->full_name});
+    ModEntry ext_mod = mod_from_ast(ext.mod.get(), &inst);
+    effective = merge(effective, ext_mod);
+    collect_elements(base, inst, comps, effective, depth + 1);
+  }
+  for (const auto& c : cls->def->components) comps.emplace_back(&c, cls);
+  inst.equation_classes.push_back(cls);
+}
+
+void Flattener::instantiate_members(Instance& inst, const ClassEntry* cls, const ModEntry& mod,
+                                    int depth) {
+  if (depth > kMaxDepth) fail(DiagKind::recursive_class, cls->def->span, {cls->full_name});
+  std::vector<std::pair<const ast::Component*, const ClassEntry*>> comps;
+  ModEntry inherited;  // modifications from extends clauses
+  collect_elements(cls, inst, comps, inherited, depth);
+  ModEntry effective = merge(mod, inherited);
+  std::set<std::string> names;
+  for (const auto& [c, owner] : comps) {
+    if (!names.insert(c->name).second) fail(DiagKind::duplicate_element, c->span, {c->name});
+  }
+  for (const auto& [k, v] : effective.sub) {
+    if (names.count(k)) continue;
+    diags_.report(DiagKind::unknown_modifier, v.span.valid() ? v.span : inst.span,
+                  {inst.path.empty() ? cls->def->name : inst.path, k});
+    help_did_you_mean(k, std::vector<std::string>(names.begin(), names.end()));
+    throw BuildError{};
+  }
+  for (const auto& [c, owner] : comps) {
+    ModEntry m;
+    if (auto it = effective.sub.find(c->name); it != effective.sub.end()) m = it->second;
+    auto child = make_component(inst, *c, owner, m, depth + 1);
+    inst.members.emplace_back(c->name, child.get());
+    inst.elems.push_back(std::move(child));
+  }
+}
+
+std::unique_ptr<Instance> Flattener::make_component(Instance& parent, const ast::Component& c,
+                                                    const ClassEntry* owner, const ModEntry& mod,
+                                                    int depth) {
+  // declaration modification, evaluated in the parent's scope; outer `mod` overrides it
+  ModEntry decl = mod_from_ast(c.mod.get(), &parent);
+  ModEntry m = merge(mod, decl);
+  std::vector<int> dims = eval_dims(c.type_dims, Scope{&parent, nullptr});
+  auto more = eval_dims(c.dims, Scope{&parent, nullptr});
+  dims.insert(dims.end(), more.begin(), more.end());
+  VarRole role = parent.role;
+  if (c.variability == ast::Variability::Parameter && role == VarRole::Variable)
+    role = VarRole::Parameter;
+  if (c.variability == ast::Variability::Constant) role = VarRole::Constant;
+  if (c.variability == ast::Variability::Discrete && role == VarRole::Variable)
+    role = VarRole::Discrete;
+  std::string path = parent.path.empty() ? c.name : parent.path + "." + c.name;
+
+  // resolve the type: builtin, short class (type X = Real(...)) or a class
+  std::string builtin;
+  const ClassEntry* type = nullptr;
+  bool connector = false;
+  std::string tn = c.type_name;
+  ModEntry type_mod;
+  for (int guard = 0; guard < 32; ++guard) {
+    if (tn == "Real" || tn == "Integer" || tn == "Boolean" || tn == "String") {
+      builtin = tn;
+      break;
+    }
+    type = lookup_class(tn, type ? type : owner, c.type_span);
+    if (!type && loader_.failed_to_load(tn.substr(0, tn.find('.')))) throw BuildError{};
+    if (!type) fail(DiagKind::unknown_type, c.type_span, {c.type_name});
+    if (type->def->kind == ast::ClassKind::Connector) connector = true;
+    if (!type->def->short_base.empty()) {
+      type_mod = merge(type_mod, mod_from_ast(type->def->short_mod.get(), &parent));
+      tn = type->def->short_base;
+      continue;
+    }
+    break;
+  }
+  m = merge(m, type_mod);
+  // an input of the model itself (not of one of its components): a known function of time
+  if (c.causality == ast::Causality::Input && parent.parent == nullptr &&
+      role == VarRole::Variable) {
+    if (builtin != "Real")
+      fail(DiagKind::input_not_real, c.span,
+           {path, builtin.empty() ? "a component of type '" + c.type_name + "'" : "an " + builtin});
+    role = VarRole::Input;
+  }
+  return make_typed(&parent, path, c, type, builtin, m, dims, 0, role, c.flow, connector, depth);
+}
+
+std::unique_ptr<Instance> Flattener::make_typed(Instance* parent, const std::string& path,
+                                                const ast::Component& c, const ClassEntry* type,
+                                                const std::string& builtin, const ModEntry& mod,
+                                                std::vector<int> dims, size_t dim_pos, VarRole role,
+                                                bool flow, bool connector, int depth) {
+  // an array's scalar elements are counted before any is made, so a huge array fails at once
+  double elements = 1.0;
+  if (dim_pos == 0)
+    for (int d : dims) elements *= static_cast<double>(d);
+  if (static_cast<double>(++instances_) + (dim_pos == 0 ? elements - 1.0 : 0.0) >
+      static_cast<double>(options_.max_instances))
+    fail(DiagKind::unsupported, c.span,
+         {fmt::format("a model of more than {} component instances", options_.max_instances)});
+  auto inst = std::make_unique<Instance>();
+  inst->path = path;
+  inst->type_name = c.type_name;
+  inst->parent = parent;
+  inst->span = c.span;
+  inst->role = role;
+  inst->flow = flow;
+  inst->is_connector = connector;
+  if (dim_pos < dims.size()) {
+    inst->kind = Instance::Kind::Array;
+    inst->dims.assign(dims.begin() + dim_pos, dims.end());
+    int n = dims[dim_pos];
+    for (int i = 1; i <= n; ++i) {
+      std::string p = path;
+      // x[1][2] is written x[1,2]
+      if (dim_pos > 0 && !p.empty() && p.back() == ']') {
+        p.pop_back();
+        p += "," + std::to_string(i) + "]";
+      } else {
+        p += "[" + std::to_string(i) + "]";
+      }
+      auto el = make_typed(parent, p, c, type, builtin,
+                           pick_element(mod, i - 1, dim_pos + 1 == dims.size()), dims, dim_pos + 1,
+                           role, flow, connector, depth);
+      inst->elems.push_back(std::move(el));
+    }
+    return inst;
+  }
+  if (!builtin.empty()) {
+    if (builtin == "String") fail(DiagKind::unsupported, c.type_span, {"a String variable"});
+    inst->kind = Instance::Kind::Scalar;
+    inst->scalar_type = builtin == "Real"      ? ScalarType::Real
+                        : builtin == "Integer" ? ScalarType::Integer
+                                               : ScalarType::Boolean;
+    static const std::set<std::string> attrs = {"start",       "fixed",    "unit",
+                                                "min",         "max",      "nominal",
+                                                "displayUnit", "quantity", "stateSelect"};
+    for (const auto& [k, v] : mod.sub) {
+      if (attrs.count(k)) continue;
+      diags_.report(DiagKind::unknown_modifier, v.span.valid() ? v.span : c.span, {path, k});
+      help_did_you_mean(k, {"start", "fixed", "unit", "min", "max", "nominal"});
+      throw BuildError{};
+    }
+    FlatVar fv;
+    fv.name = path;
+    fv.symbol = cx_.new_symbol(path);
+    fv.type = inst->scalar_type;
+    fv.role = role;
+    fv.flow = flow;
+    fv.input = c.causality == ast::Causality::Input;
+    // an output of the model itself (not of one of its components): an FMU output
+    fv.output =
+        c.causality == ast::Causality::Output && parent != nullptr && parent->parent == nullptr;
+    fv.description = c.description;
+    fv.span = c.span;
+    inst->var = static_cast<int>(flat_.vars.size());
+    inst->mod = mod;
+    flat_.var_of_symbol[fv.symbol] = flat_.vars.size();
+    if (role != VarRole::Variable) ders_.set_constant(fv.symbol);
+    flat_.vars.push_back(std::move(fv));
+    scalars_.push_back(inst.get());
+    binding_state_.push_back(0);
+    resolved_state_.push_back(0);
+    resolved_.push_back(nullptr);
+    return inst;
+  }
+  inst->kind = Instance::Kind::Composite;
+  inst->cls = type;
+  instantiate_members(*inst, type, mod, depth);
+  for (const ClassEntry* e : inst->equation_classes)
+    if (!e->def->mbs_element.empty()) {
+      inst->mbs_element = e->def->mbs_element;
+      break;
+    }
+  if (!inst->mbs_element.empty())
+    flat_.mech_elements.push_back(MechElement{inst->mbs_element, path, c.type_name, c.span});
+  if (mod.value) {
+    // a record-valued binding `R r = R(...)` is not supported; a value for a model is an error
+    fail(DiagKind::unsupported, mod.span.valid() ? mod.span : c.span,
+         {"a value binding for component '" + path + "' of type '" + c.type_name + "'"});
+  }
+  return inst;
+}
+
+}  // namespace mbs::flattening
