@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli_test_util.h"
+#include "invdyn_models.h"
 #include "runtime/io/ResultTable.h"
 #include "tests/unit/mat4_reader.h"
 
@@ -140,12 +141,44 @@ TEST(CliResults, OutputsChooseTheColumnsOfEveryWriter) {
   for (const auto& p : {csv, mat, stat}) std::filesystem::remove(p);
 }
 
+// Inverse dynamics follows the extension too: the same samples in the .mat file (its columns
+// are the analysis's own: names only, an undetermined value NaN where the CSV is empty).
+TEST(CliResults, InverseDynamicsWritesMatByTheExtension) {
+  const mbs::testutil::SliderCrank crank("SliderCrankMat", "pivot.phi = 1 + 2*time;");
+  const std::string model = tmp("id_mat.mbs"), csv = tmp("id.csv"), mat = tmp("id.mat");
+  std::ofstream(model) << crank.text();
+  const std::string args = "'" + model + "' --inverse-dynamics --t-end 0.05 --step 0.01 -q ";
+  auto r = mbsc(args + "--output '" + csv + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = mbsc(args + "--output '" + mat + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const mbs::rt::ResultTable table = mbs::rt::ResultTable::read_csv(csv);
+  const MatColumns m = read_mat(mat);
+  ASSERT_EQ(m.names, table.columns());
+  for (int32_t j = 0; j < static_cast<int32_t>(m.names.size()); ++j) {
+    const std::vector<double> v = m.values(j);
+    ASSERT_EQ(static_cast<int64_t>(v.size()), table.rows());
+    for (int64_t row = 0; row < table.rows(); ++row) {
+      const double c = table.at(row, j);
+      EXPECT_TRUE(same_bits(v[static_cast<size_t>(row)], c) ||
+                  (std::isnan(c) && std::isnan(v[static_cast<size_t>(row)])))
+          << m.names[static_cast<size_t>(j)] << " row " << row;
+    }
+  }
+  for (const auto& p : {model, csv, mat}) std::filesystem::remove(p);
+}
+
+// (and a study's results file, one row per run, is not a .mat result file)
 TEST(CliResults, OutputsThatMatchNothingAreUsageErrors) {
   const std::string model = alias_model(), out = tmp("none.csv");
   auto r = mbsc("'" + model + "' --simulate --t-end 0.01 -q --output '" + out + "' --outputs x vv");
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err, "mbsc: error: --outputs: no result column 'vv'; did you mean 'v'?\n");
   EXPECT_FALSE(std::filesystem::exists(out));
+  r = mbsc("'" + model + "' --vary k=1,2 --objective 'max(x)' -q --output '" + out + ".mat'");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("a study's results file is CSV (one row per run)"), std::string::npos)
+      << r.err;
   r = mbsc("'" + model + "' --outputs x");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--outputs chooses the columns of the result file of --simulate or "

@@ -891,6 +891,9 @@ Status Repl::inverse(const Args& a) {
       return error(Status::Usage, "usage: inverse [T_END] [trajectory=FILE] [output=FILE]");
     }
   }
+  if (rt::is_mat_path(output))  // its rows are read back from the file
+    return error(Status::Usage, "inverse writes CSV here (output=" + output +
+                                    "); `save FILE.mat` after it writes the .mat file");
   Session* s = inverse_session();
   if (!s) return error(Status::ModelError, "the model did not compile for inverse dynamics");
   io.start = s->instance().start_vector();
