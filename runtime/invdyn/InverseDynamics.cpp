@@ -15,9 +15,9 @@
 #include <stdexcept>
 
 #include "runtime/invdyn/Modules.h"
-#include "runtime/io/CsvWriter.h"
 #include "runtime/io/InputFile.h"
 #include "runtime/io/Interrupt.h"
+#include "runtime/io/ResultWriter.h"
 
 namespace mbs::rt {
 
@@ -946,7 +946,11 @@ InverseDynamicsRun inverse_dynamics_to_csv(std::shared_ptr<const CompiledModel> 
   run.logged = logged;
   run.names = names;
   run.unique_samples.assign(id.outputs().size(), 0);
-  CsvWriter csv(csv_path, names);
+  // CSV, or .mat by the extension (the names alone: the columns are the analysis's own)
+  ResultColumns columns;
+  columns.names = names;
+  const auto writer = open_result_writer(csv_path, columns);
+  ResultWriter& csv = *writer;
   csv.set_nan_as_empty(true);
   const double t0 = m.v0[static_cast<size_t>(m.slot_time)];
   const int64_t steps = options.times.empty()

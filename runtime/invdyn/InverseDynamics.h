@@ -233,7 +233,8 @@ struct InverseDynamicsRun {
 // Runs from the model's start time to t_end in steps of h (or at options.times) and writes a CSV
 // row per sample: time,
 // every coordinate, then every output (empty where it is not determined). Rows are flushed as the
-// run goes. Throws std::runtime_error if the file cannot be written.
+// run goes; a path ending in .mat gets the .mat result format instead (ResultWriter.h; an
+// undetermined value is NaN there). Throws std::runtime_error if the file cannot be written.
 InverseDynamicsRun inverse_dynamics_to_csv(std::shared_ptr<const CompiledModel> model,
                                            const InverseDynamicsOptions& options,
                                            const std::string& csv_path,

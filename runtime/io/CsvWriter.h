@@ -23,9 +23,11 @@
 #include <string>
 #include <vector>
 
+#include "runtime/io/ResultWriter.h"
+
 namespace mbs::rt {
 
-class CsvWriter {
+class CsvWriter final : public ResultWriter {
  public:
   // Opens (truncates) `path` and writes the header. Throws std::runtime_error naming the path and
   // the reason if it cannot be opened.
@@ -33,21 +35,21 @@ class CsvWriter {
   CsvWriter(const std::string& path, std::span<const std::string> names,
             std::chrono::milliseconds flush_interval = std::chrono::milliseconds(100),
             const std::string& first_column = "time");
-  ~CsvWriter();  // close()s; errors at that point are lost, call close() to see them
+  ~CsvWriter() override;  // close()s; errors at that point are lost, call close() to see them
   CsvWriter(const CsvWriter&) = delete;
   CsvWriter& operator=(const CsvWriter&) = delete;
 
   // Appends the row `t,values...`; values.size() must equal the number of names.
-  void write_row(double t, std::span<const double> values);
+  void write_row(double t, std::span<const double> values) override;
   // Writes the buffered rows to the file now.
-  void flush();
+  void flush() override;
   // Flushes and closes; throws std::runtime_error on a write error. Idempotent.
-  void close();
+  void close() override;
 
   // NaN values are written as empty fields ("not determined") instead of "nan".
-  void set_nan_as_empty(bool on) { nan_empty_ = on; }
-  const std::string& path() const { return path_; }
-  int64_t rows() const { return rows_; }
+  void set_nan_as_empty(bool on) override { nan_empty_ = on; }
+  const std::string& path() const override { return path_; }
+  int64_t rows() const override { return rows_; }
 
  private:
   void write_all(const char* data, size_t size);

@@ -110,4 +110,18 @@ void ResultTable::write_csv(const std::string& path) const {
   out.close();
 }
 
+void ResultTable::write(const std::string& path, const ResultColumns* columns,
+                        std::span<const int32_t> selection) const {
+  ResultColumns bare;
+  if (columns == nullptr || columns->names != names_) {
+    bare.first = first_;
+    bare.names = names_;
+    columns = &bare;
+  }
+  const auto out = open_result_writer(path, *columns, selection);
+  out->set_nan_as_empty(true);
+  for (int64_t r = 0; r < rows(); ++r) out->write_row(x_[static_cast<size_t>(r)], row(r));
+  out->close();
+}
+
 }  // namespace mbs::rt

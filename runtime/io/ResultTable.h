@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/io/ResultWriter.h"
+
 namespace mbs::rt {
 
 class ResultTable {
@@ -48,6 +50,12 @@ class ResultTable {
 
   // The table as a result file (exact numbers, as mbsc writes them). Throws std::runtime_error.
   void write_csv(const std::string& path) const;
+  // The table as a result file in the format of the path's extension (CSV, or .mat:
+  // ResultWriter.h), with what `columns` says about the columns (its names are names(); the
+  // names alone when it is null), only the columns `selection` when it is not empty. Throws
+  // std::runtime_error.
+  void write(const std::string& path, const ResultColumns* columns,
+             std::span<const int32_t> selection = {}) const;
 
  private:
   std::string first_ = "time";

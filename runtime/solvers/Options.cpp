@@ -102,7 +102,8 @@ const std::array<OptionSpec, 25> kOptions = {{
      .flag = "--output-every",
      .type = OptionType::Integer,
      .unit = "",
-     .help = "write every Nth step (0 = only the first and the last point)",
+     .help = "write every Nth step to the result file (0 = only the first and the last "
+             "point); --outputs chooses its columns",
      .field = &SolverOptions::output_every,
      .min = 0.0,
      .max = 2147483647.0},

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "runtime/io/Progress.h"
+#include "tests/unit/mat4_reader.h"
 #include "tools/repl/Repl.h"
 
 using mbs::repl::Repl;
@@ -161,4 +162,34 @@ TEST(ReplCommands, NumbersAreWholeWordsAndTimesFinite) {
   EXPECT_NE(f.err.str().find("more than 100000 rows"), std::string::npos) << f.err.str();
   EXPECT_EQ(f.out.str(), "");
   EXPECT_EQ(f.repl.execute("table x to nan"), Status::Usage);
+}
+
+// `save FILE.mat [PATTERN...]`: the format follows the extension, the patterns choose the
+// columns as mbsc --outputs does, and the parameters of the run are in data_1.
+TEST(ReplCommands, SaveWritesMatWithChosenColumns) {
+  Fixture f;
+  ASSERT_EQ(f.repl.execute("load examples/mass_spring_damper.mbs"), Status::Ok) << f.err.str();
+  ASSERT_EQ(f.repl.execute("set k = 50"), Status::Ok) << f.err.str();
+  ASSERT_EQ(f.repl.execute("simulate 0.01"), Status::Ok) << f.err.str();
+  const std::string path = testing::TempDir() + std::to_string(::getpid()) + "_save.mat";
+  ASSERT_EQ(f.repl.execute("save " + path + " x"), Status::Ok) << f.err.str();
+  const auto file = mbs::mat4test::read(path);
+  const auto& name = file.matrices.at("name");
+  const auto& info = file.matrices.at("dataInfo");
+  EXPECT_EQ(name.column_text(0), "time");
+  EXPECT_EQ(name.column_text(1), "x");
+  EXPECT_EQ(file.matrices.at("description").column_text(1), "position [m]");
+  bool k_found = false;
+  for (int32_t j = 2; j < name.cols; ++j) {
+    if (name.column_text(j) != "k") continue;
+    k_found = true;
+    EXPECT_EQ(info.at(0, j), 1);
+    EXPECT_EQ(file.matrices.at("data_1").at(static_cast<int32_t>(info.at(1, j)) - 1, 0), 50);
+  }
+  EXPECT_TRUE(k_found);
+  EXPECT_EQ(file.matrices.at("data_2").rows, 2);
+  std::remove(path.c_str());
+  f.err.str("");
+  EXPECT_EQ(f.repl.execute("save " + path + " x.v"), Status::Usage);
+  EXPECT_NE(f.err.str().find("no result column 'x.v'"), std::string::npos) << f.err.str();
 }

@@ -11,9 +11,23 @@
 #include "runtime/analysis/Modes.h"
 #include "runtime/invdyn/Trajectory.h"
 #include "runtime/io/AtomicFile.h"
-#include "runtime/io/CsvWriter.h"
+#include "runtime/io/ColumnSelect.h"
+#include "runtime/io/ResultWriter.h"
 
 namespace mbs::cli {
+
+namespace {
+// The columns of the result file: the model's outputs with the run's parameter values (the
+// compiled ones when the values set are refused: the run then reports that itself).
+rt::ResultColumns columns_of(Session& session, const std::string& first) {
+  const rt::CompiledModel& model = *session.model();
+  try {
+    return rt::result_columns(model, session.instance().start_vector(), first);
+  } catch (const std::exception&) {
+    return rt::result_columns(model, model.v0, first);
+  }
+}
+}  // namespace
 
 int run_inverse_dynamics(Session& session, const InverseRequest& request,
                          rt::ProgressSink& progress) {
@@ -82,6 +96,15 @@ int run_analyses(Session& session, const AnalysisRequest& request, rt::ProgressS
         session.compile_options().file, model.name, model.n_q, model.n_y, model.n_z);
     return kExitOk;
   }
+  std::vector<int32_t> selection;  // --outputs: the chosen columns (empty: all)
+  if (!request.outputs.empty()) {
+    try {
+      selection = rt::select_columns(model.output_names, request.outputs);
+    } catch (const rt::ColumnSelectError& e) {
+      std::cerr << "mbsc: error: --outputs: " << e.what() << "\n";
+      return kExitUsage;
+    }
+  }
   std::vector<double> state;  // the state linearised at: the equilibrium, or the start
   const rt::Statistics* last_stats = nullptr;
   rt::Statistics static_stats;
@@ -89,10 +112,9 @@ int run_analyses(Session& session, const AnalysisRequest& request, rt::ProgressS
   // ---- static equilibrium
   if (do_static) {
     if (output.empty()) output = model.name + "_static.csv";
-    std::unique_ptr<rt::CsvWriter> csv;
+    std::unique_ptr<rt::ResultWriter> csv;
     try {
-      csv = std::make_unique<rt::CsvWriter>(output, model.output_names,
-                                            std::chrono::milliseconds(100), "load");
+      csv = rt::open_result_writer(output, columns_of(session, "load"), selection);
     } catch (const std::exception& e) {
       std::cerr << "mbsc: error: " << e.what() << "\n";
       return kExitUsage;
@@ -154,10 +176,10 @@ int run_analyses(Session& session, const AnalysisRequest& request, rt::ProgressS
   }
   if (simulate) {
     if (output.empty()) output = model.name + ".csv";
-    std::unique_ptr<rt::CsvWriter> csv;
+    std::unique_ptr<rt::ResultWriter> csv;
     const auto open_csv = [&]() -> bool {
       try {
-        csv = std::make_unique<rt::CsvWriter>(output, model.output_names);
+        csv = rt::open_result_writer(output, columns_of(session, "time"), selection);
         return true;
       } catch (const std::exception& e) {
         std::cerr << "mbsc: error: " << e.what() << "\n";

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "compiler/driver/Session.h"
 #include "runtime/invdyn/InverseDynamics.h"
@@ -19,8 +20,9 @@ inline constexpr int kExitInterrupted = 130;
 
 struct AnalysisRequest {
   bool simulate = false, do_static = false, linearize = false, eigen = false;
-  std::string output;     // result file ("" = <model>.csv, <model>_static.csv)
-  std::string stats_csv;  // solver statistics as CSV ("" = none)
+  std::string output;  // result file ("" = <model>.csv, <model>_static.csv; .mat: MATLAB v4)
+  std::vector<std::string> outputs;  // --outputs: the columns written (names, globs; empty: all)
+  std::string stats_csv;             // solver statistics as CSV ("" = none)
   bool verbose = false;
 };
 // --simulate, --static, --linearize, --eigen (or only the check when none): the exit code.

@@ -63,8 +63,16 @@ void add_main_options(CLI::App& app, MainOptions& o) {
       ->type_name("VARIABLE=VALUE")
       ->allow_extra_args(false);
   app.add_option("--output", o.output,
-                 "result CSV file (default: <model>.csv in the current directory)")
-      ->type_name("FILE.csv");
+                 "result file: CSV, or the MATLAB v4 result format of OpenModelica and Dymola "
+                 "when it ends in .mat (default: <model>.csv in the current directory)")
+      ->type_name("FILE.csv|FILE.mat");
+  app.add_option("--outputs", o.outputs,
+                 "the result columns to write (--simulate, --static): names or globs with * and "
+                 "? ('j1.*', 'der(x)', 'body?.r_0[*]'); time is always written; the default is "
+                 "every variable; a name or pattern that matches nothing is an error. Rows: "
+                 "--output-every")
+      ->type_name("PATTERN")
+      ->expected(1, -1);
   app.add_flag("--inverse-dynamics", o.inverse,
                "inverse dynamics of the prescribed motion (joints with prescribed = true): "
                "reconstruct the motion from t0 to --t-end every --step and write the coordinates, "

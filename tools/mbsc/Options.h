@@ -22,6 +22,7 @@ struct MainOptions {
   CompileOptions copts;
   bool simulate = false;
   std::string output;
+  std::vector<std::string> outputs;       // --outputs: names or globs of the columns written
   std::vector<std::string> sets, starts;  // NAME=VALUE of --set and --start
   bool inverse = false;
   rt::InverseDynamicsOptions iopts;

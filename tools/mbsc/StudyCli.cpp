@@ -14,6 +14,7 @@
 #include "compiler/driver/Studies.h"
 #include "runtime/drivers/StudyFile.h"
 #include "runtime/io/AtomicFile.h"
+#include "runtime/io/ResultWriter.h"
 #include "runtime/io/Suggest.h"
 #include "tools/mbsc/Analyses.h"
 
@@ -222,6 +223,11 @@ int run_study(Session& session, const StudyFlags& flags, bool static_analysis, s
                            : !flags.optimize.empty() ? flags.optimize
                                                      : "sensitivity";
   if (output.empty()) output = session.model()->name + "_" + kind + ".csv";
+  if (rt::is_mat_path(output)) {  // one row per run, not a result over time
+    std::cerr << "mbsc: error: a study's results file is CSV (one row per run); --output '"
+              << output << "' ends in .mat\n";
+    return kExitUsage;
+  }
   StudyOptions options;
   options.objectives = flags.objectives;
   options.output = output;

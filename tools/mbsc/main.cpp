@@ -196,6 +196,15 @@ int main(int argc, char** argv) {
         << "mbsc: error: --static and --simulate cannot be combined: run them one at a time\n";
     return kExitUsage;
   }
+  if (!o.outputs.empty() && (o.inverse || o.study.active() || (!o.simulate && !o.do_static))) {
+    std::cerr << "mbsc: error: --outputs chooses the columns of the result file of --simulate "
+                 "or --static"
+              << (o.inverse          ? "; not of --inverse-dynamics"
+                  : o.study.active() ? "; a study writes one row per run"
+                                     : ", and neither is given")
+              << "\n";
+    return kExitUsage;
+  }
   if (auto err = mbs::rt::validate(o.sopts)) {
     std::cerr << "mbsc: error: " << *err << "\n";
     return kExitUsage;
@@ -269,6 +278,7 @@ int main(int argc, char** argv) {
   r.linearize = o.do_linearize;
   r.eigen = o.do_eigen;
   r.output = o.output;
+  r.outputs = o.outputs;
   r.stats_csv = o.stats_csv;
   r.verbose = o.copts.verbose;
   return mbs::cli::run_analyses(session, r, progress);

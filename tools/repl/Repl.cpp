@@ -17,6 +17,7 @@
 #include "runtime/analysis/Linearize.h"
 #include "runtime/analysis/Modes.h"
 #include "runtime/invdyn/InverseDynamics.h"
+#include "runtime/io/ColumnSelect.h"
 #include "runtime/io/InputFile.h"
 #include "runtime/io/Interrupt.h"
 #include "runtime/io/Plot.h"
@@ -128,7 +129,11 @@ const std::vector<Command>& Repl::commands() {
        "Default: from the first to the last time of the result in 10 intervals.", &Repl::table,
        Complete::Names},
       {"stats", "stats", "the solver statistics of the last run", "", &Repl::stats},
-      {"save", "save FILE", "write the last result as CSV", "", &Repl::save, Complete::Files},
+      {"save", "save FILE [PATTERN...]", "write the last result as CSV or .mat",
+       "The format follows the extension: FILE.mat is the MATLAB v4 result file of OpenModelica "
+       "and Dymola, anything else CSV. PATTERNs choose the columns as mbsc --outputs does (names "
+       "or globs: `save r.mat j1.* der(x)`); the default is every column.",
+       &Repl::save, Complete::Files},
       {"plot", "plot NAME... [vs NAME] [to FILE.png|FILE.svg]",
        "draw variables over time (or against another) with gnuplot",
        "Default file: <model>.png. Axis labels carry the variables' units.", &Repl::plot,
@@ -732,6 +737,7 @@ Status Repl::simulate(const Args& a) {
   for (const auto& w : run.warnings) out_ << "warning: " << w << "\n";
   result_ = std::move(rows);
   result_kind_ = "simulate";
+  result_columns_ = columns_of_run("time");
   result_stats_ = run.statistics;
   const auto& st = run.statistics;
   if (run.status == rt::SolveStatus::Failed) {
@@ -774,6 +780,7 @@ Status Repl::static_(const Args& a) {
   for (const auto& w : res.warnings) out_ << "warning: " << w << "\n";
   result_ = std::move(rows);
   result_kind_ = "static";
+  result_columns_ = columns_of_run("load");
   result_stats_ = res.statistics;
   if (res.status == rt::SolveStatus::Failed) {
     return solver_failure(
@@ -884,6 +891,9 @@ Status Repl::inverse(const Args& a) {
       return error(Status::Usage, "usage: inverse [T_END] [trajectory=FILE] [output=FILE]");
     }
   }
+  if (rt::is_mat_path(output))  // its rows are read back from the file
+    return error(Status::Usage, "inverse writes CSV here (output=" + output +
+                                    "); `save FILE.mat` after it writes the .mat file");
   Session* s = inverse_session();
   if (!s) return error(Status::ModelError, "the model did not compile for inverse dynamics");
   io.start = s->instance().start_vector();
@@ -893,6 +903,7 @@ Status Repl::inverse(const Args& a) {
   out_ << rt::format_inverse_summary(run);
   result_ = rt::ResultTable::read_csv(output);
   result_kind_ = "inverse";
+  result_columns_ = {};  // the names alone
   result_stats_.reset();
   if (run.interrupted) {
     out_ << fmt::format("interrupted; the {} samples so far are in {} and kept\n", run.samples,
@@ -1055,10 +1066,31 @@ Status Repl::stats(const Args& a) {
   return Status::Ok;
 }
 
+rt::ResultColumns Repl::columns_of_run(const std::string& first) {
+  const rt::CompiledModel& m = *session_->model();
+  try {
+    return rt::result_columns(m, session_->instance().start_vector(), first);
+  } catch (const std::exception&) {
+    return rt::result_columns(m, m.v0, first);
+  }
+}
+
 Status Repl::save(const Args& a) {
-  if (a.size() != 1) return error(Status::Usage, "usage: save FILE");
+  if (a.empty()) return error(Status::Usage, "usage: save FILE [PATTERN...]");
   if (!need_result()) return Status::Usage;
-  result_.write_csv(a[0]);
+  std::vector<int32_t> selection;
+  if (a.size() > 1) {
+    try {
+      selection = rt::select_columns(result_.names(), std::span(a).subspan(1));
+    } catch (const rt::ColumnSelectError& e) {
+      return error(Status::Usage, e.what());
+    }
+  }
+  try {
+    result_.write(a[0], &result_columns_, selection);
+  } catch (const std::exception& e) {
+    return error(Status::Usage, e.what());
+  }
   out_ << fmt::format("wrote {} rows to {}\n", result_.rows(), a[0]);
   return Status::Ok;
 }

@@ -91,6 +91,8 @@ class Repl {
   Status table(const Args& a);
   Status stats(const Args& a);
   Status save(const Args& a);
+  // the result columns of the run just done, with the parameter values it used
+  rt::ResultColumns columns_of_run(const std::string& first);
   Status plot(const Args& a);
   Status show_history(const Args& a);
   Status quit(const Args& a);
@@ -126,6 +128,8 @@ class Repl {
   rt::ResultTable result_;
   std::string result_kind_;  // "simulate", "static", "inverse", or "" (none yet)
   std::optional<rt::Statistics> result_stats_;
+  // units, descriptions, aliases and parameters of the last result, for `save FILE.mat`
+  rt::ResultColumns result_columns_;
   std::vector<double> equilibrium_;  // the last static equilibrium (symbol vector)
   std::vector<std::string> history_;
 };
