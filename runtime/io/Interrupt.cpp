@@ -2,6 +2,8 @@
 
 #include <signal.h>
 
+#include <cstring>
+
 namespace mbs::rt {
 
 std::atomic<bool> g_interrupt_requested{false};
@@ -33,6 +35,23 @@ void install_interrupt_handler() {
 void install_repl_interrupt_handler() {
   g_handler_stays.store(true, std::memory_order_relaxed);
   install();
+}
+
+static_assert(sizeof(struct sigaction) <= 256);
+
+InterruptScope::InterruptScope() {
+  struct sigaction old {};
+  sigaction(SIGINT, nullptr, &old);
+  std::memcpy(previous_, &old, sizeof old);
+  clear_interrupt();
+  install();
+}
+
+InterruptScope::~InterruptScope() {
+  struct sigaction old {};
+  std::memcpy(&old, previous_, sizeof old);
+  sigaction(SIGINT, &old, nullptr);
+  clear_interrupt();
 }
 
 }  // namespace mbs::rt
