@@ -140,10 +140,10 @@ class Result:
 
     @property
     def events(self) -> np.ndarray:
-        """The times of the events of the run: where the rows before and after an event share
-        their time."""
+        """The times of the events of the run: where rows share their time (the rows before and
+        after an event, and the grid point when the event falls on it)."""
         t = self.time
-        return t[1:][t[1:] == t[:-1]]
+        return np.unique(t[1:][t[1:] == t[:-1]])
 
     def to_pandas(self) -> Any:
         """The result as a pandas DataFrame indexed by the first column (needs pandas)."""

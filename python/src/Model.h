@@ -93,8 +93,11 @@ class Model {
     write_stderr(diag.str());  // warnings
   }
   // Values set before, again on a new session (parameters and inputs, else start values).
+  // Those the compile applied (compile-time values) are in its options already.
   static void apply_values(Session& s, const std::vector<std::pair<std::string, double>>& values) {
+    const CompileOptions& copts = s.compile_options();
     for (const auto& [name, value] : values) {
+      if (copts.overrides.count(name) || copts.start_overrides.count(name)) continue;
       const rt::Instance& inst = s.instance();
       if (inst.parameter_index(name) >= 0 || inst.input_index(name) >= 0)
         s.set_parameter(name, value);

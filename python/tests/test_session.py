@@ -192,3 +192,18 @@ def test_a_controller_in_the_loop_against_the_same_controller_in_the_model():
         run.set_input("v", 1)
     with pytest.raises(mbs.UsageError, match="already"):
         run.advance_to(0.5)
+
+
+def test_a_compile_time_parameter_compiles_again_like_the_cli(tmp_path):
+    csv = tmp_path / "s.csv"
+    run_mbsc(MODELS / "sampled.mbs", "--simulate", "--set", "T=0.25", "--set", "K=3", "--t-end", "1",
+             "--output", csv)
+    _, rows = read_csv(csv)
+    m = mbs.load(str(MODELS / "sampled.mbs"))
+    assert m.parameters["T"].compile_time  # the sample interval is used by the compiler
+    m.set(K=3)  # at run time
+    m.set(T=0.25)  # a new compile, K kept
+    r = m.simulate(t_end=1)
+    assert np.array_equal(r.data, rows)
+    assert m.parameters["K"].value == 3 and m.parameters["T"].value == 0.25
+    assert len(r.events) == 4  # the instants 0.25, 0.5, 0.75, 1 (the one at 0 fires at the start)
