@@ -18,7 +18,7 @@ import os
 import tempfile
 import warnings
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -370,12 +370,17 @@ class Model:
         return self
 
     def simulate(self, t_end: Optional[float] = None, step: Optional[float] = None,
-                 solver: Optional[str] = None, **options: Any) -> Result:
+                 solver: Optional[str] = None, progress: Optional[Callable[[Dict[str, Any]], Any]] = None,
+                 progress_interval: float = 1.0, **options: Any) -> Result:
         """Runs the time integration, like ``mbsc --simulate --t-end T --step H --solver S``;
         ``options`` by the option table's names (``rho_inf=0.8``, ``output_every=10``; see
         ``mbs.options()``). The options stay for the next run. Raises SolverError (with the rows
-        before in ``.result``), Interrupted on Ctrl-C (a KeyboardInterrupt, with the rows so far)."""
-        raw = self._m.simulate(_options(t_end, step, solver, options))
+        before in ``.result``), Interrupted on Ctrl-C (a KeyboardInterrupt, with the rows so far).
+        ``progress``: a callable given a dict (t, t0, t_end, fraction, h, steps, elapsed, task)
+        about every ``progress_interval`` seconds while the run goes; what it raises stops the
+        run and is raised by simulate()."""
+        raw = self._m.simulate(_options(t_end, step, solver, options), progress,
+                               float(progress_interval))
         return _raise_for(Result(raw), raw)
 
     def static(self, **options: Any) -> Result:

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -21,6 +22,7 @@
 #include "runtime/analysis/Linearize.h"
 #include "runtime/analysis/Modes.h"
 #include "runtime/io/Interrupt.h"
+#include "runtime/io/Progress.h"
 #include "runtime/solvers/Failure.h"
 #include "runtime/solvers/Options.h"
 
@@ -100,7 +102,51 @@ const char* run_status(rt::SolveStatus s) {
   }
 }
 
-py::dict simulate(Model& self, const std::vector<std::pair<std::string, std::string>>& options) {
+// Progress of a run to a Python callable, about every `interval` seconds, with the GIL taken
+// for the call; an exception in it stops the run (as Ctrl-C does) and is raised after it.
+class PyProgress final : public rt::ProgressSink {
+ public:
+  PyProgress(py::object callback, double interval)
+      : callback_(std::move(callback)), interval_(interval) {}
+  void progress(const rt::ProgressInfo& i) override {
+    py::gil_scoped_acquire gil;
+    if (error_) return;
+    try {
+      py::dict d;
+      d["task"] = std::string(i.task);
+      d["t"] = i.t;
+      d["t0"] = i.t0;
+      d["t_end"] = i.t_end;
+      d["h"] = i.h;
+      d["steps"] = i.steps;
+      d["elapsed"] = i.elapsed;
+      d["fraction"] = i.fraction();
+      callback_(d);
+    } catch (py::error_already_set& e) {
+      error_ = std::make_unique<py::error_already_set>(std::move(e));
+      rt::request_interrupt();
+    }
+  }
+  void warning(std::string_view) override {}  // the run's warnings come with its result
+  double interval() const override { return interval_; }
+  // Raises what the callback raised (with the GIL held).
+  void raise_if_failed() {
+    if (!error_) return;
+    error_->restore();
+    error_.reset();
+    throw py::error_already_set();
+  }
+
+ private:
+  py::object callback_;
+  double interval_;
+  std::unique_ptr<py::error_already_set> error_;
+};
+
+py::dict simulate(Model& self, const std::vector<std::pair<std::string, std::string>>& options,
+                  py::object progress_callback, double progress_interval) {
+  std::optional<PyProgress> progress;
+  if (!progress_callback.is_none()) progress.emplace(progress_callback, progress_interval);
   Session& s = self.session();
   const rt::SolverOptions o = solver_options(s.options(), options);
   s.options() = o;
@@ -115,8 +161,9 @@ py::dict simulate(Model& self, const std::vector<std::pair<std::string, std::str
   {
     py::gil_scoped_release release;
     rt::InterruptScope interrupt;
-    run = s.simulate(std::ref(rows));
+    run = s.simulate(std::ref(rows), progress ? &*progress : nullptr);
   }
+  if (progress) progress->raise_if_failed();
   if (!run.setup_error.empty()) raise_usage(run.setup_error);
   auto r = run_result(m, "time", std::move(rows), run_status(run.status), run.statistics,
                       run.warnings, run.failure, run.t);
@@ -291,7 +338,8 @@ PYBIND11_MODULE(_mbs, mod) {
                d[py::str(std::string(s.key))] = rt::get_option(m.session().options(), s);
              return d;
            })
-      .def("simulate", &simulate)
+      .def("simulate", &simulate, py::arg("options"), py::arg("progress") = py::none(),
+           py::arg("progress_interval") = 1.0)
       .def("static", &solve_static)
       .def("start_state", &start_state)
       .def("linearize", &linearize, py::arg("state") = py::none());

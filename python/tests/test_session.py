@@ -207,3 +207,23 @@ def test_a_compile_time_parameter_compiles_again_like_the_cli(tmp_path):
     assert np.array_equal(r.data, rows)
     assert m.parameters["K"].value == 3 and m.parameters["T"].value == 0.25
     assert len(r.events) == 4  # the instants 0.25, 0.5, 0.75, 1 (the one at 0 fires at the start)
+
+
+def test_progress_reaches_a_callable_and_its_exception_stops_the_run():
+    m = mbs.load(MSD)
+    seen = []
+    r = m.simulate(t_end=2000, step=1e-3, output_every=1000, progress=seen.append,
+                   progress_interval=0.01)
+    assert r.status == "ok" and seen
+    fractions = [p["fraction"] for p in seen]
+    assert fractions == sorted(fractions) and 0 <= fractions[0] and fractions[-1] <= 1
+    assert all(p["t_end"] == 2000 for p in seen)
+
+    class Stop(Exception):
+        pass
+
+    def stop(p):
+        raise Stop(p["t"])
+
+    with pytest.raises(Stop):
+        m.simulate(t_end=2000, progress=stop, progress_interval=0.01)
