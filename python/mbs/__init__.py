@@ -118,6 +118,7 @@ class Result:
         self.solver: str = raw.get("solver", "")
         self.t: float = raw["t"]
         self._index = {n: i for i, n in enumerate(self.names)}
+        self.summary: str = ""  # what mbsc prints about it (inverse dynamics)
 
     def __getitem__(self, name: str) -> np.ndarray:
         try:
@@ -489,6 +490,31 @@ class Model:
                 obj, name = left.rsplit(" / d ", 1)
                 study.derivatives[(obj, name)] = float(value)
         return study
+
+    def inverse_dynamics(self, t_end: float = 1.0, step: float = 1e-3,
+                         trajectory: Optional[str] = None, logged: Optional[str] = None,
+                         balance: str = "tree", output: Optional[str] = None) -> Result:
+        """Inverse dynamics of the prescribed motion (``mbsc --inverse-dynamics --t-end T
+        --step H [--trajectory F] [--logged F] [--balance B]``, docs/inverse-dynamics.md): the
+        coordinates, efforts and uniquely determined joint wrenches at every sample, NaN where
+        the motion does not determine a value; mbsc's summary in ``result.summary``. The rows
+        are mbsc's result file (kept in ``output`` when given)."""
+        def run(path: str) -> Result:
+            summary = self._m.inverse_dynamics(float(t_end), float(step), trajectory or "",
+                                               logged or "", balance, path)
+            with open(path) as f:
+                names = f.readline().rstrip("\n").split(",")
+            data = np.genfromtxt(path, delimiter=",", skip_header=1, ndmin=2)
+            units = {n: e.unit for n, e in self.variables.items()}
+            result = Result({"names": names, "units": ["s"] + [units.get(n, "") for n in names[1:]],
+                             "data": data, "status": "ok", "statistics": {}, "warnings": [],
+                             "t": float(data[-1, 0]) if len(data) else math.nan})
+            result.summary = summary
+            return result
+        if output is not None:
+            return run(str(output))
+        with tempfile.TemporaryDirectory() as d:
+            return run(os.path.join(d, "inverse.csv"))
 
     def export_fmu(self, path: str, version: int = 2, kind: str = "cs") -> str:
         """Writes the model as an FMU (``mbsc --fmu path --fmi-version version --fmu-type

@@ -131,10 +131,56 @@ std::string export_fmu(Model& m, const std::vector<std::string>& args) {
   return err;
 }
 
+// Inverse dynamics of the prescribed motion (`mbsc --inverse-dynamics`), written to `output`;
+// returns what mbsc prints (the summary). Raises as mbsc exits: 2 UsageError, 3 SolverError
+// (the message), 130 KeyboardInterrupt.
+std::string inverse_dynamics(Model& m, double t_end, double step, const std::string& trajectory,
+                             const std::string& logged, const std::string& balance,
+                             const std::string& output) {
+  if (balance != "tree" && balance != "bodies")
+    raise_usage("balance='" + balance + "': expected 'tree' or 'bodies'");
+  CompileOptions copts = m.session().compile_options();
+  copts.inverse_dynamics = true;
+  std::ostringstream diag;
+  std::unique_ptr<Session> s = session_for(m, copts, diag);
+  cli::InverseRequest r;
+  r.options.t_end = t_end;
+  r.options.h = step;
+  r.options.trajectory = trajectory;
+  r.options.logged = logged;
+  r.options.balance = balance == "bodies" ? rt::BalanceForm::Bodies : rt::BalanceForm::Tree;
+  r.output = output;
+  int code = 0;
+  std::string err;
+  {
+    py::gil_scoped_release release;
+    rt::InterruptScope interrupt;
+    Capture capture;
+    rt::StderrProgress progress(rt::StderrProgress::Mode::Off, 1.0);
+    code = cli::run_inverse_dynamics(*s, r, progress);
+    err = capture.err();
+  }
+  if (code == cli::kExitUsage)
+    raise_usage(err.rfind("mbsc: error: ", 0) == 0 ? err.substr(13) : err);
+  if (code == cli::kExitSolverFailure) {
+    py::dict f;
+    f["message"] = err;
+    f["kind"] = "InverseDynamics";
+    raise_solver_error(f);
+  }
+  if (code == cli::kExitInterrupted) {
+    PyErr_SetString(PyExc_KeyboardInterrupt, err.c_str());
+    throw py::error_already_set();
+  }
+  return err;
+}
+
 }  // namespace
 
 void register_studies(py::class_<Model>& model) {
-  model.def("study", &study).def("export_fmu", &export_fmu);
+  model.def("study", &study)
+      .def("export_fmu", &export_fmu)
+      .def("inverse_dynamics", &inverse_dynamics);
 }
 
 }  // namespace mbs::python

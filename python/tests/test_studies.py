@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import mbs
-from conftest import EXAMPLES, run_mbsc
+from conftest import EXAMPLES, MODELS, run_mbsc
 
 MSD = str(EXAMPLES / "mass_spring_damper.mbs")
 
@@ -55,3 +55,14 @@ def test_export_fmu_is_mbscs_export(tmp_path):
     # the same description but for the time of the export
     when = re.compile(rb'generationDateAndTime="[^"]*"')
     assert when.sub(b"", cli.read("modelDescription.xml")) == when.sub(b"", py.read("modelDescription.xml"))
+
+
+def test_inverse_dynamics_is_mbscs_result_file(tmp_path):
+    model = MODELS / "swing.mbs"
+    cli = tmp_path / "cli.csv"
+    run_mbsc(model, "--inverse-dynamics", "--t-end", "0.5", "--step", "0.01", "--output", cli)
+    r = mbs.load(str(model)).inverse_dynamics(t_end=0.5, step=0.01, output=str(tmp_path / "py.csv"))
+    assert (tmp_path / "py.csv").read_bytes() == cli.read_bytes()
+    assert len(r) == 51 and r.names[0] == "time" and "rank of the scaled balance" in r.summary
+    # a point mass driven at a constant rate: the torque holds it against gravity only
+    assert np.allclose(r["pivot.tau"], 2 * 9.81 * 0.5 * np.cos(3 * r.time), rtol=1e-9, atol=1e-12)
