@@ -55,6 +55,9 @@ class Model {
         compile_session(*s, *diag);
         apply_values(*s, values_);
         (void)s->instance().start_vector();
+      } catch (const rt::SetError& e) {
+        values_ = previous;
+        raise_usage(e.what());
       } catch (...) {
         values_ = previous;
         throw;

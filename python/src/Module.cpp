@@ -298,6 +298,18 @@ PYBIND11_MODULE(_mbs, mod) {
   namespace rt = mbs::rt;
   mod.doc() = "The native part of the mbs module (docs/python.md); use the package mbs.";
   mod.attr("__version__") = MBS_VERSION;
+  // a value or option the runtime refuses where no call site expects it: a UsageError too
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const rt::SetError& e) {
+      PyErr_SetObject(py::module_::import("mbs._errors").attr("UsageError").ptr(),
+                      py::str(e.what()).ptr());
+    } catch (const rt::SolverSetupError& e) {
+      PyErr_SetObject(py::module_::import("mbs._errors").attr("UsageError").ptr(),
+                      py::str(e.what()).ptr());
+    }
+  });
   mod.def(
       "load",
       [](const std::string& path, const std::string& model, const std::vector<std::string>& include,

@@ -227,3 +227,38 @@ def test_progress_reaches_a_callable_and_its_exception_stops_the_run():
 
     with pytest.raises(Stop):
         m.simulate(t_end=2000, progress=stop, progress_interval=0.01)
+
+
+def test_overlapping_runs_on_two_threads_give_back_pythons_handler():
+    # run a starts, run b starts, a ends, b ends: the handler before a is back after b
+    a, b = mbs.load(MSD), mbs.load(MSD)
+    a_running, b_running, a_done = threading.Event(), threading.Event(), threading.Event()
+    results = []
+
+    def in_a(p):
+        a_running.set()
+        b_running.wait(10)
+
+    def in_b(p):
+        b_running.set()
+        a_done.wait(10)
+
+    def run_a():
+        results.append(a.simulate(t_end=2000, output_every=1000, progress=in_a,
+                                  progress_interval=0.001))
+        a_done.set()
+
+    def run_b():
+        a_running.wait(10)
+        results.append(b.simulate(t_end=2000, output_every=1000, progress=in_b,
+                                  progress_interval=0.001))
+
+    threads = [threading.Thread(target=run_a), threading.Thread(target=run_b)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [r.status for r in results] == ["ok", "ok"]
+    with pytest.raises(KeyboardInterrupt):
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)

@@ -2,7 +2,7 @@
 
 #include <signal.h>
 
-#include <cstring>
+#include <mutex>
 
 namespace mbs::rt {
 
@@ -37,21 +37,27 @@ void install_repl_interrupt_handler() {
   install();
 }
 
-static_assert(sizeof(struct sigaction) <= 256);
+namespace {
+std::mutex g_scope_mutex;
+int g_scope_depth = 0;                 // InterruptScopes alive
+struct sigaction g_scope_previous {};  // the action before the first of them
+}  // namespace
 
 InterruptScope::InterruptScope() {
-  struct sigaction old {};
-  sigaction(SIGINT, nullptr, &old);
-  std::memcpy(previous_, &old, sizeof old);
-  clear_interrupt();
-  install();
+  std::lock_guard lock(g_scope_mutex);
+  if (g_scope_depth++ == 0) {
+    sigaction(SIGINT, nullptr, &g_scope_previous);
+    clear_interrupt();
+    install();
+  }
 }
 
 InterruptScope::~InterruptScope() {
-  struct sigaction old {};
-  std::memcpy(&old, previous_, sizeof old);
-  sigaction(SIGINT, &old, nullptr);
-  clear_interrupt();
+  std::lock_guard lock(g_scope_mutex);
+  if (--g_scope_depth == 0) {
+    sigaction(SIGINT, &g_scope_previous, nullptr);
+    clear_interrupt();
+  }
 }
 
 }  // namespace mbs::rt

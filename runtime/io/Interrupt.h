@@ -33,18 +33,14 @@ void install_repl_interrupt_handler();
 // The interrupt handler for the length of one run in a host that has its own (the Python module:
 // Python's SIGINT handler only marks the signal for the interpreter, which does not run while a
 // run computes): installs install_interrupt_handler()'s handler with the flag cleared, and gives
-// back the previous action and clears the flag again when it ends. interrupted() tells whether a
-// SIGINT came in between. Not nestable across threads (the action is the process's).
+// back the previous action and clears the flag again when it ends. Scopes may overlap (runs on
+// several threads): the first one installs, the last one to end restores.
 class InterruptScope {
  public:
   InterruptScope();
   ~InterruptScope();
   InterruptScope(const InterruptScope&) = delete;
   InterruptScope& operator=(const InterruptScope&) = delete;
-  bool interrupted() const { return interrupt_requested(); }
-
- private:
-  alignas(8) unsigned char previous_[256];  // the struct sigaction before (opaque here)
 };
 
 }  // namespace mbs::rt
