@@ -6,6 +6,8 @@
 #   share/man/man1/mbsc.1                       generated from mbsc's option table
 #   share/bash-completion/completions/mbsc      the same
 #   share/doc/mbs/                              README, LICENSE, docs/, examples/
+#   lib/python3/dist-packages/mbs/              the Python module (python/CMakeLists.txt), where
+#                                               Debian's /usr/bin/python3 finds it for prefix /usr
 # The build tree has the same layout under build/<preset>/ (CMakeLists.txt), so the build's own
 # mbsc runs without installing.
 include(GNUInstallDirs)

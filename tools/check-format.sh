@@ -4,7 +4,7 @@
 #   tools/check-format.sh --fix    reformat in place
 set -eu
 cd "$(dirname "$0")/.."
-files=$(find compiler runtime tools tests bench fuzz -name '*.cpp' -o -name '*.h' | sort)
+files=$(find compiler runtime tools tests bench fuzz python -name '*.cpp' -o -name '*.h' | sort)
 if [ "${1:-}" = "--fix" ]; then
   clang-format -i $files
 else

@@ -230,9 +230,23 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
   SourceManager sources;
   DiagnosticEngine diags(sources);
   auto finish = [&](bool ok) {
-    for (const Diagnostic& d : diags.diagnostics())
-      if (options.verbose || !shown_only_when_verbose(d.kind))
-        render_diagnostic(diag_out, sources, d);
+    for (const Diagnostic& d : diags.diagnostics()) {
+      if (!options.verbose && shown_only_when_verbose(d.kind)) continue;
+      std::ostringstream text;
+      render_diagnostic(text, sources, d);
+      diag_out << text.str();
+      DiagnosticRecord r;
+      r.level = d.level == DiagLevel::Error     ? "error"
+                : d.level == DiagLevel::Warning ? "warning"
+                                                : "note";
+      r.kind = diag_info(d.kind).name;
+      if (d.span.file != 0) r.file = sources.path(d.span.file);
+      r.line = d.span.line;
+      r.column = d.span.col;
+      r.message = d.message;
+      r.rendered = text.str();
+      result.diagnostics.push_back(std::move(r));
+    }
     for (DiagKind k : diags.kinds_seen()) result.diagnostic_kinds.push_back(diag_info(k).name);
     result.ok = ok && !diags.has_errors();
     // errors in what the command line names, not in the model

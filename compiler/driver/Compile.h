@@ -64,6 +64,16 @@ struct PassTiming {
   size_t derivative_steps = 0;
 };
 
+// One diagnostic of a compile as data (a front end that is not a terminal, the Python module):
+// its level ("error", "warning", "note"), kind (DiagKinds.def), place (file "" and line 0 when it
+// has none) and message, and the whole text as rendered to the diagnostic stream.
+struct DiagnosticRecord {
+  std::string level, kind, file;
+  uint32_t line = 0, column = 0;
+  std::string message;
+  std::string rendered;
+};
+
 struct CompileResult {
   std::shared_ptr<const rt::CompiledModel> model;  // null on error or when only emitting
   bool ok = false;                                 // false: model errors were reported
@@ -74,6 +84,9 @@ struct CompileResult {
   bool model_cache_hit = false;
   std::vector<PassTiming> timings;
   std::vector<std::string> diagnostic_kinds;  // names of the diagnostic kinds reported
+  // The diagnostics rendered to the diagnostic stream, in order (a model-cache hit: none; its
+  // warnings are printed again as text).
+  std::vector<DiagnosticRecord> diagnostics;
   // size of each kernel: expression nodes reachable from its outputs (a node shared by several
   // outputs counts once), and its number of outputs
   struct KernelSize {

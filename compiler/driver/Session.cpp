@@ -6,6 +6,8 @@
 #include <ostream>
 #include <sstream>
 
+#include "runtime/io/Suggest.h"
+
 namespace mbs {
 
 Session::Session(CompileOptions options, std::ostream& diag_out)
@@ -57,6 +59,23 @@ void Session::set_start(const std::string& name, double value) {
     options_.start_overrides[name] = value;
     needs_compile_ = true;
   }
+}
+
+std::string Session::no_such_value(const std::string& name) const {
+  if (!instance_) return "no model compiled";
+  const rt::Instance& inst = *instance_;
+  if (inst.parameter_index(name) >= 0 || inst.input_index(name) >= 0 || inst.has_start(name))
+    return "";
+  const rt::CompiledModel& m = *model_;
+  std::vector<std::string> names;
+  for (const auto& p : m.parameters) names.push_back(p.name);
+  for (const auto& p : m.inputs) names.push_back(p.name);
+  for (const auto* group : {&m.q, &m.y, &m.z})
+    for (const auto& u : *group) names.push_back(u.name);
+  for (const auto& u : m.q) names.push_back("der(" + u.name + ")");
+  const std::string meant = rt::meant_name(name, names);
+  return fmt::format("model '{}' has no parameter or variable '{}'{}", m.name, name,
+                     meant.empty() ? "" : "; did you mean '" + meant + "'?");
 }
 
 void Session::reset_values() {

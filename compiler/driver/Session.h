@@ -66,6 +66,10 @@ class Session {
   void set_parameter(const std::string& name, double value);
   void set_start(const std::string& name, double value);
   bool needs_compile() const { return needs_compile_; }
+  // "" when the model has a parameter, input or start value of this name; else the message
+  // that says it has not, with the nearest name ("model 'M' has no parameter or variable 'x';
+  // did you mean 'x1'?"), as the REPL's `set` and the Python module's set() and start() report it.
+  std::string no_such_value(const std::string& name) const;
   // Forget the values set at run time and by compile (the next compile uses the options').
   void reset_values();
   rt::Instance& instance() { return *instance_; }

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <system_error>
+#include <vector>
 
 namespace mbs::rt {
 
@@ -60,7 +61,13 @@ InstallHome find_install_home(const std::string& binary, const char* mbs_home) {
   }
   if (binary.empty()) return h;
   const fs::path dir = fs::path(binary).parent_path();
-  for (const fs::path& prefix : {dir.parent_path(), dir}) {
+  std::vector<fs::path> prefixes = {dir.parent_path(), dir};
+  // the Python module mbs/_mbs*.so: build/<preset>/python/mbs/, or an install's
+  // <prefix>/lib/python3/dist-packages/mbs/
+  if (fs::path(binary).filename().string().rfind("_mbs", 0) == 0)
+    prefixes = {dir.parent_path().parent_path(),
+                dir.parent_path().parent_path().parent_path().parent_path()};
+  for (const fs::path& prefix : prefixes) {
     h.tried.push_back(prefix.string());
     std::error_code ec;
     if (fs::is_directory(prefix / "share" / "mbs", ec)) {

@@ -7,6 +7,10 @@
 //                                                program in build/<preset>/tests/)
 //   <dir>     when <dir>/share/mbs exists       (the build tree: build/<preset>/mbsc)
 //
+// or, for the Python module (a binary named _mbs*, docs/python.md), <dir>/../.. (the build tree:
+// build/<preset>/python/mbs/) and <dir>/../../../.. (an install: <prefix>/lib/python3/
+// dist-packages/mbs/)
+//
 // where <dir> is the folder of the executable or shared library holding this code. The build
 // tree has the same layout as an install (CMakeLists.txt: build/<preset>/share/mbs/stdlib links
 // to the source's stdlib/, the FMU runtime object is built into build/<preset>/lib/mbs/).

@@ -2,6 +2,8 @@
 
 #include <signal.h>
 
+#include <mutex>
+
 namespace mbs::rt {
 
 std::atomic<bool> g_interrupt_requested{false};
@@ -33,6 +35,29 @@ void install_interrupt_handler() {
 void install_repl_interrupt_handler() {
   g_handler_stays.store(true, std::memory_order_relaxed);
   install();
+}
+
+namespace {
+std::mutex g_scope_mutex;
+int g_scope_depth = 0;                 // InterruptScopes alive
+struct sigaction g_scope_previous {};  // the action before the first of them
+}  // namespace
+
+InterruptScope::InterruptScope() {
+  std::lock_guard lock(g_scope_mutex);
+  if (g_scope_depth++ == 0) {
+    sigaction(SIGINT, nullptr, &g_scope_previous);
+    clear_interrupt();
+    install();
+  }
+}
+
+InterruptScope::~InterruptScope() {
+  std::lock_guard lock(g_scope_mutex);
+  if (--g_scope_depth == 0) {
+    sigaction(SIGINT, &g_scope_previous, nullptr);
+    clear_interrupt();
+  }
 }
 
 }  // namespace mbs::rt

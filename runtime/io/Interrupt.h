@@ -30,4 +30,17 @@ void install_interrupt_handler();
 // SA_RESTART, so a SIGINT interrupts a blocking read (the line editor sees Ctrl-C at the prompt).
 void install_repl_interrupt_handler();
 
+// The interrupt handler for the length of one run in a host that has its own (the Python module:
+// Python's SIGINT handler only marks the signal for the interpreter, which does not run while a
+// run computes): installs install_interrupt_handler()'s handler with the flag cleared, and gives
+// back the previous action and clears the flag again when it ends. Scopes may overlap (runs on
+// several threads): the first one installs, the last one to end restores.
+class InterruptScope {
+ public:
+  InterruptScope();
+  ~InterruptScope();
+  InterruptScope(const InterruptScope&) = delete;
+  InterruptScope& operator=(const InterruptScope&) = delete;
+};
+
 }  // namespace mbs::rt

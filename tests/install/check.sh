@@ -64,6 +64,11 @@ for f in bin/mbsc lib/mbs/mbs_fmu_runtime.o share/mbs/stdlib/Mechanics.mbs share
   share/bash-completion/completions/mbsc share/doc/mbs/README.md share/doc/mbs/examples/pendulum.mbs; do
   [ -f "$prefix/$f" ] || fail "the install lacks $f"
 done
+if [ -f "$build/python/mbs/__init__.py" ]; then
+  for f in __init__.py _errors.py _mbs.pyi py.typed; do
+    [ -f "$prefix/lib/python3/dist-packages/mbs/$f" ] || fail "the install lacks the Python module's $f"
+  done
+fi
 # No installed file names the source or the build tree (the build tree may lie inside the source).
 strings -a "$prefix/bin/mbsc" | grep -F -e "$src" -e "$build" >"$work/paths" &&
   fail "bin/mbsc names the trees: $(head -3 "$work/paths")"
@@ -117,6 +122,15 @@ phi_fmu=$(tail -1 imp.csv | cut -d, -f2)
 phi_ref=$(tail -1 ref.csv | cut -d, -f"$col")
 awk -v a="$phi_fmu" -v b="$phi_ref" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d < 1e-9) }' ||
   fail "phi(1) from the FMU $phi_fmu, from --simulate $phi_ref"
+# the Python module, when built (python/, docs/python.md): from the installed files only
+py=$prefix/lib/python3/dist-packages
+python=""
+if [ -d "$py/mbs" ] && [ -x /usr/bin/python3 ]; then
+  python=", import mbs"
+  PYTHONPATH=$py /usr/bin/python3 -c "import mbs; r = mbs.load('ex/mass_spring_damper.mbs').simulate(t_end=0.05, step=1e-3); assert len(r) == 51, len(r); print(mbs.__version__)" \
+    >log 2>&1 || fail "import mbs: $(cat log)"
+  [ "$(cat log)" = "$("$mbsc" --version | cut -d' ' -f2)" ] || fail "mbs.__version__: $(cat log)"
+fi
 # without its standard library, mbsc says where it looked
 MBS_HOME="$work/nowhere" "$mbsc" ex/mechanics/pendulum.mbs >log 2>&1 &&
   fail "ran without a standard library"
@@ -128,7 +142,7 @@ if command -v man >/dev/null; then
 fi
 bash -c ". '$prefix/share/bash-completion/completions/mbsc' && complete -p mbsc" >/dev/null ||
   fail "the bash completion"
-echo "ran $n examples, a study, an FMU export and its import"
+echo "ran $n examples, a study, an FMU export and its import$python"
 EOF
 
 hide=""

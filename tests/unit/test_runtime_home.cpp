@@ -42,6 +42,22 @@ TEST(RuntimeHome, TheBuildTreeIsTheBinarysOwnFolder) {
   EXPECT_EQ(h.root, (t.root / "build/ci").string());
 }
 
+// The Python module (docs/python.md): build/<preset>/python/mbs/_mbs*.so in the build tree,
+// <prefix>/lib/python3/dist-packages/mbs/_mbs*.so in an install.
+TEST(RuntimeHome, ThePythonModuleFindsTheBuildTreeAndTheInstallAboveIt) {
+  TempTree t;
+  fs::create_directories(t.root / "build/ci/share/mbs");
+  fs::create_directories(t.root / "build/ci/python/mbs");
+  EXPECT_EQ(find_install_home((t.root / "build/ci/python/mbs/_mbs.so").string(), nullptr).root,
+            (t.root / "build/ci").string());
+  fs::create_directories(t.root / "usr/share/mbs");
+  EXPECT_EQ(
+      find_install_home((t.root / "usr/lib/python3/dist-packages/mbs/_mbs.cpython-311.so").string(),
+                        nullptr)
+          .root,
+      (t.root / "usr").string());
+}
+
 TEST(RuntimeHome, MbsHomeOverridesAndNothingFoundSaysWhereItLooked) {
   TempTree t;
   fs::create_directories(t.root / "opt/mbs/share/mbs");

@@ -567,19 +567,8 @@ Status Repl::set(const Args& a) {
   bool compile = false;
   for (const auto& [name, value] : values) {
     const bool is_parameter = inst.parameter_index(name) >= 0 || inst.input_index(name) >= 0;
-    if (!is_parameter && !inst.has_start(name)) {
-      const rt::CompiledModel& m = *session_->model();
-      std::vector<std::string> names;
-      for (const auto& p : m.parameters) names.push_back(p.name);
-      for (const auto& p : m.inputs) names.push_back(p.name);
-      for (const auto* group : {&m.q, &m.y, &m.z})
-        for (const auto& u : *group) names.push_back(u.name);
-      for (const auto& u : m.q) names.push_back("der(" + u.name + ")");
-      const std::string meant = rt::meant_name(name, names);
-      return error(Status::Usage,
-                   fmt::format("model '{}' has no parameter or variable '{}'{}", m.name, name,
-                               meant.empty() ? "" : "; did you mean '" + meant + "'?"));
-    }
+    if (const std::string no = session_->no_such_value(name); !no.empty())
+      return error(Status::Usage, no);
     const std::string why = inst.why_compile_time(name);
     if (why.empty()) continue;
     // a value the compiler uses: a new compile (the current model stays if it fails)
