@@ -9,6 +9,7 @@
 
 #include "runtime/analysis/Linearize.h"
 #include "runtime/analysis/Modes.h"
+#include "runtime/anim/Animation.h"
 #include "runtime/invdyn/Trajectory.h"
 #include "runtime/io/AtomicFile.h"
 #include "runtime/io/CsvWriter.h"
@@ -154,10 +155,35 @@ int run_analyses(Session& session, const AnalysisRequest& request, rt::ProgressS
   }
   if (simulate) {
     if (output.empty()) output = model.name + ".csv";
+    // the animation's recorder; the result file leaves the poses of the shapes' frames out
+    std::unique_ptr<rt::AnimationRecorder> recorder;
+    std::vector<size_t> csv_columns;
+    std::vector<std::string> csv_names;
+    std::vector<double> csv_values;
+    for (size_t i = 0; i < model.output_names.size(); ++i)
+      if (model.output_role.empty() || model.output_role[i] != rt::OutputRole::ShapePose) {
+        csv_columns.push_back(i);
+        csv_names.push_back(model.output_names[i]);
+      }
+    const bool all_columns = csv_columns.size() == model.output_names.size();
+    csv_values.resize(csv_columns.size());
+    if (!request.animate.empty()) {
+      try {
+        recorder = std::make_unique<rt::AnimationRecorder>(model, request.animate_show,
+                                                           request.animate_fps);
+      } catch (const rt::AnimationError& e) {
+        std::cerr << "mbsc: error: " << e.what() << "\n";
+        return kExitUsage;
+      }
+      if (model.shapes.empty())
+        std::cerr << "mbsc: warning: " << model.name
+                  << " has no shapes to draw (it has no multibody elements, or its World has "
+                     "enableAnimation = false)\n";
+    }
     std::unique_ptr<rt::CsvWriter> csv;
     const auto open_csv = [&]() -> bool {
       try {
-        csv = std::make_unique<rt::CsvWriter>(output, model.output_names);
+        csv = std::make_unique<rt::CsvWriter>(output, csv_names);
         return true;
       } catch (const std::exception& e) {
         std::cerr << "mbsc: error: " << e.what() << "\n";
@@ -176,7 +202,13 @@ int run_analyses(Session& session, const AnalysisRequest& request, rt::ProgressS
               return 1;
             }
           }
-          csv->write_row(t, values);
+          if (recorder) recorder->add_row(t, values);
+          if (all_columns) {
+            csv->write_row(t, values);
+          } else {
+            for (size_t k = 0; k < csv_columns.size(); ++k) csv_values[k] = values[csv_columns[k]];
+            csv->write_row(t, csv_values);
+          }
           return 0;
         },
         &progress);
@@ -194,6 +226,22 @@ int run_analyses(Session& session, const AnalysisRequest& request, rt::ProgressS
     }
     const auto& st = run.statistics;
     last_stats = &run.statistics;
+    if (recorder) {
+      // also after a failure or an interrupt: the rows so far
+      const auto t_anim = std::chrono::steady_clock::now();
+      const rt::AnimationTrack track = recorder->finish();
+      try {
+        rt::write_animation(request.animate, model, track, model.name);
+      } catch (const std::exception& e) {
+        std::cerr << "mbsc: error: " << e.what() << "\n";
+        return kExitUsage;
+      }
+      std::cerr << fmt::format(
+          "mbsc: animation of {} shapes on {} frames, {} time frames written to {} in {:.1f} ms\n",
+          model.shapes.size(), model.shape_frames.size(), track.size(), request.animate,
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_anim)
+              .count());
+    }
     if (run.status == rt::SolveStatus::Failed) {
       print_failure(run);
       std::cerr << fmt::format("mbsc: the run stopped at t = {}; the {} rows before are in {}\n",

@@ -22,6 +22,11 @@ struct AnalysisRequest {
   std::string output;     // result file ("" = <model>.csv, <model>_static.csv)
   std::string stats_csv;  // solver statistics as CSV ("" = none)
   bool verbose = false;
+  // --animate FILE (the model compiled with CompileOptions::animation), --animate-fps,
+  // --animate-show: the animation of the simulation (docs/animation.md)
+  std::string animate;
+  double animate_fps = 60;
+  std::vector<std::string> animate_show;
 };
 // --simulate, --static, --linearize, --eigen (or only the check when none): the exit code.
 int run_analyses(Session& session, const AnalysisRequest& request, rt::ProgressSink& progress);

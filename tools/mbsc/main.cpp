@@ -17,6 +17,7 @@
 #include "runtime/analysis/Linearize.h"
 #include "runtime/analysis/Modes.h"
 #include "runtime/analysis/Static.h"
+#include "runtime/anim/Animation.h"
 #include "runtime/invdyn/InverseDynamics.h"
 #include "runtime/io/AtomicFile.h"
 #include "runtime/io/CsvWriter.h"
@@ -191,6 +192,29 @@ int main(int argc, char** argv) {
   if (!assignments(o.sets, "--set", o.copts.overrides) ||
       !assignments(o.starts, "--start", o.copts.start_overrides))
     return kExitUsage;
+  if (!o.animate.empty()) {
+    // checked before the compile: a request that cannot be met costs no run
+    try {
+      if (mbs::rt::animation_format(o.animate) == mbs::rt::AnimationFormat::Html &&
+          mbs::rt::three_js_dir().empty())
+        throw mbs::rt::AnimationError(
+            "--animate " + o.animate +
+            ": an HTML animation embeds three.js, which is not installed (Debian's libjs-three: "
+            "/usr/share/javascript/three/three.min.js; or set MBS_THREE_DIR)");
+    } catch (const mbs::rt::AnimationError& e) {
+      std::cerr << "mbsc: error: " << e.what() << "\n";
+      return kExitUsage;
+    }
+    if (!o.simulate || o.study.active() || o.inverse || o.fmu.active()) {
+      std::cerr << "mbsc: error: --animate records the run of --simulate (not a study, "
+                   "--static, --inverse-dynamics or --fmu)\n";
+      return kExitUsage;
+    }
+    o.copts.animation = true;
+  } else if (!o.animate_show.empty() || app.count("--animate-fps") > 0) {
+    std::cerr << "mbsc: error: --animate-show and --animate-fps belong to --animate FILE\n";
+    return kExitUsage;
+  }
   if (o.do_static && o.simulate) {
     std::cerr
         << "mbsc: error: --static and --simulate cannot be combined: run them one at a time\n";
@@ -271,5 +295,8 @@ int main(int argc, char** argv) {
   r.output = o.output;
   r.stats_csv = o.stats_csv;
   r.verbose = o.copts.verbose;
+  r.animate = o.animate;
+  r.animate_fps = o.animate_fps;
+  r.animate_show = o.animate_show;
   return mbs::cli::run_analyses(session, r, progress);
 }

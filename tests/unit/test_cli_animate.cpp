@@ -1,0 +1,73 @@
+// mbsc --animate (docs/animation.md): the files it writes, the result file without the poses,
+// the frames of a run with events, and the usage errors found before the compile (an unknown
+// --animate-show name: test_animation, Animation.UnknownShownVariableIsAnError).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <string>
+
+#include "cli_test_util.h"
+
+namespace mbs {
+namespace {
+
+using clitest::mbsc;
+using clitest::read_csv;
+using clitest::slurp;
+using clitest::tmp;
+
+// A body that falls from 1 m on a prismatic joint and bounces at s = 0: one event in the first
+// second (at sqrt(2/g) = 0.4516 s; the next one at 1.17 s).
+const char* kBouncer = R"(model Bouncer
+  import Mechanics.*;
+  World world;
+  Prismatic p(n = {0, 1, 0}, s(start = 1, fixed = true), v(start = 0, fixed = true));
+  Body b(m = 1);
+equation
+  connect(world.frame, p.frame_a);
+  connect(p.frame_b, b.frame_a);
+  when p.s < 0 then
+    reinit(p.v, -0.8*pre(p.v));
+  end when;
+end Bouncer;
+)";
+
+TEST(CliAnimate, GlbAndHtmlOfTheBouncerKeepTheEventAndLeaveTheCsvAlone) {
+  const std::string model = tmp("bouncer.mbs"), csv = tmp("bouncer.csv"), glb = tmp("b.glb");
+  std::ofstream(model) << kBouncer;
+  auto r = mbsc("'" + model + "' --simulate --t-end 1 --output '" + csv + "' --animate '" + glb +
+                "' --no-cache");
+  ASSERT_EQ(r.code, 0) << r.err;
+  // 0, 1/60, ..., 1 s: 61 frames, and the rows before and after the one event
+  EXPECT_NE(r.err.find(" 63 time frames written"), std::string::npos) << r.err;
+  const std::string b = slurp(glb);
+  ASSERT_GT(b.size(), 20u);
+  EXPECT_EQ(b.substr(0, 4), "glTF");
+  const auto rows = read_csv(csv);
+  ASSERT_FALSE(rows.empty());
+  for (const auto& name : rows[0]) EXPECT_EQ(name.find("shape_"), std::string::npos) << name;
+  // exactly one event: two rows at one time
+  int pairs = 0;
+  for (size_t i = 2; i < rows.size(); ++i) pairs += rows[i][0] == rows[i - 1][0];
+  EXPECT_EQ(pairs, 1);
+}
+
+TEST(CliAnimate, UsageErrors) {
+  auto r = mbsc("examples/mechanics/pendulum.mbs --simulate --animate out.png");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find(".html"), std::string::npos) << r.err;
+  r = mbsc("examples/mechanics/pendulum.mbs --animate '" + tmp("p.glb") + "'");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--simulate"), std::string::npos) << r.err;
+  r = mbsc("examples/mechanics/pendulum.mbs --simulate --animate-fps 30");
+  EXPECT_EQ(r.code, 2);
+  // an HTML page without three.js: says what to install
+  r = mbsc("examples/mechanics/pendulum.mbs --simulate --animate '" + tmp("p.html") + "'",
+           "MBS_THREE_DIR=/nonexistent ");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("libjs-three"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace mbs
