@@ -273,10 +273,10 @@ std::string animation_gltf(const CompiledModel& model, const AnimationTrack& tra
   std::vector<int> roots;
   std::vector<std::vector<int>> children(nF);
   const bool animated = nT >= 1;
-  int input = -1;
-  if (animated) input = g.floats(times, "SCALAR", 1, 0, true);
+  int input = -1;  // made with the first channel: an accessor nothing uses is reported
   auto sampler = [&](const std::vector<float>& out, const char* type, int n, int node,
                      const char* path) {
+    if (input < 0) input = g.floats(times, "SCALAR", 1, 0, true);
     const int a = g.floats(out, type, n, 0, false);
     samplers.push_back(
         fmt::format("{{\"input\":{},\"output\":{},\"interpolation\":\"LINEAR\"}}", input, a));
@@ -360,9 +360,10 @@ std::string animation_gltf(const CompiledModel& model, const AnimationTrack& tra
   if (!binary) buffer += ",\"uri\":\"data:application/octet-stream;base64," + base64(g.bin_) + "\"";
   buffer += "}";
   std::string json = "{\"asset\":{\"version\":\"2.0\",\"generator\":\"mbsc --animate\"},";
-  json += "\"scene\":0,\"scenes\":[{\"name\":\"" + json_escape(model.name) + "\",\"nodes\":[" +
-          roots_s + "]}],";
-  json += "\"nodes\":[" + join(nodes) + "]";
+  // an empty array is invalid glTF: a model without shapes has a scene without nodes
+  json += "\"scene\":0,\"scenes\":[{\"name\":\"" + json_escape(model.name) + "\"" +
+          (roots_s.empty() ? "" : ",\"nodes\":[" + roots_s + "]") + "}]";
+  if (!nodes.empty()) json += ",\"nodes\":[" + join(nodes) + "]";
   if (!g.meshes_.empty()) json += ",\"meshes\":[" + join(g.meshes_) + "]";
   if (!materials.empty()) json += ",\"materials\":[" + join(materials) + "]";
   if (!g.accessors_.empty()) json += ",\"accessors\":[" + join(g.accessors_) + "]";

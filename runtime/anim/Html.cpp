@@ -185,6 +185,8 @@ const char* kPlayer = R"JS(
     controls.update(); renderer.render(scene, camera); requestAnimationFrame(tick);
   }
   requestAnimationFrame(tick);
+  // for tests and the console: show frame i, the scene, the meshes of every element
+  window.mbsPlayer = {pose: pose, scene: scene, elements: elements, frames: frames, count: nT};
 })();
 )JS";
 

@@ -464,6 +464,25 @@ TEST(Animation, ResamplingKeepsTheEventInstants) {
     EXPECT_NEAR(track.pose[i * rt::kPoseValues], std::sin(track.t[i]), 1e-6);
 }
 
+// A model without shapes (no mechanism): a valid glTF has no empty arrays, so no nodes, no
+// accessors (the animation's input would be unused) and no BIN chunk.
+TEST(Animation, GltfOfAModelWithoutShapesHasNoEmptyArrays) {
+  rt::CompiledModel m;
+  m.name = "Empty";
+  rt::AnimationTrack track;
+  track.t = {0, 0.5, 1};
+  const std::string b = rt::animation_gltf(m, track, true);
+  ASSERT_GE(b.size(), 20u);
+  EXPECT_EQ(u32(b, 8), b.size());
+  const uint32_t json_len = u32(b, 12);
+  EXPECT_EQ(20 + json_len, b.size());
+  const Json j = JsonParser(std::string_view(b).substr(20, json_len)).parse();
+  EXPECT_EQ(j["asset"]["version"].str(), "2.0");
+  for (const char* key : {"nodes", "accessors", "bufferViews", "buffers", "animations", "meshes"})
+    EXPECT_FALSE(j.has(key)) << key;
+  EXPECT_FALSE(j["scenes"][0].has("nodes"));
+}
+
 TEST(Animation, UnknownShownVariableIsAnError) {
   rt::CompiledModel m;
   try {
