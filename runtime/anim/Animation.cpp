@@ -91,8 +91,8 @@ ShapePlacement place_shape(const Shape& s, const double* frame_pose, const doubl
 
 AnimationRecorder::AnimationRecorder(const CompiledModel& model,
                                      const std::vector<std::string>& show, double fps)
-    : m_(model), dt_(1.0 / fps) {
-  if (!(fps > 0) || !std::isfinite(fps))
+    : m_(model), dt_(fps == 0 ? 0 : 1.0 / fps) {
+  if (!(fps >= 0) || !std::isfinite(fps))
     throw AnimationError(fmt::format("--animate-fps must be a positive number, not {}", fps));
   if (model.shape_frame_column.size() != model.shape_frames.size())
     throw AnimationError("the model was compiled without the animation's outputs");
@@ -148,6 +148,9 @@ void AnimationRecorder::add_row(double t, std::span<const double> outputs) {
   } else if (t == prev_t_) {
     // an event: the rows before and after it are both frames
     if (!prev_emitted_) emit(prev_t_, prev_);
+    emit(t, cur_);
+    prev_emitted_ = true;
+  } else if (dt_ == 0) {  // every row
     emit(t, cur_);
     prev_emitted_ = true;
   } else {

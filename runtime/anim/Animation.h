@@ -28,7 +28,8 @@ struct AnimationTrack {
   size_t n_frames = 0;       // shape frames (CompiledModel::shape_frames)
   std::vector<double> pose;  // t.size() x n_frames x kPoseValues
   std::vector<std::string> show_names;
-  std::vector<double> show;  // t.size() x show_names.size()
+  std::vector<double> show;       // t.size() x show_names.size()
+  std::string abscissa = "time";  // what t is: "time" [s], or "load" (the static load steps)
   size_t size() const { return t.size(); }
 };
 
@@ -42,7 +43,7 @@ std::array<double, 4> quaternion_of(const double* R);
 class AnimationRecorder {
  public:
   // Throws AnimationError for a model compiled without the animation's outputs or a name of
-  // `show` that is not an output.
+  // `show` that is not an output. fps = 0: every row is a frame (no resampling).
   AnimationRecorder(const CompiledModel& model, const std::vector<std::string>& show, double fps);
   void add_row(double t, std::span<const double> outputs);
   // The track (call once, after the last row).

@@ -140,7 +140,8 @@ const char* kPlayer = R"JS(
       var L = d.length();
       x.mesh.quaternion.copy(basis(L > 1e-12 ? [d.x, d.y, d.z] : s.length_direction, s.width_direction));
       x.mesh.scale.x = Math.max(L, 1e-9); });
-    document.getElementById('time').textContent = 't = ' + T[i].toFixed(3) + ' s';
+    document.getElementById('time').textContent = D.abscissa === 'load' ?
+      'load = ' + T[i].toFixed(3) : 't = ' + T[i].toFixed(3) + ' s';
     document.getElementById('slider').value = i;
     var rows = '';
     for (var j = 0; j < nS; ++j) rows += '<tr><td>' + D.show_names[j] + '</td><td>' + S[i * nS + j].toPrecision(6) + '</td></tr>';
@@ -226,8 +227,9 @@ std::string animation_html(const CompiledModel& model, const AnimationTrack& tra
   data += "],\"show_names\":[";
   for (size_t i = 0; i < track.show_names.size(); ++i)
     data += (i ? "," : "") + json_string(track.show_names[i]);
+  data += "],\"abscissa\":" + json_string(track.abscissa);
   data +=
-      fmt::format("],\"n_t\":{},\"t\":\"{}\",\"pose\":\"{}\",\"show\":\"{}\"}}", track.size(),
+      fmt::format(",\"n_t\":{},\"t\":\"{}\",\"pose\":\"{}\",\"show\":\"{}\"}}", track.size(),
                   doubles_base64(track.t), floats_base64(track.pose), floats_base64(track.show));
   std::string html;
   html.reserve(three.size() + orbit.size() + data.size() + 8192);

@@ -53,6 +53,20 @@ TEST(CliAnimate, GlbAndHtmlOfTheBouncerKeepTheEventAndLeaveTheCsvAlone) {
   EXPECT_EQ(pairs, 1);
 }
 
+// --static --animate: every load step is a frame.
+TEST(CliAnimate, StaticLoadStepsAreTheFrames) {
+  const std::string csv = tmp("sag_static.csv"), glb = tmp("sag.glb");
+  auto r = mbsc("examples/mechanics/sagging_arm.mbs --static --output '" + csv + "' --animate '" +
+                glb + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto rows = read_csv(csv);
+  ASSERT_GE(rows.size(), 2u);
+  EXPECT_NE(r.err.find(" " + std::to_string(rows.size() - 1) + " load frames written"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(slurp(glb).substr(0, 4), "glTF");
+}
+
 TEST(CliAnimate, UsageErrors) {
   auto r = mbsc("examples/mechanics/pendulum.mbs --simulate --animate out.png");
   EXPECT_EQ(r.code, 2);

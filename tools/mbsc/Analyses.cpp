@@ -70,6 +70,78 @@ int run_inverse_dynamics(Session& session, const InverseRequest& request,
   }
 }
 
+namespace {
+
+// --animate (docs/animation.md): the recorder of a run's rows, and the result file's columns,
+// which leave the poses of the shapes' frames out.
+class AnimatedRows {
+ public:
+  // fps 0: every row is a frame (the load steps of --static)
+  AnimatedRows(const rt::CompiledModel& model, const AnalysisRequest& request, double fps)
+      : model_(model), request_(request) {
+    for (size_t i = 0; i < model.output_names.size(); ++i)
+      if (model.output_role.empty() || model.output_role[i] != rt::OutputRole::ShapePose) {
+        columns_.push_back(i);
+        names_.push_back(model.output_names[i]);
+      }
+    all_ = columns_.size() == model.output_names.size();
+    values_.resize(columns_.size());
+    if (request.animate.empty()) return;
+    try {
+      recorder_ = std::make_unique<rt::AnimationRecorder>(model, request.animate_show, fps);
+    } catch (const rt::AnimationError& e) {
+      error_ = e.what();
+      return;
+    }
+    if (model.shapes.empty())
+      std::cerr << "mbsc: warning: " << model.name
+                << " has no shapes to draw (it has no multibody elements, or its World has "
+                   "enableAnimation = false)\n";
+  }
+  const std::string& error() const { return error_; }
+  const std::vector<std::string>& names() const { return names_; }
+  void write(rt::CsvWriter& csv, double t, std::span<const double> values) {
+    if (recorder_) recorder_->add_row(t, values);
+    if (all_) {
+      csv.write_row(t, values);
+      return;
+    }
+    for (size_t k = 0; k < columns_.size(); ++k) values_[k] = values[columns_[k]];
+    csv.write_row(t, values_);
+  }
+  // Writes the animation (also after a failure or an interrupt: the rows so far); false after
+  // an error, which it prints.
+  bool finish(const char* abscissa) {
+    if (!recorder_) return true;
+    const auto t0 = std::chrono::steady_clock::now();
+    rt::AnimationTrack track = recorder_->finish();
+    track.abscissa = abscissa;
+    try {
+      rt::write_animation(request_.animate, model_, track, model_.name);
+    } catch (const std::exception& e) {
+      std::cerr << "mbsc: error: " << e.what() << "\n";
+      return false;
+    }
+    std::cerr << fmt::format(
+        "mbsc: animation of {} shapes on {} frames, {} {} frames written to {} in {:.1f} ms\n",
+        model_.shapes.size(), model_.shape_frames.size(), track.size(), abscissa, request_.animate,
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    return true;
+  }
+
+ private:
+  const rt::CompiledModel& model_;
+  const AnalysisRequest& request_;
+  std::unique_ptr<rt::AnimationRecorder> recorder_;
+  std::vector<size_t> columns_;
+  std::vector<std::string> names_;
+  std::vector<double> values_;
+  bool all_ = true;
+  std::string error_;
+};
+
+}  // namespace
+
 int run_analyses(Session& session, const AnalysisRequest& request, rt::ProgressSink& progress) {
   const rt::CompiledModel& model = *session.model();
   const bool simulate = request.simulate, do_static = request.do_static;
@@ -90,10 +162,15 @@ int run_analyses(Session& session, const AnalysisRequest& request, rt::ProgressS
   // ---- static equilibrium
   if (do_static) {
     if (output.empty()) output = model.name + "_static.csv";
+    AnimatedRows rows(model, request, 0);  // every load step is a frame
+    if (!rows.error().empty()) {
+      std::cerr << "mbsc: error: " << rows.error() << "\n";
+      return kExitUsage;
+    }
     std::unique_ptr<rt::CsvWriter> csv;
     try {
-      csv = std::make_unique<rt::CsvWriter>(output, model.output_names,
-                                            std::chrono::milliseconds(100), "load");
+      csv = std::make_unique<rt::CsvWriter>(output, rows.names(), std::chrono::milliseconds(100),
+                                            "load");
     } catch (const std::exception& e) {
       std::cerr << "mbsc: error: " << e.what() << "\n";
       return kExitUsage;
@@ -102,7 +179,7 @@ int run_analyses(Session& session, const AnalysisRequest& request, rt::ProgressS
     try {
       res = session.solve_static(
           [&](double load, std::span<const double> values) {
-            csv->write_row(load, values);
+            rows.write(*csv, load, values);
             return 0;
           },
           &progress);
@@ -118,6 +195,7 @@ int run_analyses(Session& session, const AnalysisRequest& request, rt::ProgressS
     }
     static_stats = res.statistics;
     last_stats = &static_stats;
+    if (!rows.finish("load")) return kExitUsage;
     if (res.status == rt::SolveStatus::Failed) {
       std::cerr << res.failure->message;
       if (!res.failure->message.empty() && res.failure->message.back() != '\n') std::cerr << "\n";
@@ -155,35 +233,15 @@ int run_analyses(Session& session, const AnalysisRequest& request, rt::ProgressS
   }
   if (simulate) {
     if (output.empty()) output = model.name + ".csv";
-    // the animation's recorder; the result file leaves the poses of the shapes' frames out
-    std::unique_ptr<rt::AnimationRecorder> recorder;
-    std::vector<size_t> csv_columns;
-    std::vector<std::string> csv_names;
-    std::vector<double> csv_values;
-    for (size_t i = 0; i < model.output_names.size(); ++i)
-      if (model.output_role.empty() || model.output_role[i] != rt::OutputRole::ShapePose) {
-        csv_columns.push_back(i);
-        csv_names.push_back(model.output_names[i]);
-      }
-    const bool all_columns = csv_columns.size() == model.output_names.size();
-    csv_values.resize(csv_columns.size());
-    if (!request.animate.empty()) {
-      try {
-        recorder = std::make_unique<rt::AnimationRecorder>(model, request.animate_show,
-                                                           request.animate_fps);
-      } catch (const rt::AnimationError& e) {
-        std::cerr << "mbsc: error: " << e.what() << "\n";
-        return kExitUsage;
-      }
-      if (model.shapes.empty())
-        std::cerr << "mbsc: warning: " << model.name
-                  << " has no shapes to draw (it has no multibody elements, or its World has "
-                     "enableAnimation = false)\n";
+    AnimatedRows rows(model, request, request.animate_fps);
+    if (!rows.error().empty()) {
+      std::cerr << "mbsc: error: " << rows.error() << "\n";
+      return kExitUsage;
     }
     std::unique_ptr<rt::CsvWriter> csv;
     const auto open_csv = [&]() -> bool {
       try {
-        csv = std::make_unique<rt::CsvWriter>(output, csv_names);
+        csv = std::make_unique<rt::CsvWriter>(output, rows.names());
         return true;
       } catch (const std::exception& e) {
         std::cerr << "mbsc: error: " << e.what() << "\n";
@@ -202,13 +260,7 @@ int run_analyses(Session& session, const AnalysisRequest& request, rt::ProgressS
               return 1;
             }
           }
-          if (recorder) recorder->add_row(t, values);
-          if (all_columns) {
-            csv->write_row(t, values);
-          } else {
-            for (size_t k = 0; k < csv_columns.size(); ++k) csv_values[k] = values[csv_columns[k]];
-            csv->write_row(t, csv_values);
-          }
+          rows.write(*csv, t, values);
           return 0;
         },
         &progress);
@@ -226,22 +278,7 @@ int run_analyses(Session& session, const AnalysisRequest& request, rt::ProgressS
     }
     const auto& st = run.statistics;
     last_stats = &run.statistics;
-    if (recorder) {
-      // also after a failure or an interrupt: the rows so far
-      const auto t_anim = std::chrono::steady_clock::now();
-      const rt::AnimationTrack track = recorder->finish();
-      try {
-        rt::write_animation(request.animate, model, track, model.name);
-      } catch (const std::exception& e) {
-        std::cerr << "mbsc: error: " << e.what() << "\n";
-        return kExitUsage;
-      }
-      std::cerr << fmt::format(
-          "mbsc: animation of {} shapes on {} frames, {} time frames written to {} in {:.1f} ms\n",
-          model.shapes.size(), model.shape_frames.size(), track.size(), request.animate,
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_anim)
-              .count());
-    }
+    if (!rows.finish("time")) return kExitUsage;
     if (run.status == rt::SolveStatus::Failed) {
       print_failure(run);
       std::cerr << fmt::format("mbsc: the run stopped at t = {}; the {} rows before are in {}\n",

@@ -205,9 +205,9 @@ int main(int argc, char** argv) {
       std::cerr << "mbsc: error: " << e.what() << "\n";
       return kExitUsage;
     }
-    if (!o.simulate || o.study.active() || o.inverse || o.fmu.active()) {
-      std::cerr << "mbsc: error: --animate records the run of --simulate (not a study, "
-                   "--static, --inverse-dynamics or --fmu)\n";
+    if ((!o.simulate && !o.do_static) || o.study.active() || o.inverse || o.fmu.active()) {
+      std::cerr << "mbsc: error: --animate records the run of --simulate or the load steps of "
+                   "--static (not a study, --inverse-dynamics or --fmu)\n";
       return kExitUsage;
     }
     o.copts.animation = true;
