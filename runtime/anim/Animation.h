@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/io/ResultTable.h"
 #include "runtime/model/CompiledModel.h"
 
 namespace mbs::rt {
@@ -93,5 +94,13 @@ struct ShapePlacement {
 ShapePlacement place_shape(const Shape& s, const double* frame_pose, const double* b_pose);
 
 std::string base64(std::string_view bytes);
+
+// The track of a result file written earlier (its first column the time or the load), its
+// poses computed by the outputs kernel of `m` (compiled with the animation's outputs) from the
+// coordinates of each row, its shown values the file's. Throws AnimationError naming the
+// columns the file lacks (the model's coordinates), a model that integrates rotations as a Lie
+// group (the file lacks the charts), or a pose that is not finite.
+AnimationTrack replay_result(const CompiledModel& m, const ResultTable& table,
+                             const std::vector<std::string>& show, double fps);
 
 }  // namespace mbs::rt

@@ -67,6 +67,29 @@ TEST(CliAnimate, StaticLoadStepsAreTheFrames) {
   EXPECT_EQ(slurp(glb).substr(0, 4), "glTF");
 }
 
+// mbsc animate RESULT.csv --model FILE.mbs: the poses computed again from the coordinates in
+// the result file are those the run recorded (the file's numbers read back exactly), so the two
+// glTF files are the same; a file without the model's coordinates says which it lacks.
+TEST(CliAnimate, ResultFileReplaysToTheRunsAnimation) {
+  const std::string csv = tmp("fb.csv"), direct = tmp("fb_direct.gltf"),
+                    replay = tmp("fb_replay.gltf");
+  auto r = mbsc("examples/mechanics/four_bar.mbs --simulate --t-end 0.2 --output '" + csv +
+                "' --animate '" + direct + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = mbsc("animate '" + csv + "' --model examples/mechanics/four_bar.mbs --output '" + replay +
+           "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string a = slurp(direct), b = slurp(replay);
+  EXPECT_GT(a.size(), 1000u);
+  EXPECT_TRUE(a == b);
+  r = mbsc("animate '" + csv + "' --model examples/mechanics/pendulum.mbs --output '" +
+           tmp("x.glb") + "'");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("lacks 1 column the poses need (the model's coordinates): j.phi"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST(CliAnimate, UsageErrors) {
   auto r = mbsc("examples/mechanics/pendulum.mbs --simulate --animate out.png");
   EXPECT_EQ(r.code, 2);

@@ -12,6 +12,8 @@ const std::vector<Subcommand>& subcommands() {
        "the interactive mbs: load, change and run a model line by line (docs/repl.md)"},
       {"plot", "RESULT.csv NAME... [--vs NAME] [--model FILE.mbs] --output FILE.png|svg",
        "draw columns of a result file with gnuplot (mbsc plot --help)"},
+      {"animate", "RESULT.csv --model FILE.mbs --output FILE.html|glb|gltf [--set NAME=VALUE]",
+       "the 3D animation of a result file written earlier (mbsc animate --help)"},
       {"monitor", "[FILE.csv] [--once] [--interval S]",
        "show a study's progress from its results file as it grows (docs/studies.md)"},
   };

@@ -28,6 +28,7 @@
 #include "runtime/solvers/Options.h"
 #include "runtime/solvers/OptionsCli.h"
 #include "tools/mbsc/Analyses.h"
+#include "tools/mbsc/AnimateCli.h"
 #include "tools/mbsc/FmuCli.h"
 #include "tools/mbsc/Help.h"
 #include "tools/mbsc/Options.h"
@@ -119,6 +120,8 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "__complete")
     return mbs::cli::complete_command(argc - 1, argv + 1);
   if (argc >= 2 && std::string(argv[1]) == "plot") return plot_command(argc - 1, argv + 1);
+  if (argc >= 2 && std::string(argv[1]) == "animate")
+    return mbs::cli::animate_command(argc - 1, argv + 1);
   if (argc >= 2 && std::string(argv[1]) == "repl")
     return mbs::repl::repl_command(argc - 1, argv + 1);
   if (argc == 1 && ::isatty(0)) {
