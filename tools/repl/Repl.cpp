@@ -16,6 +16,7 @@
 #include "compiler/syntax/Parser.h"
 #include "runtime/analysis/Linearize.h"
 #include "runtime/analysis/Modes.h"
+#include "runtime/anim/Animation.h"
 #include "runtime/invdyn/InverseDynamics.h"
 #include "runtime/io/InputFile.h"
 #include "runtime/io/Interrupt.h"
@@ -129,6 +130,12 @@ const std::vector<Command>& Repl::commands() {
        Complete::Names},
       {"stats", "stats", "the solver statistics of the last run", "", &Repl::stats},
       {"save", "save FILE", "write the last result as CSV", "", &Repl::save, Complete::Files},
+      {"animate", "animate [FILE] [fps=F] [show=NAME,...]",
+       "the 3D animation of the last result (.html, .glb, .gltf)",
+       "Default file: <model>.html. The model is compiled again with the animation's outputs "
+       "and the parameter values of the run, and computes the poses from the result's "
+       "coordinates (docs/animation.md).",
+       &Repl::animate, Complete::Files},
       {"plot", "plot NAME... [vs NAME] [to FILE.png|FILE.svg]",
        "draw variables over time (or against another) with gnuplot",
        "Default file: <model>.png. Axis labels carry the variables' units.", &Repl::plot,
@@ -732,6 +739,7 @@ Status Repl::simulate(const Args& a) {
   for (const auto& w : run.warnings) out_ << "warning: " << w << "\n";
   result_ = std::move(rows);
   result_kind_ = "simulate";
+  result_parameters_ = session_->instance().parameters_set();
   result_stats_ = run.statistics;
   const auto& st = run.statistics;
   if (run.status == rt::SolveStatus::Failed) {
@@ -774,6 +782,7 @@ Status Repl::static_(const Args& a) {
   for (const auto& w : res.warnings) out_ << "warning: " << w << "\n";
   result_ = std::move(rows);
   result_kind_ = "static";
+  result_parameters_ = session_->instance().parameters_set();
   result_stats_ = res.statistics;
   if (res.status == rt::SolveStatus::Failed) {
     return solver_failure(
@@ -893,6 +902,7 @@ Status Repl::inverse(const Args& a) {
   out_ << rt::format_inverse_summary(run);
   result_ = rt::ResultTable::read_csv(output);
   result_kind_ = "inverse";
+  result_parameters_ = s->instance().parameters_set();
   result_stats_.reset();
   if (run.interrupted) {
     out_ << fmt::format("interrupted; the {} samples so far are in {} and kept\n", run.samples,
@@ -1060,6 +1070,47 @@ Status Repl::save(const Args& a) {
   if (!need_result()) return Status::Usage;
   result_.write_csv(a[0]);
   out_ << fmt::format("wrote {} rows to {}\n", result_.rows(), a[0]);
+  return Status::Ok;
+}
+
+Status Repl::animate(const Args& a) {
+  if (!need_result()) return Status::Usage;
+  std::string file = session_->model()->name + ".html";
+  double fps = 60;
+  std::vector<std::string> show;
+  for (const std::string& w : a) {
+    if (w.rfind("fps=", 0) == 0) {
+      char* end = nullptr;
+      fps = std::strtod(w.c_str() + 4, &end);
+      if (end == w.c_str() + 4 || *end != '\0' || !(fps > 0))
+        return error(Status::Usage, "fps= expects a positive number, got '" + w.substr(4) + "'");
+    } else if (w.rfind("show=", 0) == 0) {
+      std::stringstream names(w.substr(5));
+      for (std::string n; std::getline(names, n, ',');)
+        if (!n.empty()) show.push_back(n);
+    } else {
+      file = w;
+    }
+  }
+  // the model with the animation's outputs, at the parameter values of the run (the caches
+  // make a compile again cheap)
+  CompileOptions copts = session_->compile_options();
+  copts.animation = true;
+  copts.emit.clear();
+  for (const auto& [name, value] : result_parameters_) copts.overrides[name] = value;
+  std::ostringstream emit;
+  const CompileResult compiled = compile(copts, emit, err_);
+  if (!compiled.ok || !compiled.model)
+    return error(Status::ModelError, "the model did not compile");
+  try {
+    (void)rt::animation_format(file);
+    const rt::AnimationTrack track = rt::replay_result(*compiled.model, result_, show, fps);
+    rt::write_animation(file, *compiled.model, track, compiled.model->name);
+    out_ << fmt::format("wrote the animation of {} shapes, {} frames to {}\n",
+                        compiled.model->shapes.size(), track.size(), file);
+  } catch (const std::exception& e) {
+    return error(Status::Usage, e.what());
+  }
   return Status::Ok;
 }
 

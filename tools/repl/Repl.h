@@ -91,6 +91,7 @@ class Repl {
   Status table(const Args& a);
   Status stats(const Args& a);
   Status save(const Args& a);
+  Status animate(const Args& a);
   Status plot(const Args& a);
   Status show_history(const Args& a);
   Status quit(const Args& a);
@@ -124,6 +125,8 @@ class Repl {
   std::vector<std::pair<std::string, double>> set_values_;
   std::filesystem::file_time_type loaded_time_{};
   rt::ResultTable result_;
+  // the parameters set in the session when the last result was made (`animate` compiles with them)
+  std::map<std::string, double> result_parameters_;
   std::string result_kind_;  // "simulate", "static", "inverse", or "" (none yet)
   std::optional<rt::Statistics> result_stats_;
   std::vector<double> equilibrium_;  // the last static equilibrium (symbol vector)
