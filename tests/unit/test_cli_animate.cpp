@@ -90,6 +90,19 @@ TEST(CliAnimate, ResultFileReplaysToTheRunsAnimation) {
       << r.err;
 }
 
+// --inverse-dynamics --animate: the prescribed motion, from the coordinates of its result file
+// (frames at 60 per second from 0 to 0.5 s: 31).
+TEST(CliAnimate, InverseDynamicsDrawsThePrescribedMotion) {
+  const std::string csv = tmp("hm_inv.csv"), glb = tmp("hm_inv.glb");
+  auto r = mbsc(
+      "examples/mechanics/hybrid_manipulator.mbs --inverse-dynamics --t-end 0.5 --step 0.01 "
+      "--output '" +
+      csv + "' --animate '" + glb + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find(" 31 time frames written to"), std::string::npos) << r.err;
+  EXPECT_EQ(slurp(glb).substr(0, 4), "glTF");
+}
+
 TEST(CliAnimate, UsageErrors) {
   auto r = mbsc("examples/mechanics/pendulum.mbs --simulate --animate out.png");
   EXPECT_EQ(r.code, 2);

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <memory>
 #include <span>
+#include <sstream>
 
 #include "runtime/analysis/Linearize.h"
 #include "runtime/analysis/Modes.h"
@@ -66,6 +67,30 @@ int run_inverse_dynamics(Session& session, const InverseRequest& request,
     std::cerr << fmt::format(
         "mbsc: compile {:.1f} ms, inverse dynamics {:.1f} ms; {} samples written to {}\n",
         session.compile_result().total_ms, run_s * 1e3, run.samples, output);
+    if (!request.animate.empty()) {
+      // the prescribed motion: the poses from the coordinates of the result file, by the model
+      // compiled with the animation's outputs (docs/animation.md)
+      CompileOptions copts = session.compile_options();
+      copts.inverse_dynamics = false;
+      copts.animation = true;
+      std::ostringstream emit, diag;  // its warnings are those of the compile before
+      const CompileResult compiled = compile(copts, emit, diag);
+      if (!compiled.ok || !compiled.model) {
+        std::cerr << diag.str();
+        return kExitModelError;
+      }
+      try {
+        const rt::AnimationTrack track =
+            rt::replay_result(*compiled.model, rt::ResultTable::read_csv(output),
+                              request.animate_show, request.animate_fps);
+        rt::write_animation(request.animate, *compiled.model, track, compiled.model->name);
+        std::cerr << fmt::format("mbsc: animation of {} shapes, {} time frames written to {}\n",
+                                 compiled.model->shapes.size(), track.size(), request.animate);
+      } catch (const std::exception& e) {
+        std::cerr << "mbsc: error: " << e.what() << "\n";
+        return kExitUsage;
+      }
+    }
     return kExitOk;
   }
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "compiler/driver/Session.h"
 #include "runtime/invdyn/InverseDynamics.h"
@@ -35,6 +36,10 @@ struct InverseRequest {
   rt::InverseDynamicsOptions options;  // t_end, h, trajectory, logged, ranks, balance
   bool times_from_trajectory = false;  // the trajectory file's own sample times from t0
   std::string output;                  // "" = <model>_inverse.csv
+  // --animate FILE: the prescribed motion from the result file (rt::replay_result)
+  std::string animate;
+  double animate_fps = 60;
+  std::vector<std::string> animate_show;
 };
 int run_inverse_dynamics(Session& session, const InverseRequest& request,
                          rt::ProgressSink& progress);

@@ -100,8 +100,8 @@ void add_main_options(CLI::App& app, MainOptions& o) {
                "multibody: write every joint's transmitted wrench (<joint>.reaction_f[1..3], "
                "reaction_t[1..3], frame_a axes, about frame_b's origin) to the result file");
   app.add_option("--animate", o.animate,
-                 "with --simulate (or --static: a frame per load step): write a 3D animation of "
-                 "the mechanism, by the extension: "
+                 "with --simulate (or --static: a frame per load step; --inverse-dynamics: the "
+                 "prescribed motion): write a 3D animation of the mechanism, by the extension: "
                  "FILE.html (one self-contained page for any browser: play, speed, time slider, "
                  "orbit/pan/zoom) or FILE.glb / FILE.gltf (glTF 2.0 with node animations); the "
                  "shapes are the library's defaults and visualisation parameters "

@@ -208,12 +208,13 @@ int main(int argc, char** argv) {
       std::cerr << "mbsc: error: " << e.what() << "\n";
       return kExitUsage;
     }
-    if ((!o.simulate && !o.do_static) || o.study.active() || o.inverse || o.fmu.active()) {
-      std::cerr << "mbsc: error: --animate records the run of --simulate or the load steps of "
-                   "--static (not a study, --inverse-dynamics or --fmu)\n";
+    if ((!o.simulate && !o.do_static && !o.inverse) || o.study.active() || o.fmu.active()) {
+      std::cerr << "mbsc: error: --animate records the run of --simulate, the load steps of "
+                   "--static or the motion of --inverse-dynamics (not a study or --fmu)\n";
       return kExitUsage;
     }
-    o.copts.animation = true;
+    // inverse dynamics: the motion is drawn from its result file afterwards
+    if (!o.inverse) o.copts.animation = true;
   } else if (!o.animate_show.empty() || app.count("--animate-fps") > 0) {
     std::cerr << "mbsc: error: --animate-show and --animate-fps belong to --animate FILE\n";
     return kExitUsage;
@@ -288,6 +289,9 @@ int main(int argc, char** argv) {
     r.times_from_trajectory =
         !o.trajectory.empty() && app.count("--t-end") == 0 && app.count("--step") == 0;
     r.output = o.output;
+    r.animate = o.animate;
+    r.animate_fps = o.animate_fps;
+    r.animate_show = o.animate_show;
     return mbs::cli::run_inverse_dynamics(session, r, progress);
   }
   mbs::cli::AnalysisRequest r;
