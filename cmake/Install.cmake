@@ -60,6 +60,9 @@ set(CPACK_STRIP_FILES bin/mbsc)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# three.js, which `mbsc --animate FILE.html` embeds from the installed file at run time
+# (docs/animation.md); added to the libraries dpkg-shlibdeps finds
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "libjs-three")
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "gnuplot-nox, openmpi-bin")
 set(CPACK_DEBIAN_COMPRESSION_TYPE gzip)
 set(CPACK_DEBIAN_PACKAGE_DESCRIPTION

@@ -363,6 +363,7 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
   MechOptions mopts;
   mopts.recursive_depth = options.recursive_depth;
   mopts.reactions = options.reactions;
+  mopts.animation = options.animation;
   mopts.inverse_dynamics = options.inverse_dynamics;
   mopts.assemble_velocities = !options.project_start_velocities;
   bool mech_ok =
@@ -672,6 +673,21 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
     m->eq_role.push_back(e.role);
     m->eq_param_slot.push_back(e.param >= 0 ? static_cast<int32_t>(e.param) : -1);
     m->eq_subject.push_back(e.subject);
+  }
+  if (!flat->shapes.empty()) {
+    // the animation's shapes and the first pose column of each of their frames
+    std::unordered_map<std::string_view, int32_t> column;
+    for (size_t i = 0; i < m->output_names.size(); ++i)
+      if (m->output_role[i] == rt::OutputRole::ShapePose)
+        column.emplace(m->output_names[i], static_cast<int32_t>(i));
+    for (const std::string& f : flat->shape_frames) {
+      auto it = column.find(f + ".shape_r[1]");
+      if (it == column.end() || it->second + rt::kPoseColumns > static_cast<int32_t>(n_out))
+        throw std::logic_error("the pose outputs of frame " + f + " are missing");
+      m->shape_frame_column.push_back(it->second);
+    }
+    m->shapes = std::move(flat->shapes);
+    m->shape_frames = std::move(flat->shape_frames);
   }
   if (!flat->rotation_charts.empty()) {
     // the charts of Lie-group rotations: theta and w must be ODE1 unknowns (y), Q_ref discrete

@@ -25,6 +25,7 @@ struct CompileOptions {
   bool verbose = false;           // print each pass's time to the diagnostic stream
   int opt_level = 2;              // LLVM optimisation level
   bool reactions = false;         // multibody: every joint's wrench as outputs
+  bool animation = false;         // multibody: shapes and their frames' poses (MechOptions)
   bool inverse_dynamics = false;  // compile for rt::InverseDynamics (MechOptions)
   // the kernels of exact sensitivities (CompiledModel::sens_*: derivatives with respect to the
   // parameters, for studies)

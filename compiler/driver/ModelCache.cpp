@@ -125,9 +125,9 @@ codegen::CacheKey model_cache_key(const CompileOptions& o, const std::string& ma
       o.file,
       main_text,
       o.model,
-      fmt::format("O{} reactions {} inverse {} sens {} max {} depth {} cpu {} project {}",
+      fmt::format("O{} reactions {} inverse {} sens {} max {} depth {} cpu {} project {} anim {}",
                   o.opt_level, o.reactions, o.inverse_dynamics, o.sensitivities, o.max_instances,
-                  o.recursive_depth, o.cpu, o.project_start_velocities)};
+                  o.recursive_depth, o.cpu, o.project_start_velocities, o.animation)};
   for (const std::string& d : library_path(o.include_dirs)) m.push_back("path " + d);
   for (const auto& [name, x] : o.overrides) m.push_back("set " + name + "=" + exact(x));
   for (const auto& [name, x] : o.start_overrides) m.push_back("start " + name + "=" + exact(x));

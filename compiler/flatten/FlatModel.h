@@ -16,6 +16,7 @@
 #include "compiler/diag/Diagnostics.h"
 #include "compiler/symbolic/Expr.h"
 #include "runtime/model/Roles.h"
+#include "runtime/model/Shapes.h"
 
 namespace mbs {
 
@@ -201,6 +202,10 @@ struct FlatModel {
   std::vector<std::array<uint32_t, 10>> rotation_charts;
   std::vector<MechElement> mech_elements;  // in declaration order
   std::vector<FrameConnection> frame_connections;
+  // The animation's shapes (compiler/mech with MechOptions::animation): Shape::frame indexes
+  // shape_frames, the frames whose poses are the outputs <frame>.shape_r[k], <frame>.shape_R[i,j]
+  std::vector<rt::Shape> shapes;
+  std::vector<std::string> shape_frames;
   BodyBalance body_balance;  // inverse dynamics only
   // symbol -> index into vars (only variable/parameter symbols)
   std::unordered_map<uint32_t, size_t> var_of_symbol;

@@ -14,6 +14,7 @@
 #include "compiler/mech/Assembly.h"
 #include "compiler/mech/JointKinds.h"
 #include "compiler/mech/Mechanics.h"
+#include "compiler/mech/Shapes.h"
 #include "compiler/mech/Vec.h"
 
 namespace mbs {
@@ -42,6 +43,7 @@ const std::vector<KindInfo>& kinds() {
       {"FrameSensor", Role::Sensor, {"frame"}},
       {"FrameKinematics", Role::Sensor, {"frame_a"}},
       {"DistanceSensor", Role::Sensor, {"frame_a", "frame_b"}},
+      {"FixedShape", Role::Sensor, {"frame_a"}},  // drawn only (Shapes.h)
   };
   return k;
 }
@@ -366,6 +368,7 @@ class Lowering {
   void body_balance();
   std::pair<M3, V3> relative_by_steps(int a, int b);
   void sensors();
+  void shapes();
   void defaults();
   bool assemble();
   void print(std::ostream& os) const;
@@ -1162,6 +1165,40 @@ void Lowering::sensors() {
   }
 }
 
+// The shapes of the animation (Shapes.h) and, as outputs of role ShapePose, the poses of the
+// frames they are attached to: <frame>.shape_r[1..3] and <frame>.shape_R[i,j], the same
+// expressions as the frame's kinematics (docs/animation.md).
+void Lowering::shapes() {
+  std::vector<mech::ShapeElement> se;
+  se.reserve(elems_.size());
+  for (const auto& e : elems_) se.push_back({e.el, e.nodes});
+  std::vector<rt::Shape> list = mech::element_shapes(flat_, var_index_, se, root_);
+  std::map<int, int32_t> frame_of_node;
+  auto pose = [&](const std::string& name, Expr value) {
+    uint32_t sy = new_var(name, "pose of a shape's frame (animation)", "", flat_.span);
+    flat_.vars.back().output_role = rt::OutputRole::ShapePose;
+    add_equation(cx_.sub(cx_.symbol(sy), value), flat_.span, name + " (shape pose)");
+  };
+  auto frame = [&](int node) -> int32_t {
+    if (node < 0 || node == root_) return -1;
+    auto [it, inserted] =
+        frame_of_node.emplace(node, static_cast<int32_t>(flat_.shape_frames.size()));
+    if (!inserted) return it->second;
+    const Node& nd = nodes_[static_cast<size_t>(node)];
+    flat_.shape_frames.push_back(nd.name);
+    for (int i = 0; i < 3; ++i) pose(fmt::format("{}.shape_r[{}]", nd.name, i + 1), nd.p_w[i]);
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 3; ++j)
+        pose(fmt::format("{}.shape_R[{},{}]", nd.name, i + 1, j + 1), nd.R_w[3 * i + j]);
+    return it->second;
+  };
+  for (auto& s : list) {
+    s.frame = frame(s.frame);
+    if (s.stretch) s.frame_b = frame(s.frame_b);
+  }
+  flat_.shapes = std::move(list);
+}
+
 void Lowering::defaults() {
   // efforts and applied loads that no equation of the model mentions are zero
   auto zero_unless_given = [&](Elem& e, const std::string& member) {
@@ -1247,6 +1284,7 @@ bool Lowering::run() {
     equations_of_motion();
     cut_force_torque();
     sensors();
+    if (opt_.animation) shapes();
   } catch (const Failed&) {
     return false;
   }

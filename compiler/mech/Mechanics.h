@@ -42,6 +42,9 @@ struct MechOptions {
   // false leaves them to the compiler's mass-weighted projection
   // (CompileOptions::project_start_velocities).
   bool assemble_velocities = true;
+  // The shapes of the animation (FlatModel::shapes, compiler/mech/Shapes.h) and the poses of
+  // their frames as outputs of role ShapePose.
+  bool animation = false;
 };
 
 // Lowers the elements of flat.mech_elements. Returns false when errors were reported. When

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "runtime/model/Roles.h"
+#include "runtime/model/Shapes.h"
 
 namespace mbs::rt {
 
@@ -282,6 +283,14 @@ struct CompiledModel {
   SparseKernel sens_bindings;  // d parameter_bindings / dp (n_p x n_p)
   SparseKernel sens_outputs;   // d outputs / d[q | qd | qdd | y | yd | z | p]
   bool has_sensitivities() const { return sens_F_p.values.fn != nullptr; }
+
+  // ---- animation (optional: compiled with CompileOptions::animation; docs/animation.md): the
+  // shapes the mechanism is drawn with, the frames they are attached to and, per frame, its
+  // first output column of the kPoseColumns of role ShapePose (its position, then its
+  // orientation row by row), which result files leave out.
+  std::vector<Shape> shapes;
+  std::vector<std::string> shape_frames;
+  std::vector<int32_t> shape_frame_column;
 
   // Keeps the JIT-compiled code (and anything else the kernels need) alive.
   std::shared_ptr<const void> code_owner;

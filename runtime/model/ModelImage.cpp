@@ -20,8 +20,9 @@ static_assert(sizeof(Kernel) == 48, "Kernel changed: update ModelImage.cpp");
 static_assert(sizeof(SparseKernel) == 104, "SparseKernel changed: update ModelImage.cpp");
 static_assert(sizeof(SourceRef) == 72, "SourceRef changed: update ModelImage.cpp");
 static_assert(sizeof(Unknown) == 104, "Unknown changed: update ModelImage.cpp");
+static_assert(sizeof(Shape) == 216, "Shape changed: update ModelImage.cpp");
 static_assert(sizeof(OutputSource) == 168, "OutputSource changed: update ModelImage.cpp");
-static_assert(sizeof(CompiledModel) == 3864, "CompiledModel changed: update ModelImage.cpp");
+static_assert(sizeof(CompiledModel) == 3936, "CompiledModel changed: update ModelImage.cpp");
 #endif
 
 // Primitive values: fixed-width little-endian integers, doubles as their IEEE bits, strings
@@ -169,6 +170,29 @@ void xfer(IO& io, OutputSource& o) {
   xfer(io, o.alias_scale);
 }
 
+template <class IO>
+void xfer(IO& io, std::array<double, 3>& a) {
+  for (double& x : a) io.prim(x);
+}
+template <class IO>
+void xfer(IO& io, Shape& s) {
+  xfer(io, s.element);
+  xfer(io, s.part);
+  xfer(io, s.type);
+  xfer(io, s.frame);
+  xfer(io, s.stretch);
+  xfer(io, s.frame_b);
+  xfer(io, s.r_shape);
+  xfer(io, s.length_direction);
+  xfer(io, s.width_direction);
+  xfer(io, s.length);
+  xfer(io, s.width);
+  xfer(io, s.height);
+  xfer(io, s.extra);
+  xfer(io, s.color);
+  xfer(io, s.specular);
+}
+
 // Every field of CompiledModel in declaration order (code_owner excepted).
 template <class IO>
 void transfer(IO& io, CompiledModel& m) {
@@ -272,6 +296,9 @@ void transfer(IO& io, CompiledModel& m) {
   xfer(io, m.crossing_side_slot);
   xfer(io, m.rotation_charts);
   xfer(io, m.z_auxiliary);
+  xfer(io, m.shapes);
+  xfer(io, m.shape_frames);
+  xfer(io, m.shape_frame_column);
 }
 
 // The sizes every slot index and pattern must respect; "" or the first inconsistency. A damaged
@@ -342,7 +369,16 @@ std::string check_consistency(const CompiledModel& m) {
   for (EquationRole r : m.eq_role)
     if (r > EquationRole::UnitQuaternion) return "an equation role out of range";
   for (OutputRole r : m.output_role)
-    if (r > OutputRole::ClosureCheckAcceleration) return "an output role out of range";
+    if (r > OutputRole::ShapePose) return "an output role out of range";
+  if (m.shape_frame_column.size() != m.shape_frames.size()) return "shape frame columns";
+  for (int32_t c : m.shape_frame_column)
+    if (c < 0 || static_cast<size_t>(c) + kPoseColumns > m.output_names.size())
+      return "a shape frame column out of range";
+  const auto n_frames = static_cast<int32_t>(m.shape_frames.size());
+  for (const Shape& s : m.shapes)
+    if (static_cast<uint8_t>(s.type) >= kShapeTypeCount || s.frame < -1 || s.frame >= n_frames ||
+        s.frame_b < -1 || s.frame_b >= n_frames)
+      return "a shape out of range";
   for (const OutputSource& o : m.output_source)
     if (o.kind > OutputSource::Kind::Explicit || o.alias_slot < -1 || o.alias_slot >= m.n_v)
       return "an output source out of range";

@@ -28,6 +28,7 @@ enum class OutputRole : uint8_t {
   ClosureCheck,              // a redundant closure row's residual (inverse dynamics)
   ClosureCheckVelocity,      // its first time derivative
   ClosureCheckAcceleration,  // its second time derivative
+  ShapePose,                 // a frame's pose for the animation (CompiledModel::shape_frames)
 };
 
 }  // namespace mbs::rt

@@ -100,8 +100,8 @@ TEST(JointKinds, EveryJointOfTheLibraryHasARow) {
       continue;
     }
     static const std::set<std::string> others = {
-        "World",      "Body",        "Frame",          "LineForce",      "WorldForce",
-        "FrameForce", "FrameSensor", "DistanceSensor", "FrameKinematics"};
+        "World",      "Body",        "Frame",          "LineForce",       "WorldForce",
+        "FrameForce", "FrameSensor", "DistanceSensor", "FrameKinematics", "FixedShape"};
     EXPECT_TRUE(others.count(kind)) << kind
                                     << " is neither a joint of the table nor a known "
                                        "non-joint element";

@@ -193,3 +193,28 @@ TEST(ReplCommands, SaveWritesMatWithChosenColumns) {
   EXPECT_EQ(f.repl.execute("save " + path + " x.v"), Status::Usage);
   EXPECT_NE(f.err.str().find("no result column 'x.v'"), std::string::npos) << f.err.str();
 }
+
+// animate: the last result drawn at the parameter values of its run, not those set after it.
+TEST(ReplCommands, AnimateDrawsTheLastResultAtItsRunsParameters) {
+  Fixture f;
+  const std::string dir = testing::TempDir() + std::to_string(::getpid());
+  const std::string a = dir + "_a.gltf", b = dir + "_b.gltf", c = dir + "_c.gltf";
+  auto slurp = [](const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  };
+  ASSERT_EQ(f.repl.execute("load examples/mechanics/chain.mbs"), Status::Ok) << f.err.str();
+  EXPECT_EQ(f.repl.execute("animate " + a), Status::Usage) << "no result yet";
+  ASSERT_EQ(f.repl.execute("simulate 0.1"), Status::Ok) << f.err.str();
+  ASSERT_EQ(f.repl.execute("animate " + a), Status::Ok) << f.err.str();
+  ASSERT_EQ(f.repl.execute("set L=0.3"), Status::Ok) << f.err.str();
+  ASSERT_EQ(f.repl.execute("animate " + b + " fps=60"), Status::Ok) << f.err.str();
+  EXPECT_GT(slurp(a).size(), 1000u);
+  EXPECT_TRUE(slurp(a) == slurp(b));
+  ASSERT_EQ(f.repl.execute("simulate 0.1"), Status::Ok) << f.err.str();
+  ASSERT_EQ(f.repl.execute("animate " + c), Status::Ok) << f.err.str();
+  EXPECT_FALSE(slurp(a) == slurp(c));  // links of 0.3 m
+  EXPECT_EQ(f.repl.execute("animate " + dir + ".png"), Status::Usage);
+}

@@ -6,9 +6,11 @@
 #include <iostream>
 #include <memory>
 #include <span>
+#include <sstream>
 
 #include "runtime/analysis/Linearize.h"
 #include "runtime/analysis/Modes.h"
+#include "runtime/anim/Animation.h"
 #include "runtime/invdyn/Trajectory.h"
 #include "runtime/io/AtomicFile.h"
 #include "runtime/io/ColumnSelect.h"
@@ -79,9 +81,105 @@ int run_inverse_dynamics(Session& session, const InverseRequest& request,
     std::cerr << fmt::format(
         "mbsc: compile {:.1f} ms, inverse dynamics {:.1f} ms; {} samples written to {}\n",
         session.compile_result().total_ms, run_s * 1e3, run.samples, output);
+    if (!request.animate.empty()) {
+      // the prescribed motion: the poses from the coordinates of the result file, by the model
+      // compiled with the animation's outputs (docs/animation.md)
+      CompileOptions copts = session.compile_options();
+      copts.inverse_dynamics = false;
+      copts.animation = true;
+      std::ostringstream emit, diag;  // its warnings are those of the compile before
+      const CompileResult compiled = compile(copts, emit, diag);
+      if (!compiled.ok || !compiled.model) {
+        std::cerr << diag.str();
+        return kExitModelError;
+      }
+      try {
+        const rt::AnimationTrack track =
+            rt::replay_result(*compiled.model, rt::ResultTable::read_csv(output),
+                              request.animate_show, request.animate_fps);
+        rt::write_animation(request.animate, *compiled.model, track, compiled.model->name);
+        std::cerr << fmt::format("mbsc: animation of {} shapes, {} time frames written to {}\n",
+                                 compiled.model->shapes.size(), track.size(), request.animate);
+      } catch (const std::exception& e) {
+        std::cerr << "mbsc: error: " << e.what() << "\n";
+        return kExitUsage;
+      }
+    }
     return kExitOk;
   }
 }
+
+namespace {
+
+// --animate (docs/animation.md): the recorder of a run's rows, and the result file's columns,
+// which leave the poses of the shapes' frames out.
+class AnimatedRows {
+ public:
+  // fps 0: every row is a frame (the load steps of --static)
+  AnimatedRows(const rt::CompiledModel& model, const AnalysisRequest& request, double fps)
+      : model_(model), request_(request) {
+    for (size_t i = 0; i < model.output_names.size(); ++i)
+      if (!model.output_role.empty() && model.output_role[i] == rt::OutputRole::ShapePose)
+        poses_ = true;
+    if (request.animate.empty()) return;
+    try {
+      recorder_ = std::make_unique<rt::AnimationRecorder>(model, request.animate_show, fps);
+    } catch (const rt::AnimationError& e) {
+      error_ = e.what();
+      return;
+    }
+    if (model.shapes.empty())
+      std::cerr << "mbsc: warning: " << model.name
+                << " has no shapes to draw (it has no multibody elements, or its World has "
+                   "enableAnimation = false)\n";
+  }
+  const std::string& error() const { return error_; }
+  // The columns of the result file: those chosen by --outputs (all when `chosen` is empty)
+  // without the poses of the shapes' frames; false when only poses were chosen.
+  bool result_selection(std::vector<int32_t>& chosen) const {
+    if (!poses_) return true;
+    const bool all = chosen.empty();
+    if (all)
+      for (size_t i = 0; i < model_.output_names.size(); ++i)
+        chosen.push_back(static_cast<int32_t>(i));
+    std::erase_if(chosen, [&](int32_t i) {
+      return model_.output_role[static_cast<size_t>(i)] == rt::OutputRole::ShapePose;
+    });
+    return all || !chosen.empty();
+  }
+  void write(rt::ResultWriter& out, double t, std::span<const double> values) {
+    if (recorder_) recorder_->add_row(t, values);
+    out.write_row(t, values);
+  }
+  // Writes the animation (also after a failure or an interrupt: the rows so far); false after
+  // an error, which it prints.
+  bool finish(const char* abscissa) {
+    if (!recorder_) return true;
+    const auto t0 = std::chrono::steady_clock::now();
+    rt::AnimationTrack track = recorder_->finish();
+    track.abscissa = abscissa;
+    try {
+      rt::write_animation(request_.animate, model_, track, model_.name);
+    } catch (const std::exception& e) {
+      std::cerr << "mbsc: error: " << e.what() << "\n";
+      return false;
+    }
+    std::cerr << fmt::format(
+        "mbsc: animation of {} shapes on {} frames, {} {} frames written to {} in {:.1f} ms\n",
+        model_.shapes.size(), model_.shape_frames.size(), track.size(), abscissa, request_.animate,
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    return true;
+  }
+
+ private:
+  const rt::CompiledModel& model_;
+  const AnalysisRequest& request_;
+  std::unique_ptr<rt::AnimationRecorder> recorder_;
+  bool poses_ = false;  // the model has the poses of the shapes' frames among its outputs
+  std::string error_;
+};
+
+}  // namespace
 
 int run_analyses(Session& session, const AnalysisRequest& request, rt::ProgressSink& progress) {
   const rt::CompiledModel& model = *session.model();
@@ -112,9 +210,19 @@ int run_analyses(Session& session, const AnalysisRequest& request, rt::ProgressS
   // ---- static equilibrium
   if (do_static) {
     if (output.empty()) output = model.name + "_static.csv";
+    AnimatedRows rows(model, request, 0);  // every load step is a frame
+    if (!rows.error().empty()) {
+      std::cerr << "mbsc: error: " << rows.error() << "\n";
+      return kExitUsage;
+    }
+    std::vector<int32_t> chosen = selection;
+    if (!rows.result_selection(chosen)) {
+      std::cerr << "mbsc: error: --outputs chose only the poses of the animation's shapes\n";
+      return kExitUsage;
+    }
     std::unique_ptr<rt::ResultWriter> csv;
     try {
-      csv = rt::open_result_writer(output, columns_of(session, "load"), selection);
+      csv = rt::open_result_writer(output, columns_of(session, "load"), chosen);
     } catch (const std::exception& e) {
       std::cerr << "mbsc: error: " << e.what() << "\n";
       return kExitUsage;
@@ -123,7 +231,7 @@ int run_analyses(Session& session, const AnalysisRequest& request, rt::ProgressS
     try {
       res = session.solve_static(
           [&](double load, std::span<const double> values) {
-            csv->write_row(load, values);
+            rows.write(*csv, load, values);
             return 0;
           },
           &progress);
@@ -139,6 +247,7 @@ int run_analyses(Session& session, const AnalysisRequest& request, rt::ProgressS
     }
     static_stats = res.statistics;
     last_stats = &static_stats;
+    if (!rows.finish("load")) return kExitUsage;
     if (res.status == rt::SolveStatus::Failed) {
       std::cerr << res.failure->message;
       if (!res.failure->message.empty() && res.failure->message.back() != '\n') std::cerr << "\n";
@@ -176,10 +285,20 @@ int run_analyses(Session& session, const AnalysisRequest& request, rt::ProgressS
   }
   if (simulate) {
     if (output.empty()) output = model.name + ".csv";
+    AnimatedRows rows(model, request, request.animate_fps);
+    if (!rows.error().empty()) {
+      std::cerr << "mbsc: error: " << rows.error() << "\n";
+      return kExitUsage;
+    }
+    std::vector<int32_t> chosen = selection;
+    if (!rows.result_selection(chosen)) {
+      std::cerr << "mbsc: error: --outputs chose only the poses of the animation's shapes\n";
+      return kExitUsage;
+    }
     std::unique_ptr<rt::ResultWriter> csv;
     const auto open_csv = [&]() -> bool {
       try {
-        csv = rt::open_result_writer(output, columns_of(session, "time"), selection);
+        csv = rt::open_result_writer(output, columns_of(session, "time"), chosen);
         return true;
       } catch (const std::exception& e) {
         std::cerr << "mbsc: error: " << e.what() << "\n";
@@ -198,7 +317,7 @@ int run_analyses(Session& session, const AnalysisRequest& request, rt::ProgressS
               return 1;
             }
           }
-          csv->write_row(t, values);
+          rows.write(*csv, t, values);
           return 0;
         },
         &progress);
@@ -216,6 +335,7 @@ int run_analyses(Session& session, const AnalysisRequest& request, rt::ProgressS
     }
     const auto& st = run.statistics;
     last_stats = &run.statistics;
+    if (!rows.finish("time")) return kExitUsage;
     if (run.status == rt::SolveStatus::Failed) {
       print_failure(run);
       std::cerr << fmt::format("mbsc: the run stopped at t = {}; the {} rows before are in {}\n",

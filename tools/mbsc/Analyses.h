@@ -24,6 +24,11 @@ struct AnalysisRequest {
   std::vector<std::string> outputs;  // --outputs: the columns written (names, globs; empty: all)
   std::string stats_csv;             // solver statistics as CSV ("" = none)
   bool verbose = false;
+  // --animate FILE (the model compiled with CompileOptions::animation), --animate-fps,
+  // --animate-show: the animation of the simulation (docs/animation.md)
+  std::string animate;
+  double animate_fps = 60;
+  std::vector<std::string> animate_show;
 };
 // --simulate, --static, --linearize, --eigen (or only the check when none): the exit code.
 int run_analyses(Session& session, const AnalysisRequest& request, rt::ProgressSink& progress);
@@ -32,6 +37,10 @@ struct InverseRequest {
   rt::InverseDynamicsOptions options;  // t_end, h, trajectory, logged, ranks, balance
   bool times_from_trajectory = false;  // the trajectory file's own sample times from t0
   std::string output;                  // "" = <model>_inverse.csv
+  // --animate FILE: the prescribed motion from the result file (rt::replay_result)
+  std::string animate;
+  double animate_fps = 60;
+  std::vector<std::string> animate_show;
 };
 int run_inverse_dynamics(Session& session, const InverseRequest& request,
                          rt::ProgressSink& progress);

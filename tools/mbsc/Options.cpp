@@ -12,6 +12,8 @@ const std::vector<Subcommand>& subcommands() {
        "the interactive mbs: load, change and run a model line by line (docs/repl.md)"},
       {"plot", "RESULT.csv NAME... [--vs NAME] [--model FILE.mbs] --output FILE.png|svg",
        "draw columns of a result file with gnuplot (mbsc plot --help)"},
+      {"animate", "RESULT.csv --model FILE.mbs --output FILE.html|glb|gltf [--set NAME=VALUE]",
+       "the 3D animation of a result file written earlier (mbsc animate --help)"},
       {"monitor", "[FILE.csv] [--once] [--interval S]",
        "show a study's progress from its results file as it grows (docs/studies.md)"},
   };
@@ -105,6 +107,25 @@ void add_main_options(CLI::App& app, MainOptions& o) {
   app.add_flag("--reactions", o.copts.reactions,
                "multibody: write every joint's transmitted wrench (<joint>.reaction_f[1..3], "
                "reaction_t[1..3], frame_a axes, about frame_b's origin) to the result file");
+  app.add_option("--animate", o.animate,
+                 "with --simulate (or --static: a frame per load step; --inverse-dynamics: the "
+                 "prescribed motion): write a 3D animation of the mechanism, by the extension: "
+                 "FILE.html (one self-contained page for any browser: play, speed, time slider, "
+                 "orbit/pan/zoom) or FILE.glb / FILE.gltf (glTF 2.0 with node animations); the "
+                 "shapes are the library's defaults and visualisation parameters "
+                 "(docs/animation.md)")
+      ->type_name("FILE");
+  app.add_option("--animate-fps", o.animate_fps,
+                 "frames per second of simulated time in the animation (default 60; the rows "
+                 "before and after every event are kept)")
+      ->type_name("FPS")
+      ->check(positive_number("frame rate"));
+  app.add_option("--animate-show", o.animate_show,
+                 "variables whose values the HTML animation shows with the time (repeat it, or "
+                 "separate names by commas)")
+      ->type_name("NAME")
+      ->delimiter(',')
+      ->allow_extra_args(false);
   app.add_flag("--project-start-velocities", o.copts.project_start_velocities,
                "replace start velocities that violate the constraints by their mass-weighted "
                "projection (velocities declared fixed = true are kept), with a warning that "

@@ -33,6 +33,10 @@ struct MainOptions {
   std::string stats_csv;
   bool quiet = false;
   double progress_interval = 3.0;
+  // --animate FILE.html|.glb|.gltf, its frame rate and the variables shown (docs/animation.md)
+  std::string animate;
+  double animate_fps = 60;
+  std::vector<std::string> animate_show;
   std::string study_file;  // --study: expanded into options before parsing (expand_study_files)
   StudyFlags study;
   FmuFlags fmu;

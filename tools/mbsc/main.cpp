@@ -17,6 +17,7 @@
 #include "runtime/analysis/Linearize.h"
 #include "runtime/analysis/Modes.h"
 #include "runtime/analysis/Static.h"
+#include "runtime/anim/Animation.h"
 #include "runtime/invdyn/InverseDynamics.h"
 #include "runtime/io/AtomicFile.h"
 #include "runtime/io/CsvWriter.h"
@@ -27,6 +28,7 @@
 #include "runtime/solvers/Options.h"
 #include "runtime/solvers/OptionsCli.h"
 #include "tools/mbsc/Analyses.h"
+#include "tools/mbsc/AnimateCli.h"
 #include "tools/mbsc/FmuCli.h"
 #include "tools/mbsc/Help.h"
 #include "tools/mbsc/Options.h"
@@ -118,6 +120,8 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "__complete")
     return mbs::cli::complete_command(argc - 1, argv + 1);
   if (argc >= 2 && std::string(argv[1]) == "plot") return plot_command(argc - 1, argv + 1);
+  if (argc >= 2 && std::string(argv[1]) == "animate")
+    return mbs::cli::animate_command(argc - 1, argv + 1);
   if (argc >= 2 && std::string(argv[1]) == "repl")
     return mbs::repl::repl_command(argc - 1, argv + 1);
   if (argc == 1 && ::isatty(0)) {
@@ -191,6 +195,30 @@ int main(int argc, char** argv) {
   if (!assignments(o.sets, "--set", o.copts.overrides) ||
       !assignments(o.starts, "--start", o.copts.start_overrides))
     return kExitUsage;
+  if (!o.animate.empty()) {
+    // checked before the compile: a request that cannot be met costs no run
+    try {
+      if (mbs::rt::animation_format(o.animate) == mbs::rt::AnimationFormat::Html &&
+          mbs::rt::three_js_dir().empty())
+        throw mbs::rt::AnimationError(
+            "--animate " + o.animate +
+            ": an HTML animation embeds three.js, which is not installed (Debian's libjs-three: "
+            "/usr/share/javascript/three/three.min.js; or set MBS_THREE_DIR)");
+    } catch (const mbs::rt::AnimationError& e) {
+      std::cerr << "mbsc: error: " << e.what() << "\n";
+      return kExitUsage;
+    }
+    if ((!o.simulate && !o.do_static && !o.inverse) || o.study.active() || o.fmu.active()) {
+      std::cerr << "mbsc: error: --animate records the run of --simulate, the load steps of "
+                   "--static or the motion of --inverse-dynamics (not a study or --fmu)\n";
+      return kExitUsage;
+    }
+    // inverse dynamics: the motion is drawn from its result file afterwards
+    if (!o.inverse) o.copts.animation = true;
+  } else if (!o.animate_show.empty() || app.count("--animate-fps") > 0) {
+    std::cerr << "mbsc: error: --animate-show and --animate-fps belong to --animate FILE\n";
+    return kExitUsage;
+  }
   if (o.do_static && o.simulate) {
     std::cerr
         << "mbsc: error: --static and --simulate cannot be combined: run them one at a time\n";
@@ -270,6 +298,9 @@ int main(int argc, char** argv) {
     r.times_from_trajectory =
         !o.trajectory.empty() && app.count("--t-end") == 0 && app.count("--step") == 0;
     r.output = o.output;
+    r.animate = o.animate;
+    r.animate_fps = o.animate_fps;
+    r.animate_show = o.animate_show;
     return mbs::cli::run_inverse_dynamics(session, r, progress);
   }
   mbs::cli::AnalysisRequest r;
@@ -281,5 +312,8 @@ int main(int argc, char** argv) {
   r.outputs = o.outputs;
   r.stats_csv = o.stats_csv;
   r.verbose = o.copts.verbose;
+  r.animate = o.animate;
+  r.animate_fps = o.animate_fps;
+  r.animate_show = o.animate_show;
   return mbs::cli::run_analyses(session, r, progress);
 }

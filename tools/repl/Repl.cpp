@@ -16,6 +16,7 @@
 #include "compiler/syntax/Parser.h"
 #include "runtime/analysis/Linearize.h"
 #include "runtime/analysis/Modes.h"
+#include "runtime/anim/Animation.h"
 #include "runtime/invdyn/InverseDynamics.h"
 #include "runtime/io/ColumnSelect.h"
 #include "runtime/io/InputFile.h"
@@ -134,6 +135,12 @@ const std::vector<Command>& Repl::commands() {
        "and Dymola, anything else CSV. PATTERNs choose the columns as mbsc --outputs does (names "
        "or globs: `save r.mat j1.* der(x)`); the default is every column.",
        &Repl::save, Complete::Files},
+      {"animate", "animate [FILE] [fps=F] [show=NAME,...]",
+       "the 3D animation of the last result (.html, .glb, .gltf)",
+       "Default file: <model>.html. The model is compiled again with the animation's outputs "
+       "and the parameter values of the run, and computes the poses from the result's "
+       "coordinates (docs/animation.md).",
+       &Repl::animate, Complete::Files},
       {"plot", "plot NAME... [vs NAME] [to FILE.png|FILE.svg]",
        "draw variables over time (or against another) with gnuplot",
        "Default file: <model>.png. Axis labels carry the variables' units.", &Repl::plot,
@@ -727,6 +734,7 @@ Status Repl::simulate(const Args& a) {
   result_ = std::move(rows);
   result_kind_ = "simulate";
   result_columns_ = columns_of_run("time");
+  result_parameters_ = session_->instance().parameters_set();
   result_stats_ = run.statistics;
   const auto& st = run.statistics;
   if (run.status == rt::SolveStatus::Failed) {
@@ -770,6 +778,7 @@ Status Repl::static_(const Args& a) {
   result_ = std::move(rows);
   result_kind_ = "static";
   result_columns_ = columns_of_run("load");
+  result_parameters_ = session_->instance().parameters_set();
   result_stats_ = res.statistics;
   if (res.status == rt::SolveStatus::Failed) {
     return solver_failure(
@@ -893,6 +902,7 @@ Status Repl::inverse(const Args& a) {
   result_ = rt::ResultTable::read_csv(output);
   result_kind_ = "inverse";
   result_columns_ = {};  // the names alone
+  result_parameters_ = s->instance().parameters_set();
   result_stats_.reset();
   if (run.interrupted) {
     out_ << fmt::format("interrupted; the {} samples so far are in {} and kept\n", run.samples,
@@ -1081,6 +1091,47 @@ Status Repl::save(const Args& a) {
     return error(Status::Usage, e.what());
   }
   out_ << fmt::format("wrote {} rows to {}\n", result_.rows(), a[0]);
+  return Status::Ok;
+}
+
+Status Repl::animate(const Args& a) {
+  if (!need_result()) return Status::Usage;
+  std::string file = session_->model()->name + ".html";
+  double fps = 60;
+  std::vector<std::string> show;
+  for (const std::string& w : a) {
+    if (w.rfind("fps=", 0) == 0) {
+      char* end = nullptr;
+      fps = std::strtod(w.c_str() + 4, &end);
+      if (end == w.c_str() + 4 || *end != '\0' || !(fps > 0))
+        return error(Status::Usage, "fps= expects a positive number, got '" + w.substr(4) + "'");
+    } else if (w.rfind("show=", 0) == 0) {
+      std::stringstream names(w.substr(5));
+      for (std::string n; std::getline(names, n, ',');)
+        if (!n.empty()) show.push_back(n);
+    } else {
+      file = w;
+    }
+  }
+  // the model with the animation's outputs, at the parameter values of the run (the caches
+  // make a compile again cheap)
+  CompileOptions copts = session_->compile_options();
+  copts.animation = true;
+  copts.emit.clear();
+  for (const auto& [name, value] : result_parameters_) copts.overrides[name] = value;
+  std::ostringstream emit;
+  const CompileResult compiled = compile(copts, emit, err_);
+  if (!compiled.ok || !compiled.model)
+    return error(Status::ModelError, "the model did not compile");
+  try {
+    (void)rt::animation_format(file);
+    const rt::AnimationTrack track = rt::replay_result(*compiled.model, result_, show, fps);
+    rt::write_animation(file, *compiled.model, track, compiled.model->name);
+    out_ << fmt::format("wrote the animation of {} shapes, {} frames to {}\n",
+                        compiled.model->shapes.size(), track.size(), file);
+  } catch (const std::exception& e) {
+    return error(Status::Usage, e.what());
+  }
   return Status::Ok;
 }
 

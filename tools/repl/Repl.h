@@ -93,6 +93,7 @@ class Repl {
   Status save(const Args& a);
   // the result columns of the run just done, with the parameter values it used
   rt::ResultColumns columns_of_run(const std::string& first);
+  Status animate(const Args& a);
   Status plot(const Args& a);
   Status show_history(const Args& a);
   Status quit(const Args& a);
@@ -126,6 +127,8 @@ class Repl {
   std::vector<std::pair<std::string, double>> set_values_;
   std::filesystem::file_time_type loaded_time_{};
   rt::ResultTable result_;
+  // the parameters set in the session when the last result was made (`animate` compiles with them)
+  std::map<std::string, double> result_parameters_;
   std::string result_kind_;  // "simulate", "static", "inverse", or "" (none yet)
   std::optional<rt::Statistics> result_stats_;
   // units, descriptions, aliases and parameters of the last result, for `save FILE.mat`
