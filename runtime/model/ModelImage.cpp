@@ -21,7 +21,7 @@ static_assert(sizeof(SparseKernel) == 104, "SparseKernel changed: update ModelIm
 static_assert(sizeof(SourceRef) == 72, "SourceRef changed: update ModelImage.cpp");
 static_assert(sizeof(Unknown) == 104, "Unknown changed: update ModelImage.cpp");
 static_assert(sizeof(OutputSource) == 168, "OutputSource changed: update ModelImage.cpp");
-static_assert(sizeof(CompiledModel) == 3864, "CompiledModel changed: update ModelImage.cpp");
+static_assert(sizeof(CompiledModel) == 3888, "CompiledModel changed: update ModelImage.cpp");
 #endif
 
 // Primitive values: fixed-width little-endian integers, doubles as their IEEE bits, strings
@@ -173,6 +173,9 @@ void xfer(IO& io, OutputSource& o) {
 template <class IO>
 void transfer(IO& io, CompiledModel& m) {
   xfer(io, m.name);
+  xfer(io, m.experiment_stop_time);
+  xfer(io, m.experiment_interval);
+  xfer(io, m.experiment_tolerance);
   xfer(io, m.n_v);
   xfer(io, m.slot_time);
   xfer(io, m.n_q);
