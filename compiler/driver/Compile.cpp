@@ -513,6 +513,9 @@ CompileResult compile(const CompileOptions& options, std::ostream& emit_out,
   // ---- assemble the CompiledModel
   auto m = std::make_shared<rt::CompiledModel>();
   m->name = dae->name;
+  m->experiment_stop_time = model->experiment.stop_time;
+  m->experiment_interval = model->experiment.interval;
+  m->experiment_tolerance = model->experiment.tolerance;
   m->n_q = static_cast<int32_t>(dae->q.size());
   m->n_y = static_cast<int32_t>(dae->y.size());
   m->n_z = static_cast<int32_t>(dae->z.size());

@@ -2,6 +2,7 @@
 // node. Built once by the parser and never rewritten in place; later passes read it.
 #pragma once
 
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -184,6 +185,14 @@ struct ClassDef {
   // `annotation(__mbs_element = "Revolute")`: a built-in multibody element or the frame
   // connector ("Frame"); empty for every other class.
   std::string mbs_element;
+  // `annotation(experiment(StartTime = 0, StopTime = 5, Interval = 0.01, Tolerance = 1e-6))`
+  // (Modelica 3.6, section 18.4): the values given, NaN for those not given or ignored.
+  struct Experiment {
+    double start_time = std::numeric_limits<double>::quiet_NaN();
+    double stop_time = std::numeric_limits<double>::quiet_NaN();
+    double interval = std::numeric_limits<double>::quiet_NaN();
+    double tolerance = std::numeric_limits<double>::quiet_NaN();
+  } experiment;
 };
 
 struct File {

@@ -21,7 +21,10 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -831,6 +834,7 @@ class Builder {
         statement(def->algorithm, st);  // statements only follow `algorithm`
       } else if (auto* an = dynamic_cast<P::AnnotationContext*>(child)) {
         def->mbs_element = mbs_element(an);
+        experiment(*def, an);
       }
     }
     return def;
@@ -848,6 +852,66 @@ class Builder {
       if (t.size() >= 2 && t.front() == '"' && t.back() == '"') return t.substr(1, t.size() - 2);
     }
     return {};
+  }
+
+  // `experiment(StartTime, StopTime, Interval, Tolerance)` in a class annotation (Modelica 3.6,
+  // section 18.4; docs/language.md, "The experiment annotation"): numbers, written as literals
+  // with an optional sign. A value that is not such a number, a setting mbs does not know, or a
+  // value out of range (Interval and Tolerance must be positive, StopTime after StartTime) is a
+  // warning and ignored; vendor settings (`__Name...`) are ignored silently.
+  void experiment(ast::ClassDef& def, P::AnnotationContext* an) {
+    for (auto* a : an->classModification()->argument()) {
+      if (a->name()->getText() != "experiment" || a->modification() == nullptr ||
+          a->modification()->classModification() == nullptr)
+        continue;
+      ast::ClassDef::Experiment ex;
+      Span stop_at = r_.span(a);
+      for (auto* x : a->modification()->classModification()->argument()) {
+        const std::string key = x->name()->getText();
+        const Span at = r_.span(x);
+        double* slot = key == "StartTime"   ? &ex.start_time
+                       : key == "StopTime"  ? &ex.stop_time
+                       : key == "Interval"  ? &ex.interval
+                       : key == "Tolerance" ? &ex.tolerance
+                                            : nullptr;
+        if (slot == nullptr) {
+          if (key.rfind("__", 0) != 0)
+            r_.diags().report(DiagKind::experiment_ignored, at,
+                              {"'" + key + "'",
+                               "mbs knows StartTime, StopTime, Interval and "
+                               "Tolerance"});
+          continue;
+        }
+        auto* e = x->modification() != nullptr ? x->modification()->expression() : nullptr;
+        const std::string text = e != nullptr ? e->getText() : "";
+        char* end = nullptr;
+        const double value = text.empty() ? 0.0 : std::strtod(text.c_str(), &end);
+        if (text.empty() || end == nullptr || *end != '\0' || !std::isfinite(value)) {
+          r_.diags().report(DiagKind::experiment_ignored, at,
+                            {key, "its value must be a number (a literal, not an expression)"});
+          continue;
+        }
+        if ((slot == &ex.interval || slot == &ex.tolerance) && !(value > 0.0)) {
+          r_.diags().report(DiagKind::experiment_ignored, at,
+                            {key + " = " + text, "it must be positive"});
+          continue;
+        }
+        if (slot == &ex.start_time && value != 0.0) {
+          r_.diags().report(DiagKind::experiment_ignored, at,
+                            {key + " = " + text,
+                             "a run of mbs starts at time 0 (StopTime is still the end time)"});
+          continue;
+        }
+        *slot = value;
+        if (slot == &ex.stop_time) stop_at = at;
+      }
+      if (!(ex.stop_time > 0.0) && !std::isnan(ex.stop_time)) {
+        r_.diags().report(DiagKind::experiment_ignored, stop_at,
+                          {"StopTime", "it must be after the start time 0"});
+        ex.stop_time = std::numeric_limits<double>::quiet_NaN();
+      }
+      def.experiment = ex;
+    }
   }
 
   void check_end_name(const ast::ClassDef& def, P::ClassDefinitionContext* ctx, Token* end_name) {

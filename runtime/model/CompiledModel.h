@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <utility>
@@ -77,6 +78,11 @@ struct OutputSource {
 
 struct CompiledModel {
   std::string name;
+  // The model's experiment annotation (Modelica 3.6, section 18.4): the defaults of a run that
+  // the options given by the user override (rt::apply_experiment); NaN where not given.
+  double experiment_stop_time = std::numeric_limits<double>::quiet_NaN();
+  double experiment_interval = std::numeric_limits<double>::quiet_NaN();
+  double experiment_tolerance = std::numeric_limits<double>::quiet_NaN();
 
   // ---- symbol vector layout
   int32_t n_v = 0;  // size of v

@@ -22,7 +22,7 @@ static_assert(sizeof(SourceRef) == 72, "SourceRef changed: update ModelImage.cpp
 static_assert(sizeof(Unknown) == 104, "Unknown changed: update ModelImage.cpp");
 static_assert(sizeof(Shape) == 216, "Shape changed: update ModelImage.cpp");
 static_assert(sizeof(OutputSource) == 168, "OutputSource changed: update ModelImage.cpp");
-static_assert(sizeof(CompiledModel) == 3936, "CompiledModel changed: update ModelImage.cpp");
+static_assert(sizeof(CompiledModel) == 3960, "CompiledModel changed: update ModelImage.cpp");
 #endif
 
 // Primitive values: fixed-width little-endian integers, doubles as their IEEE bits, strings
@@ -197,6 +197,9 @@ void xfer(IO& io, Shape& s) {
 template <class IO>
 void transfer(IO& io, CompiledModel& m) {
   xfer(io, m.name);
+  xfer(io, m.experiment_stop_time);
+  xfer(io, m.experiment_interval);
+  xfer(io, m.experiment_tolerance);
   xfer(io, m.n_v);
   xfer(io, m.slot_time);
   xfer(io, m.n_q);

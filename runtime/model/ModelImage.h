@@ -18,7 +18,7 @@
 
 namespace mbs::rt {
 
-constexpr uint32_t kModelImageVersion = 12;  // 2: output_interface; 3: inputs; 4: events;
+constexpr uint32_t kModelImageVersion = 13;  // 2: output_interface; 3: inputs; 4: events;
                                              // 5: start_compile_time (initial equations);
                                              // 6: discrete variables, initial(), terminal();
                                              // 7: output_discrete;
@@ -26,7 +26,8 @@ constexpr uint32_t kModelImageVersion = 12;  // 2: output_interface; 3: inputs; 
                                              // 10: EquationRole::UnitQuaternion;
                                              // 11: crossing_side_slot, parameter_derived,
                                              //     parameter_type, output_type;
-                                             // 12: shapes, shape_frames, shape_frame_column
+                                             // 12: shapes, shape_frames, shape_frame_column;
+                                             // 13: experiment_stop_time, _interval, _tolerance
 
 // The image of `m` (without code_owner and the kernels' function pointers).
 std::string write_model_image(const CompiledModel& m);

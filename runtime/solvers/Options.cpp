@@ -449,6 +449,41 @@ std::string default_text(const OptionSpec& spec) {
   return get_option(SolverOptions{}, spec);
 }
 
+std::string apply_experiment(double stop_time, double interval, double tolerance, SolverOptions& o,
+                             const std::set<std::string>& given) {
+  std::string set;
+  auto note = [&](const char* key, const std::string& value) {
+    set += (set.empty() ? "" : ", ") + std::string(key) + " = " + value;
+  };
+  if (std::isfinite(stop_time) && !given.count("t_end")) {
+    o.t_end = stop_time;
+    note("t_end", fmt::format("{}", stop_time));
+  }
+  if (std::isfinite(interval) && interval > 0.0 && !given.count("h") &&
+      !given.count("output_every")) {
+    if (is_adaptive(o.solver)) {
+      o.h = interval;
+      note("h", fmt::format("{}", interval));
+    } else {
+      // the smallest number of steps per interval that keeps the step at most the method's own
+      // (a relative 1e-9 spares an extra step where Interval is a multiple of h up to rounding)
+      const double n = std::max(1.0, std::ceil(interval / o.h * (1.0 - 1e-9)));
+      if (n <= 1e6) {
+        o.h = interval / n;
+        o.output_every = static_cast<int32_t>(n);
+        note("h", fmt::format("{}", o.h));
+        note("output_every", fmt::format("{}", o.output_every));
+      }
+    }
+  }
+  if (std::isfinite(tolerance) && tolerance > 0.0 && is_adaptive(o.solver) &&
+      !given.count("rtol")) {
+    o.rtol = tolerance;
+    note("rtol", fmt::format("{}", tolerance));
+  }
+  return set;
+}
+
 std::optional<std::string> validate(const SolverOptions& o) {
   for (const OptionSpec& s : kOptions) {
     double x = 0.0;

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -126,6 +127,21 @@ std::string default_text(const OptionSpec& spec);
 // Checks the options together (ranges, h_min < h, tolerances not both zero, a step that time can
 // resolve: h >= kMinStepUlps * eps * max(1, |t_end|)). Returns an error message or nullopt.
 std::optional<std::string> validate(const SolverOptions& options);
+
+// A model's experiment annotation (CompiledModel::experiment_*, NaN where not given; Modelica
+// 3.6, section 18.4) as the defaults of a run; an option whose key is in `given` (set by the user
+// on the command line, in a study file or in the REPL) keeps its value (docs/language.md, "The
+// experiment annotation"):
+//   StopTime  -> t_end;
+//   Interval  -> the result grid, unless h or output_every is given: ode23 and dopri5 write a
+//                row every h, so h = Interval; a fixed-step method keeps a step no longer than
+//                its own, h = Interval / n with n = ceil(Interval / h), and writes every n-th
+//                step (output_every = n);
+//   Tolerance -> rtol of ode23 and dopri5 (the relative tolerance of their step error; the
+//                other methods' rtol is Newton's tolerance, and their step is fixed).
+// Returns what it set, as "key = value" items for -v ("" when nothing).
+std::string apply_experiment(double stop_time, double interval, double tolerance,
+                             SolverOptions& options, const std::set<std::string>& given);
 
 // The smallest step validate() accepts, in units of eps * max(1, |t_end|): t + h then differs
 // from t by at least this many units in the last place everywhere on [0, t_end], the step can be

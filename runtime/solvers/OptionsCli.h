@@ -4,25 +4,30 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <set>
 #include <string>
 
 #include "runtime/solvers/Options.h"
 
 namespace mbs::rt {
 
-// Adds every solver option to `app`, writing into `options` (which must outlive parsing).
+// Adds every solver option to `app`, writing into `options` (which must outlive parsing), and
+// the key of every option given into `given` when it is not null (the experiment annotation of
+// the model does not change those: rt::apply_experiment).
 // Boolean options are flags (`--index2` sets true) that also take a value
 // (--initial-accelerations=false) and have a negated form (--no-initial-accelerations).
 inline void add_solver_options(CLI::App& app, SolverOptions& options,
-                               const std::string& group = "Solver options") {
+                               const std::string& group = "Solver options",
+                               std::set<std::string>* given = nullptr) {
   for (const OptionSpec& spec : option_table()) {
     const std::string flag(spec.flag);
     std::string help(spec.help);
     if (!spec.unit.empty()) help += " [" + std::string(spec.unit) + "]";
     help += " (default " + default_text(spec) + ")";
     const std::string key(spec.key);
-    auto apply = [&options, key](const std::string& value) {
+    auto apply = [&options, key, given](const std::string& value) {
       if (auto err = set_option(options, key, value)) throw CLI::ValidationError(*err);
+      if (given != nullptr) given->insert(key);
     };
     CLI::Option* opt = nullptr;
     if (spec.type == OptionType::Boolean) {
@@ -44,7 +49,10 @@ inline void add_solver_options(CLI::App& app, SolverOptions& options,
     if (spec.type == OptionType::Boolean) {
       app.add_flag_callback(
              "--no-" + flag.substr(2),
-             [&options, key]() { (void)set_option(options, key, "false"); },
+             [&options, key, given]() {
+               (void)set_option(options, key, "false");
+               if (given != nullptr) given->insert(key);
+             },
              "same as " + flag + "=false")
           ->group(group);
     }

@@ -188,3 +188,47 @@ TEST(CliResults, OutputsThatMatchNothingAreUsageErrors) {
 }
 
 }  // namespace
+
+// The model's experiment annotation sets the end time, the result grid and (for the adaptive
+// methods) the tolerance of a run; what the command line gives wins. x' = -x, x(0) = 1: the rows
+// are at 0, 0.1, ..., 0.5 and x(0.5) = exp(-0.5).
+TEST(CliResults, TheExperimentAnnotationSetsTheRunUnlessTheCommandLineDoes) {
+  const std::string model = tmp("experiment.mbs"), csv = tmp("experiment.csv");
+  std::ofstream(model) << R"(model Decay
+  Real x(start = 1);
+equation
+  der(x) = -x;
+  annotation(experiment(StartTime = 0, StopTime = 0.5, Interval = 0.1, Tolerance = 1e-10,
+                        __Vendor_Algorithm = "Dassl"));
+end Decay;
+)";
+  auto run = [&](const std::string& extra) {
+    auto r = mbsc("'" + model + "' --simulate -q --output '" + csv + "' " + extra);
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
+    return mbs::rt::ResultTable::read_csv(csv);
+  };
+  const double exact = std::exp(-0.5);
+  mbs::rt::ResultTable t = run("");  // gen-alpha at h = 1e-3, a row every 100 steps
+  ASSERT_EQ(t.rows(), 6);
+  for (int64_t k = 0; k < 6; ++k) EXPECT_NEAR(t.at(k, 0), 0.1 * static_cast<double>(k), 1e-12);
+  EXPECT_NEAR(t.at(5, 1), exact, 1e-6);
+  t = run("--t-end 0.2");
+  EXPECT_EQ(t.rows(), 3);
+  EXPECT_NEAR(t.at(2, 0), 0.2, 1e-12);
+  t = run("--step 0.05");  // the step given: a row per step, to StopTime
+  ASSERT_EQ(t.rows(), 11);
+  EXPECT_NEAR(t.at(10, 0), 0.5, 1e-12);
+  // dopri5: h = Interval, rtol = Tolerance (its default rtol, 1e-8, leaves an error of 2.2e-10)
+  t = run("--solver dopri5");
+  ASSERT_EQ(t.rows(), 6);
+  EXPECT_LT(std::fabs(t.at(5, 1) - exact), 5e-11);
+  t = run("--solver dopri5 --rtol 1e-4");
+  EXPECT_GT(std::fabs(t.at(5, 1) - exact), 5e-11);
+  // -v says what the annotation set
+  auto r = mbsc("'" + model + "' --simulate -v --output '" + csv + "' --t-end 0.3");
+  EXPECT_NE(r.err.find("from the model's experiment annotation: h = 0.001, output_every = 100"),
+            std::string::npos)
+      << r.err;
+  for (const auto& p : {model, csv}) std::filesystem::remove(p);
+}

@@ -160,7 +160,7 @@ void add_main_options(CLI::App& app, MainOptions& o) {
       ->check(positive_number("number of seconds"));
   add_study_flags(app, o.study);
   add_fmu_flags(app, o.fmu);
-  rt::add_solver_options(app, o.sopts);
+  rt::add_solver_options(app, o.sopts, "Solver options", &o.sopts_given);
   app.add_option("--study", o.study_file,
                  "read options from a study file, one per line without the dashes (e.g. 'vary "
                  "k=1,2,5'; docs/studies.md, \"The study file\"); options on the command line "

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,7 @@ struct MainOptions {
   StudyFlags study;
   FmuFlags fmu;
   rt::SolverOptions sopts;
+  std::set<std::string> sopts_given;  // the keys of the solver options given (apply_experiment)
 };
 
 // The main App of mbsc with every option, writing into `o` (which must outlive parsing).

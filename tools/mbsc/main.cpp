@@ -262,6 +262,20 @@ int main(int argc, char** argv) {
   if (!session.compile(emit_out)) return session.usage_error() ? kExitUsage : kExitModelError;
   const mbs::CompileResult& compiled = session.compile_result();
   session.options() = o.sopts;
+  // the model's experiment annotation: the defaults of what the command line did not give
+  {
+    const mbs::rt::CompiledModel& m = *session.model();
+    const std::string applied =
+        mbs::rt::apply_experiment(m.experiment_stop_time, m.experiment_interval,
+                                  m.experiment_tolerance, session.options(), o.sopts_given);
+    if (!applied.empty() && o.copts.verbose)
+      std::cerr << "mbsc: from the model's experiment annotation: " << applied << "\n";
+    if (auto err = mbs::rt::validate(session.options())) {
+      std::cerr << "mbsc: error: with the model's experiment annotation (" << applied
+                << "): " << *err << "\n";
+      return kExitUsage;
+    }
+  }
   double ready_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_process)
           .count();

@@ -693,6 +693,7 @@ Status Repl::option(const Args& a) {
   if (auto e = rt::set_option(changed, a[0], a[1])) return error(Status::Usage, *e);
   if (auto e = rt::validate(changed)) return error(Status::Usage, *e);
   solver_options_ = changed;
+  options_given_.insert(std::string(spec->key));
   return Status::Ok;
 }
 
@@ -701,16 +702,25 @@ Status Repl::option(const Args& a) {
 Status Repl::simulate(const Args& a) {
   if (!need_model()) return Status::Usage;
   rt::SolverOptions run_options = solver_options_;
+  std::set<std::string> given = options_given_;
   for (size_t i = 0; i < a.size(); ++i) {
     const auto eq = a[i].find('=');
     if (i == 0 && eq == std::string::npos) {
       if (auto e = rt::set_option(run_options, "t_end", a[i])) return error(Status::Usage, *e);
+      given.insert("t_end");
       continue;
     }
     if (eq == std::string::npos)
       return error(Status::Usage, "usage: simulate [T_END] [KEY=VALUE...]");
     if (auto e = rt::set_option(run_options, a[i].substr(0, eq), a[i].substr(eq + 1)))
       return error(Status::Usage, *e);
+    if (const rt::OptionSpec* spec = rt::find_option(a[i].substr(0, eq)))
+      given.insert(std::string(spec->key));
+  }
+  {
+    const rt::CompiledModel& em = *session_->model();
+    rt::apply_experiment(em.experiment_stop_time, em.experiment_interval, em.experiment_tolerance,
+                         run_options, given);
   }
   if (auto e = rt::validate(run_options)) return error(Status::Usage, *e);
   session_->options() = run_options;

@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -123,6 +124,9 @@ class Repl {
   std::unique_ptr<Session> session_;
   std::unique_ptr<Session> inverse_session_;
   rt::SolverOptions solver_options_;  // kept across loads
+  // the keys of the options set by `option` (the model's experiment annotation does not change
+  // them: rt::apply_experiment)
+  std::set<std::string> options_given_;
   // the values set with `set`, in order, applied again after a reload
   std::vector<std::pair<std::string, double>> set_values_;
   std::filesystem::file_time_type loaded_time_{};
