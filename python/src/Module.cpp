@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <memory>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -148,9 +149,24 @@ py::dict simulate(Model& self, const std::vector<std::pair<std::string, std::str
   std::optional<PyProgress> progress;
   if (!progress_callback.is_none()) progress.emplace(progress_callback, progress_interval);
   Session& s = self.session();
-  const rt::SolverOptions o = solver_options(s.options(), options);
-  s.options() = o;
+  // the options of this call stay for the next (as in the REPL); what the experiment annotation
+  // adds holds for this run only
+  const rt::SolverOptions kept = solver_options(s.options(), options);
+  rt::SolverOptions o = kept;
   const rt::CompiledModel& m = self.model();
+  {
+    // the model's experiment annotation gives what this call does not (docs/python.md)
+    std::set<std::string> given;
+    for (const auto& [name, value] : options) {
+      std::string key = name;
+      if (rt::find_option(key) == nullptr) std::replace(key.begin(), key.end(), '_', '-');
+      if (const rt::OptionSpec* spec = rt::find_option(key)) given.insert(std::string(spec->key));
+    }
+    rt::apply_experiment(m.experiment_stop_time, m.experiment_interval, m.experiment_tolerance, o,
+                         given);
+    if (auto e = rt::validate(o)) raise_usage(*e);
+  }
+  s.options() = o;
   Rows rows;
   rows.width = m.output_names.size() + 1;
   // the rows of the output grid, reserved up to 2^20 (adaptive methods may grow it beyond)
@@ -162,6 +178,7 @@ py::dict simulate(Model& self, const std::vector<std::pair<std::string, std::str
     py::gil_scoped_release release;
     rt::InterruptScope interrupt;
     run = s.simulate(std::ref(rows), progress ? &*progress : nullptr);
+    s.options() = kept;
   }
   if (progress) progress->raise_if_failed();
   if (!run.setup_error.empty()) raise_usage(run.setup_error);

@@ -262,3 +262,19 @@ def test_overlapping_runs_on_two_threads_give_back_pythons_handler():
     with pytest.raises(KeyboardInterrupt):
         os.kill(os.getpid(), signal.SIGINT)
         time.sleep(5)
+
+
+def test_the_experiment_annotation_gives_what_a_call_does_not(tmp_path):
+    path = str(MODELS / "decay_experiment.mbs")
+    m = mbs.load(path)
+    r = m.simulate()
+    assert np.allclose(r.time, [0.0, 0.1, 0.2, 0.3, 0.4, 0.5], atol=1e-12, rtol=0)
+    assert abs(r["x"][-1] - math.exp(-0.5)) < 1e-6
+    assert len(m.simulate(t_end=0.2).time) == 3
+    # the same rows as mbsc, which applies the annotation the same way
+    csv = tmp_path / "decay.csv"
+    run_mbsc(path, "--simulate", "--solver", "dopri5", "--output", csv)
+    names, rows = read_csv(csv)
+    r = m.simulate(solver="dopri5")
+    assert np.array_equal(r.data, rows)
+    assert abs(r["x"][-1] - math.exp(-0.5)) < 5e-11

@@ -463,6 +463,7 @@ std::string apply_experiment(double stop_time, double interval, double tolerance
       !given.count("output_every")) {
     if (is_adaptive(o.solver)) {
       o.h = interval;
+      o.output_every = 1;
       note("h", fmt::format("{}", interval));
     } else {
       // the smallest number of steps per interval that keeps the step at most the method's own

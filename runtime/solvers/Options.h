@@ -134,9 +134,9 @@ std::optional<std::string> validate(const SolverOptions& options);
 // experiment annotation"):
 //   StopTime  -> t_end;
 //   Interval  -> the result grid, unless h or output_every is given: ode23 and dopri5 write a
-//                row every h, so h = Interval; a fixed-step method keeps a step no longer than
-//                its own, h = Interval / n with n = ceil(Interval / h), and writes every n-th
-//                step (output_every = n);
+//                row every h, so h = Interval (output_every = 1); a fixed-step method keeps a step
+//                no longer than its own, h = Interval / n with n = ceil(Interval / h), and writes
+//                every n-th step (output_every = n);
 //   Tolerance -> rtol of ode23 and dopri5 (the relative tolerance of their step error; the
 //                other methods' rtol is Newton's tolerance, and their step is fixed).
 // Returns what it set, as "key = value" items for -v ("" when nothing).

@@ -263,7 +263,8 @@ int main(int argc, char** argv) {
   const mbs::CompileResult& compiled = session.compile_result();
   session.options() = o.sopts;
   // the model's experiment annotation: the defaults of what the command line did not give
-  {
+  // (no model after --emit)
+  if (session.model() != nullptr) {
     const mbs::rt::CompiledModel& m = *session.model();
     const std::string applied =
         mbs::rt::apply_experiment(m.experiment_stop_time, m.experiment_interval,
