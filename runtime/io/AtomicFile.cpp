@@ -16,25 +16,28 @@ namespace mbs::rt {
 
 namespace {
 
-std::runtime_error failure(const char* what, const std::string& path, int err) {
-  return std::runtime_error(std::string(what) + " '" + path + "': " + std::strerror(err));
-}
-
 bool under(const std::string& path, const char* dir) {
   return path.rfind(dir, 0) == 0;
 }
 
-void write_all(int fd, const char* p, size_t left, const std::string& shown) {
-  while (left > 0) {
-    const ssize_t n = ::write(fd, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw failure("cannot write", shown, errno);
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
+}  // namespace
+
+std::runtime_error io_error(std::string_view what, const std::string& path, int err) {
+  return std::runtime_error(std::string(what) + " '" + path + "': " + std::strerror(err));
 }
 
-}  // namespace
+void write_fully(int fd, const void* data, size_t size, std::string_view what,
+                 const std::string& path, int64_t offset) {
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    const ssize_t n = offset >= 0 ? ::pwrite(fd, p, size, offset) : ::write(fd, p, size);
+    if (n < 0 && errno == EINTR) continue;  // e.g. the SIGINT that stops a run
+    if (n < 0) throw io_error(what, path, errno);
+    p += n;
+    size -= static_cast<size_t>(n);
+    if (offset >= 0) offset += n;
+  }
+}
 
 OutputTarget output_target(const std::string& path) {
   struct stat st {};
@@ -66,7 +69,7 @@ int open_in_place(const std::string& path) {
   } while (fd < 0 && errno == EINTR);
   if (fd < 0 && errno == ENXIO)
     throw std::runtime_error("cannot write '" + path + "': it is a FIFO that no process reads");
-  if (fd < 0) throw failure("cannot open", path, errno);
+  if (fd < 0) throw io_error("cannot open", path, errno);
   const int flags = ::fcntl(fd, F_GETFL);
   if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);  // a full pipe waits for its reader
   return fd;
@@ -88,7 +91,7 @@ void commit_temporary(const std::string& tmp, const OutputTarget& target,
     if (std::rename(tmp.c_str(), target.path.c_str()) != 0) {
       const int err = errno;
       ::unlink(tmp.c_str());
-      throw failure("cannot write", shown, err);
+      throw io_error("cannot write", shown, err);
     }
     return;
   }
@@ -96,7 +99,7 @@ void commit_temporary(const std::string& tmp, const OutputTarget& target,
   if (in < 0) {
     const int err = errno;
     ::unlink(tmp.c_str());
-    throw failure("cannot read the temporary file for", shown, err);
+    throw io_error("cannot read the temporary file for", shown, err);
   }
   try {
     const int out = open_in_place(target.path);
@@ -105,15 +108,15 @@ void commit_temporary(const std::string& tmp, const OutputTarget& target,
       for (;;) {
         const ssize_t n = ::read(in, buffer, sizeof buffer);
         if (n < 0 && errno == EINTR) continue;
-        if (n < 0) throw failure("cannot read the temporary file for", shown, errno);
+        if (n < 0) throw io_error("cannot read the temporary file for", shown, errno);
         if (n == 0) break;
-        write_all(out, buffer, static_cast<size_t>(n), shown);
+        write_fully(out, buffer, static_cast<size_t>(n), "cannot write", shown);
       }
     } catch (...) {
       ::close(out);
       throw;
     }
-    if (::close(out) != 0 && errno != EINTR) throw failure("cannot write", shown, errno);
+    if (::close(out) != 0 && errno != EINTR) throw io_error("cannot write", shown, errno);
   } catch (...) {
     ::close(in);
     ::unlink(tmp.c_str());
@@ -128,20 +131,20 @@ void write_file_atomically(const std::string& path, std::string_view content) {
   if (target.in_place) {
     const int fd = open_in_place(target.path);
     try {
-      write_all(fd, content.data(), content.size(), path);
+      write_fully(fd, content.data(), content.size(), "cannot write", path);
     } catch (...) {
       ::close(fd);
       throw;
     }
-    if (::close(fd) != 0 && errno != EINTR) throw failure("cannot write", path, errno);
+    if (::close(fd) != 0 && errno != EINTR) throw io_error("cannot write", path, errno);
     return;
   }
   // beside the target, so that rename() stays within one file system
   const std::string tmp = temporary_for(target);
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) throw failure("cannot open", path, errno);
+  if (fd < 0) throw io_error("cannot open", path, errno);
   try {
-    write_all(fd, content.data(), content.size(), path);
+    write_fully(fd, content.data(), content.size(), "cannot write", path);
   } catch (...) {
     ::close(fd);
     ::unlink(tmp.c_str());
@@ -150,7 +153,7 @@ void write_file_atomically(const std::string& path, std::string_view content) {
   if (::close(fd) != 0) {
     const int err = errno;
     ::unlink(tmp.c_str());
-    throw failure("cannot write", path, err);
+    throw io_error("cannot write", path, err);
   }
   commit_temporary(tmp, target, path);
 }

@@ -8,6 +8,9 @@
 // a regular file is followed: the file it names is replaced, the link stays.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -34,6 +37,15 @@ std::string temporary_for(const OutputTarget& target);
 // Moves the complete temporary file `tmp` to the target (rename, or copy in place); `tmp` is
 // removed either way. Throws std::runtime_error naming `shown` (the path the user gave).
 void commit_temporary(const std::string& tmp, const OutputTarget& target, const std::string& shown);
+
+// std::runtime_error "WHAT 'PATH': the reason of errno `err`", the one form of every writer's
+// I/O error.
+std::runtime_error io_error(std::string_view what, const std::string& path, int err);
+
+// Writes all `size` bytes to `fd` (at `offset` with pwrite when offset >= 0), again after an
+// interrupted write (the SIGINT that stops a run); throws io_error(what, path, errno) otherwise.
+void write_fully(int fd, const void* data, size_t size, std::string_view what,
+                 const std::string& path, int64_t offset = -1);
 
 // Replaces `path` by a file holding `content` (or writes it in place, as above). Throws
 // std::runtime_error naming the path and the reason on failure; the previous file (if any) is

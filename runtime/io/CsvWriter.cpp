@@ -19,9 +19,6 @@ namespace {
 constexpr size_t kMaxNumber = 32;
 constexpr size_t kMinBuffer = 64 * 1024;
 
-std::runtime_error io_error(const std::string& what, const std::string& path, int err) {
-  return std::runtime_error(what + " '" + path + "': " + std::strerror(err));
-}
 }  // namespace
 
 CsvWriter::CsvWriter(const std::string& path, std::span<const std::string> names,
@@ -49,7 +46,7 @@ CsvWriter::CsvWriter(const std::string& path, std::span<const std::string> names
   std::string header = field(first_column);
   for (const std::string& n : names) header += "," + field(n);
   header += "\n";
-  write_all(header.data(), header.size());
+  write_fully(fd_, header.data(), header.size(), "cannot write result file", path_);
   written_ = static_cast<int64_t>(header.size());
   last_write_ = std::chrono::steady_clock::now();
 }
@@ -109,7 +106,7 @@ void CsvWriter::write_buffer(bool more_rows_follow) {
   const size_t room = to_boundary(written_ + static_cast<int64_t>(used_));
   if (more_rows_follow && last_row_start_ >= 0 && room < page_ && room < max_row_)
     insert_padding(static_cast<size_t>(last_row_start_), room);
-  write_all(buffer_.data(), used_);
+  write_fully(fd_, buffer_.data(), used_, "cannot write result file", path_);
   written_ += static_cast<int64_t>(used_);
   used_ = 0;
   last_row_start_ = -1;
@@ -128,18 +125,6 @@ void CsvWriter::close() {
   const int rc = ::close(fd_);
   fd_ = -1;
   if (rc != 0) throw io_error("cannot close result file", path_, errno);
-}
-
-void CsvWriter::write_all(const char* data, size_t size) {
-  while (size > 0) {
-    const ssize_t n = ::write(fd_, data, size);
-    if (n < 0) {
-      if (errno == EINTR) continue;  // e.g. the SIGINT that stops the run
-      throw io_error("cannot write result file", path_, errno);
-    }
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
 }
 
 }  // namespace mbs::rt

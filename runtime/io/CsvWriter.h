@@ -52,7 +52,6 @@ class CsvWriter final : public ResultWriter {
   int64_t rows() const override { return rows_; }
 
  private:
-  void write_all(const char* data, size_t size);
   void write_buffer(bool more_rows_follow);
   // Inserts n spaces at buffer position `at`, shifting what follows.
   void insert_padding(size_t at, size_t n);

@@ -18,10 +18,6 @@ constexpr int32_t kByteOrder = std::endian::native == std::endian::big ? 1000 : 
 constexpr int32_t kDouble = 0, kInt32 = 20, kText = 51;  // P*10 + T (uint8 text: 5*10 + 1)
 constexpr size_t kBufferBytes = 64 * 1024;
 
-std::runtime_error io_error(const std::string& what, const std::string& path, int err) {
-  return std::runtime_error(what + " '" + path + "': " + std::strerror(err));
-}
-
 // A matrix as bytes: header, name with its NUL, then `data` (column by column).
 void append_matrix(std::string& out, const char* name, int32_t type, int32_t rows, int32_t cols,
                    const void* data, size_t bytes) {
@@ -130,7 +126,7 @@ MatWriter::MatWriter(const std::string& path, const ResultColumns& columns,
   if (fd_ < 0) throw io_error("cannot open result file", path, errno);
   buffer_.resize(std::max<size_t>(1, kBufferBytes / (8 * n_rows2_)) * n_rows2_);
   try {
-    write_all(head.data(), head.size());
+    write_fully(fd_, head.data(), head.size(), "cannot write result file", path_);
   } catch (...) {
     ::close(fd_);
     fd_ = -1;
@@ -170,16 +166,17 @@ void MatWriter::write_row(double x, std::span<const double> values) {
 
 void MatWriter::flush() {
   if (fd_ < 0 || used_ == 0) return;
-  write_all(reinterpret_cast<const char*>(buffer_.data()), used_ * sizeof(double));
+  write_fully(fd_, buffer_.data(), used_ * sizeof(double), "cannot write result file", path_);
   end_ += static_cast<int64_t>(used_ * sizeof(double));
   rows_in_file_ += static_cast<int64_t>(used_ / n_rows2_);
   used_ = 0;
   // the rows are in the file: now the header counts them, and data_1 gives the time range
   const auto cols = static_cast<int32_t>(rows_in_file_);
-  write_at(data2_header_ + 2 * static_cast<int64_t>(sizeof(int32_t)), &cols, sizeof cols);
-  write_at(data1_offset_, &first_x_, sizeof(double));
-  write_at(data1_offset_ + data1_rows_ * static_cast<int64_t>(sizeof(double)), &last_x_,
-           sizeof(double));
+  write_fully(fd_, &cols, sizeof cols, "cannot write result file", path_,
+              data2_header_ + 2 * static_cast<int64_t>(sizeof(int32_t)));
+  write_fully(fd_, &first_x_, sizeof(double), "cannot write result file", path_, data1_offset_);
+  write_fully(fd_, &last_x_, sizeof(double), "cannot write result file", path_,
+              data1_offset_ + data1_rows_ * static_cast<int64_t>(sizeof(double)));
   last_write_ = std::chrono::steady_clock::now();
 }
 
@@ -199,32 +196,6 @@ void MatWriter::close() {
     const std::string tmp = std::move(temporary_);
     temporary_.clear();
     commit_temporary(tmp, target_, path_);
-  }
-}
-
-void MatWriter::write_all(const char* data, size_t size) {
-  while (size > 0) {
-    const ssize_t n = ::write(fd_, data, size);
-    if (n < 0) {
-      if (errno == EINTR) continue;  // e.g. the SIGINT that stops the run
-      throw io_error("cannot write result file", path_, errno);
-    }
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-}
-
-void MatWriter::write_at(int64_t offset, const void* data, size_t size) {
-  const char* p = static_cast<const char*>(data);
-  while (size > 0) {
-    const ssize_t n = ::pwrite(fd_, p, size, offset);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw io_error("cannot write result file", path_, errno);
-    }
-    p += n;
-    offset += n;
-    size -= static_cast<size_t>(n);
   }
 }
 

@@ -56,9 +56,6 @@ class MatWriter final : public ResultWriter {
   const std::string& path() const override { return path_; }
 
  private:
-  void write_all(const char* data, size_t size);
-  void write_at(int64_t offset, const void* data, size_t size);
-
   std::string path_;
   OutputTarget target_;
   std::string temporary_;  // written here and copied on close (a device or FIFO), else ""
