@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -121,9 +122,11 @@ class Model {
 };
 
 // Options by name (the option table's keys or flags: "t_end", "step", "rho-inf") and value as
-// text over `base`; raises UsageError with set_option()'s and validate()'s messages.
+// text over `base`; raises UsageError with set_option()'s and validate()'s messages. The keys
+// of the options given go into `keys` when it is not null (rt::apply_experiment leaves them).
 rt::SolverOptions solver_options(const rt::SolverOptions& base,
-                                 const std::vector<std::pair<std::string, std::string>>& given);
+                                 const std::vector<std::pair<std::string, std::string>>& given,
+                                 std::set<std::string>* keys = nullptr);
 
 // The failure of a run as the keyword arguments of mbs.SolverError.
 py::dict failure_dict(const rt::FailureRecord& f, const rt::CompiledModel& m);

@@ -32,13 +32,16 @@ namespace py = pybind11;
 namespace mbs::python {
 
 rt::SolverOptions solver_options(const rt::SolverOptions& base,
-                                 const std::vector<std::pair<std::string, std::string>>& given) {
+                                 const std::vector<std::pair<std::string, std::string>>& given,
+                                 std::set<std::string>* keys) {
   rt::SolverOptions o = base;
   for (const auto& [name, value] : given) {
     std::string key = name;
     if (rt::find_option(key) == nullptr) std::replace(key.begin(), key.end(), '_', '-');
-    if (rt::find_option(key) == nullptr) key = name;  // set_option's message names it as given
+    const rt::OptionSpec* spec = rt::find_option(key);
+    if (spec == nullptr) key = name;  // set_option's message names it as given
     if (auto e = rt::set_option(o, key, value)) raise_usage(*e);
+    if (keys != nullptr && spec != nullptr) keys->insert(std::string(spec->key));
   }
   if (auto e = rt::validate(o)) raise_usage(*e);
   return o;
@@ -151,21 +154,13 @@ py::dict simulate(Model& self, const std::vector<std::pair<std::string, std::str
   Session& s = self.session();
   // the options of this call stay for the next (as in the REPL); what the experiment annotation
   // adds holds for this run only
-  const rt::SolverOptions kept = solver_options(s.options(), options);
-  rt::SolverOptions o = kept;
+  std::set<std::string> given;
+  const rt::SolverOptions kept = solver_options(s.options(), options, &given);
   const rt::CompiledModel& m = self.model();
-  {
-    // the model's experiment annotation gives what this call does not (docs/python.md)
-    std::set<std::string> given;
-    for (const auto& [name, value] : options) {
-      std::string key = name;
-      if (rt::find_option(key) == nullptr) std::replace(key.begin(), key.end(), '_', '-');
-      if (const rt::OptionSpec* spec = rt::find_option(key)) given.insert(std::string(spec->key));
-    }
-    rt::apply_experiment(m.experiment_stop_time, m.experiment_interval, m.experiment_tolerance, o,
-                         given);
-    if (auto e = rt::validate(o)) raise_usage(*e);
-  }
+  // the model's experiment annotation gives what this call does not (docs/python.md)
+  rt::SolverOptions o = kept;
+  rt::apply_experiment(m, o, given);
+  if (auto e = rt::validate(o)) raise_usage(*e);
   s.options() = o;
   Rows rows;
   rows.width = m.output_names.size() + 1;

@@ -202,6 +202,14 @@ std::string three_js_dir() {
   return dir;
 }
 
+void check_animation_target(const std::string& path) {
+  if (animation_format(path) == AnimationFormat::Html && three_js_dir().empty())
+    throw AnimationError(path +
+                         ": an HTML animation embeds three.js, which is not installed (Debian's "
+                         "libjs-three: /usr/share/javascript/three/three.min.js; or set "
+                         "MBS_THREE_DIR)");
+}
+
 void write_animation(const std::string& path, const CompiledModel& model,
                      const AnimationTrack& track, const std::string& title) {
   const AnimationFormat f = animation_format(path);

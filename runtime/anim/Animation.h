@@ -74,6 +74,10 @@ AnimationFormat animation_format(const std::string& path);
 void write_animation(const std::string& path, const CompiledModel& model,
                      const AnimationTrack& track, const std::string& title);
 
+// Checks before a run that an animation can be written to `path`: its extension names a format,
+// and three.js is installed for .html. Throws AnimationError saying what is missing.
+void check_animation_target(const std::string& path);
+
 // The three.js files the HTML page embeds: $MBS_THREE_DIR, else Debian's libjs-three
 // (/usr/share/javascript/three); "" when three.min.js is not there.
 std::string three_js_dir();

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "runtime/io/Suggest.h"
+#include "runtime/model/CompiledModel.h"
 
 namespace mbs::rt {
 
@@ -449,8 +450,10 @@ std::string default_text(const OptionSpec& spec) {
   return get_option(SolverOptions{}, spec);
 }
 
-std::string apply_experiment(double stop_time, double interval, double tolerance, SolverOptions& o,
+std::string apply_experiment(const CompiledModel& model, SolverOptions& o,
                              const std::set<std::string>& given) {
+  const double stop_time = model.experiment_stop_time, interval = model.experiment_interval,
+               tolerance = model.experiment_tolerance;
   std::string set;
   auto note = [&](const char* key, const std::string& value) {
     set += (set.empty() ? "" : ", ") + std::string(key) + " = " + value;

@@ -17,6 +17,8 @@
 
 namespace mbs::rt {
 
+struct CompiledModel;
+
 // The time integrators, in the order of their names in option_table(). `rk4` is accepted as a
 // name of rk44 (SolverKind::Rk4 is the same value).
 enum class SolverKind : uint8_t {
@@ -140,8 +142,8 @@ std::optional<std::string> validate(const SolverOptions& options);
 //   Tolerance -> rtol of ode23 and dopri5 (the relative tolerance of their step error; the
 //                other methods' rtol is Newton's tolerance, and their step is fixed).
 // Returns what it set, as "key = value" items for -v ("" when nothing).
-std::string apply_experiment(double stop_time, double interval, double tolerance,
-                             SolverOptions& options, const std::set<std::string>& given);
+std::string apply_experiment(const CompiledModel& model, SolverOptions& options,
+                             const std::set<std::string>& given);
 
 // The smallest step validate() accepts, in units of eps * max(1, |t_end|): t + h then differs
 // from t by at least this many units in the last place everywhere on [0, t_end], the step can be

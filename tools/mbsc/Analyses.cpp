@@ -203,6 +203,17 @@ int run_analyses(Session& session, const AnalysisRequest& request, rt::ProgressS
       return kExitUsage;
     }
   }
+  // --animate: the recorder of the rows (every load step is a frame of --static; --simulate's
+  // rows are resampled), and the result file's columns without the poses of the shapes
+  AnimatedRows rows(model, request, do_static ? 0.0 : request.animate_fps);
+  if (!rows.error().empty()) {
+    std::cerr << "mbsc: error: " << rows.error() << "\n";
+    return kExitUsage;
+  }
+  if (!rows.result_selection(selection)) {
+    std::cerr << "mbsc: error: --outputs chose only the poses of the animation's shapes\n";
+    return kExitUsage;
+  }
   std::vector<double> state;  // the state linearised at: the equilibrium, or the start
   const rt::Statistics* last_stats = nullptr;
   rt::Statistics static_stats;
@@ -210,19 +221,9 @@ int run_analyses(Session& session, const AnalysisRequest& request, rt::ProgressS
   // ---- static equilibrium
   if (do_static) {
     if (output.empty()) output = model.name + "_static.csv";
-    AnimatedRows rows(model, request, 0);  // every load step is a frame
-    if (!rows.error().empty()) {
-      std::cerr << "mbsc: error: " << rows.error() << "\n";
-      return kExitUsage;
-    }
-    std::vector<int32_t> chosen = selection;
-    if (!rows.result_selection(chosen)) {
-      std::cerr << "mbsc: error: --outputs chose only the poses of the animation's shapes\n";
-      return kExitUsage;
-    }
     std::unique_ptr<rt::ResultWriter> csv;
     try {
-      csv = rt::open_result_writer(output, columns_of(session, "load"), chosen);
+      csv = rt::open_result_writer(output, columns_of(session, "load"), selection);
     } catch (const std::exception& e) {
       std::cerr << "mbsc: error: " << e.what() << "\n";
       return kExitUsage;
@@ -285,20 +286,10 @@ int run_analyses(Session& session, const AnalysisRequest& request, rt::ProgressS
   }
   if (simulate) {
     if (output.empty()) output = model.name + ".csv";
-    AnimatedRows rows(model, request, request.animate_fps);
-    if (!rows.error().empty()) {
-      std::cerr << "mbsc: error: " << rows.error() << "\n";
-      return kExitUsage;
-    }
-    std::vector<int32_t> chosen = selection;
-    if (!rows.result_selection(chosen)) {
-      std::cerr << "mbsc: error: --outputs chose only the poses of the animation's shapes\n";
-      return kExitUsage;
-    }
     std::unique_ptr<rt::ResultWriter> csv;
     const auto open_csv = [&]() -> bool {
       try {
-        csv = rt::open_result_writer(output, columns_of(session, "time"), chosen);
+        csv = rt::open_result_writer(output, columns_of(session, "time"), selection);
         return true;
       } catch (const std::exception& e) {
         std::cerr << "mbsc: error: " << e.what() << "\n";

@@ -11,6 +11,7 @@
 #include "runtime/anim/Animation.h"
 #include "runtime/io/ResultTable.h"
 #include "tools/mbsc/Analyses.h"
+#include "tools/mbsc/Options.h"
 #include "tools/mbsc/StudyCli.h"
 
 namespace mbs::cli {
@@ -59,21 +60,9 @@ int animate_command(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? kExitOk : kExitUsage;
   }
-  for (const std::string& s : sets) {
-    const auto eq = s.find('=');
-    char* end = nullptr;
-    const double x = eq == std::string::npos ? 0 : std::strtod(s.c_str() + eq + 1, &end);
-    if (eq == std::string::npos || eq == 0 || end == s.c_str() + eq + 1 || *end != '\0') {
-      std::cerr << "mbsc animate: error: --set expects NAME=VALUE, got '" << s << "'\n";
-      return kExitUsage;
-    }
-    copts.overrides[s.substr(0, eq)] = x;
-  }
+  if (!parse_assignments(sets, "--set", copts.overrides, "mbsc animate")) return kExitUsage;
   try {
-    if (rt::animation_format(output) == rt::AnimationFormat::Html && rt::three_js_dir().empty())
-      throw rt::AnimationError(
-          "an HTML animation embeds three.js, which is not installed (Debian's libjs-three: "
-          "/usr/share/javascript/three/three.min.js; or set MBS_THREE_DIR)");
+    rt::check_animation_target(output);
   } catch (const rt::AnimationError& e) {
     std::cerr << "mbsc animate: error: " << e.what() << "\n";
     return kExitUsage;

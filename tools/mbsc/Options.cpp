@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+#include <iostream>
+
 #include "runtime/solvers/OptionsCli.h"
 
 namespace mbs::cli {
@@ -44,6 +47,31 @@ std::string help_footer() {
        "Documentation: man mbsc; docs/cli.md, docs/language.md, docs/solvers.md (installed in "
        "share/doc/mbs)";
   return s;
+}
+
+bool parse_assignments(const std::vector<std::string>& items, const char* option,
+                       std::map<std::string, double>& into, const char* who) {
+  for (const auto& s : items) {
+    const auto eq = s.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      std::cerr << who << ": error: " << option << " expects NAME=VALUE, got '" << s << "'\n";
+      return false;
+    }
+    const std::string name = s.substr(0, eq), value = s.substr(eq + 1);
+    char* end = nullptr;
+    double x = std::strtod(value.c_str(), &end);
+    if (value == "true" || value == "false") {  // a Boolean parameter
+      x = value == "true" ? 1.0 : 0.0;
+      end = nullptr;
+    }
+    if (value.empty() || (end != nullptr && *end != '\0')) {
+      std::cerr << who << ": error: " << option << " " << name << ": '" << value
+                << "' is not a number\n";
+      return false;
+    }
+    into[name] = x;
+  }
+  return true;
 }
 
 void add_main_options(CLI::App& app, MainOptions& o) {

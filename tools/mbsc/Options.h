@@ -4,6 +4,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -47,6 +48,12 @@ struct MainOptions {
 
 // The main App of mbsc with every option, writing into `o` (which must outlive parsing).
 void add_main_options(CLI::App& app, MainOptions& o);
+
+// NAME=VALUE items of --set (parameters) and --start (start values) into `into`; a value is a
+// number, or true/false for a Boolean parameter. False after printing "WHO: error: ..." for the
+// first item that is not such a pair.
+bool parse_assignments(const std::vector<std::string>& items, const char* option,
+                       std::map<std::string, double>& into, const char* who);
 
 // `mbsc NAME ...`: the subcommands, dispatched before the options are parsed.
 struct Subcommand {

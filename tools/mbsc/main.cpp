@@ -167,43 +167,13 @@ int main(int argc, char** argv) {
     std::cerr << "mbsc: error: --trajectory is an input of --inverse-dynamics\n";
     return kExitUsage;
   }
-  // NAME=VALUE pairs of --set (parameters) and --start (start values)
-  auto assignments = [](const std::vector<std::string>& items, const char* option,
-                        std::map<std::string, double>& into) {
-    for (const auto& s : items) {
-      auto eq = s.find('=');
-      if (eq == std::string::npos || eq == 0) {
-        std::cerr << "mbsc: error: " << option << " expects NAME=VALUE, got '" << s << "'\n";
-        return false;
-      }
-      std::string name = s.substr(0, eq), value = s.substr(eq + 1);
-      char* end = nullptr;
-      double x = std::strtod(value.c_str(), &end);
-      if (value == "true" || value == "false") {  // a Boolean parameter
-        x = value == "true" ? 1.0 : 0.0;
-        end = nullptr;
-      }
-      if (value.empty() || (end != nullptr && *end != '\0')) {
-        std::cerr << "mbsc: error: " << option << " " << name << ": '" << value
-                  << "' is not a number\n";
-        return false;
-      }
-      into[name] = x;
-    }
-    return true;
-  };
-  if (!assignments(o.sets, "--set", o.copts.overrides) ||
-      !assignments(o.starts, "--start", o.copts.start_overrides))
+  if (!mbs::cli::parse_assignments(o.sets, "--set", o.copts.overrides, "mbsc") ||
+      !mbs::cli::parse_assignments(o.starts, "--start", o.copts.start_overrides, "mbsc"))
     return kExitUsage;
   if (!o.animate.empty()) {
     // checked before the compile: a request that cannot be met costs no run
     try {
-      if (mbs::rt::animation_format(o.animate) == mbs::rt::AnimationFormat::Html &&
-          mbs::rt::three_js_dir().empty())
-        throw mbs::rt::AnimationError(
-            "--animate " + o.animate +
-            ": an HTML animation embeds three.js, which is not installed (Debian's libjs-three: "
-            "/usr/share/javascript/three/three.min.js; or set MBS_THREE_DIR)");
+      mbs::rt::check_animation_target(o.animate);
     } catch (const mbs::rt::AnimationError& e) {
       std::cerr << "mbsc: error: " << e.what() << "\n";
       return kExitUsage;
@@ -266,9 +236,7 @@ int main(int argc, char** argv) {
   // (no model after --emit)
   if (session.model() != nullptr) {
     const mbs::rt::CompiledModel& m = *session.model();
-    const std::string applied =
-        mbs::rt::apply_experiment(m.experiment_stop_time, m.experiment_interval,
-                                  m.experiment_tolerance, session.options(), o.sopts_given);
+    const std::string applied = mbs::rt::apply_experiment(m, session.options(), o.sopts_given);
     if (!applied.empty() && o.copts.verbose)
       std::cerr << "mbsc: from the model's experiment annotation: " << applied << "\n";
     if (auto err = mbs::rt::validate(session.options())) {

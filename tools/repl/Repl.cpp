@@ -717,11 +717,7 @@ Status Repl::simulate(const Args& a) {
     if (const rt::OptionSpec* spec = rt::find_option(a[i].substr(0, eq)))
       given.insert(std::string(spec->key));
   }
-  {
-    const rt::CompiledModel& em = *session_->model();
-    rt::apply_experiment(em.experiment_stop_time, em.experiment_interval, em.experiment_tolerance,
-                         run_options, given);
-  }
+  rt::apply_experiment(*session_->model(), run_options, given);
   if (auto e = rt::validate(run_options)) return error(Status::Usage, *e);
   session_->options() = run_options;
   const rt::CompiledModel& m = *session_->model();
@@ -1123,6 +1119,11 @@ Status Repl::animate(const Args& a) {
       file = w;
     }
   }
+  try {
+    rt::check_animation_target(file);  // before the compile
+  } catch (const std::exception& e) {
+    return error(Status::Usage, e.what());
+  }
   // the model with the animation's outputs, at the parameter values of the run (the caches
   // make a compile again cheap)
   CompileOptions copts = session_->compile_options();
@@ -1134,7 +1135,6 @@ Status Repl::animate(const Args& a) {
   if (!compiled.ok || !compiled.model)
     return error(Status::ModelError, "the model did not compile");
   try {
-    (void)rt::animation_format(file);
     const rt::AnimationTrack track = rt::replay_result(*compiled.model, result_, show, fps);
     rt::write_animation(file, *compiled.model, track, compiled.model->name);
     out_ << fmt::format("wrote the animation of {} shapes, {} frames to {}\n",
