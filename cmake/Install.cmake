@@ -64,6 +64,15 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # (docs/animation.md); added to the libraries dpkg-shlibdeps finds
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "libjs-three")
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "gnuplot-nox, openmpi-bin")
+# the Python module (docs/python.md): an extension for one interpreter version's ABI, and numpy,
+# which it imports; scipy, pandas and matplotlib are used when present
+if(MBS_PYTHON_BUILT)
+  set(mbs_py ${MBS_PYTHON_VERSION_MAJOR}.${MBS_PYTHON_VERSION_MINOR})
+  math(EXPR mbs_py_next "${MBS_PYTHON_VERSION_MINOR} + 1")
+  string(APPEND CPACK_DEBIAN_PACKAGE_DEPENDS ", python3 (>= ${mbs_py}~)"
+         ", python3 (<< ${MBS_PYTHON_VERSION_MAJOR}.${mbs_py_next}), python3-numpy")
+  string(APPEND CPACK_DEBIAN_PACKAGE_SUGGESTS ", python3-scipy, python3-pandas, python3-matplotlib")
+endif()
 set(CPACK_DEBIAN_COMPRESSION_TYPE gzip)
 set(CPACK_DEBIAN_PACKAGE_DESCRIPTION
     "mbs compiles models written in Modelica syntax (bodies, joints, forces, equations) into\n\

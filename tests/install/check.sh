@@ -39,6 +39,12 @@ case $mode in
     for lib in libc6 libstdc++6 libllvm16 libzip4 libnlopt; do
       echo "$depends" | grep -q "$lib" || fail "Depends lacks $lib: $depends"
     done
+    # the Python module, when the package has it, needs the interpreter it was built for, and numpy
+    if dpkg-deb --contents "$deb" | grep -q 'dist-packages/mbs/_mbs'; then
+      for pkg in "python3 (>= " "python3 (<< " python3-numpy; do
+        echo "$depends" | grep -qF "$pkg" || fail "Depends lacks '$pkg' for the Python module: $depends"
+      done
+    fi
     # each dependency is a package this machine has (so apt can satisfy it on Debian 12)
     n=0
     for pkg in $(echo "$depends" | tr ',' '\n' | sed 's/^ *//; s/[ (].*//'); do
