@@ -8,12 +8,11 @@
 //  - Only these class kinds: model, connector, record, block, package, type, function (with optional
 //    `partial` / `encapsulated`, both ignored). No `class`, `operator`, `expandable`, enumerations,
 //    `der` short classes, `extends` class specifiers, `redeclare`/`replaceable`/`inner`/`outer`,
-//    conditional components, `initial algorithm`, `external`, `break`. Algorithm sections
-//    are parsed in every class but only functions may have one (checked by the flattener).
+//    conditional components, `external`. Algorithm sections (and `initial algorithm`) are
+//    parsed in every class; the flattener executes them (docs/language.md, "Algorithms").
 //    Their keywords (UNSUPPORTED_KEYWORD) are still reserved, so a model written for Modelica
 //    fails with "the Modelica keyword 'inner' is not supported" instead of a confusing message.
-//    `initial` is a keyword: it starts `initial equation` (and `initial algorithm`, parsed and
-//    refused by Parser.cpp) and is the event operator `initial()`; `der`, `pre`, `reinit` and
+//    `initial` is a keyword: it starts `initial equation` (and `initial algorithm`) and is the event operator `initial()`; `der`, `pre`, `reinit` and
 //    `terminal` are ordinary function names.
 //  - Short classes take no array dimensions (`type V = Real[3];` is rejected) and no prefixes.
 //  - Type prefixes (`parameter`, `input`, `flow`, ...) may come in any order; duplicates and
@@ -182,6 +181,7 @@ statement
   : ( componentReference ':=' expression
     | '(' outputExpressionList ')' ':=' componentReference functionCallArgs
     | RETURN
+    | BREAK
     | ifStatement
     | forStatement
     | whileStatement
@@ -360,12 +360,13 @@ TRUE         : 'true';
 TYPE         : 'type';
 WHEN         : 'when';
 WHILE        : 'while';
+BREAK        : 'break';
 WITHIN       : 'within';
 
 // Modelica keywords mbs does not support: reserved so that they cannot be used as names.
 // Parser.cpp names them in its messages ("'when' is not supported by mbs").
 UNSUPPORTED_KEYWORD
-  : 'break' | 'class' | 'constrainedby' | 'enumeration'
+  : 'class' | 'constrainedby' | 'enumeration'
   | 'expandable' | 'external' | 'impure' | 'inner' | 'operator' | 'outer' | 'pure'
   | 'redeclare' | 'replaceable'
   ;

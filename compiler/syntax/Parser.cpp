@@ -808,16 +808,15 @@ class Builder {
           initial_keyword = nullptr;
           continue;
         case P::ALGORITHM:
-          if (initial_keyword != nullptr) {
-            r_.error(DiagKind::unsupported, r_.span(initial_keyword),
-                     {"an 'initial algorithm' section"});
-            r_.diags().help(
-                "write the conditions at the start as an 'initial equation' section (equations, "
-                "which may call functions)");
+          in_initial = initial_keyword != nullptr;
+          if (in_initial) {
+            def->initial_algorithm_spans.push_back(r_.span(initial_keyword));
+            def->initial_algorithm_starts.push_back(def->initial_algorithm.size());
+          } else {
+            def->algorithm_spans.push_back(r_.span(token_of(child)));
+            def->algorithm_starts.push_back(def->algorithm.size());
           }
           initial_keyword = nullptr;
-          in_initial = false;
-          def->algorithm_spans.push_back(r_.span(token_of(child)));
           continue;
         case P::IDENT:
           if (after_end) check_end_name(*def, ctx, token_of(child));
@@ -831,7 +830,8 @@ class Builder {
         // equations only follow `equation` or `initial equation`
         equation(in_initial ? def->initial_equations : def->equations, eq);
       } else if (auto* st = dynamic_cast<P::StatementContext*>(child)) {
-        statement(def->algorithm, st);  // statements only follow `algorithm`
+        // statements only follow `algorithm` or `initial algorithm`
+        statement(in_initial ? def->initial_algorithm : def->algorithm, st);
       } else if (auto* an = dynamic_cast<P::AnnotationContext*>(child)) {
         def->mbs_element = mbs_element(an);
         experiment(*def, an);
@@ -1219,6 +1219,8 @@ class Builder {
       st.span = r_.span(ctx);
       if (ctx->RETURN() != nullptr) {
         st.kind = ast::StatementKind::Return;
+      } else if (ctx->BREAK() != nullptr) {
+        st.kind = ast::StatementKind::Break;
       } else if (auto* i = ctx->ifStatement()) {
         st.kind = ast::StatementKind::If;
         bool expect_condition = false;
