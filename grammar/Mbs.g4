@@ -21,7 +21,7 @@
 //    the class annotation `annotation(...);` is accepted at the end of a class only.
 //  - Equations: `a = b`, `connect(a, b)`, `for ... loop ... end for`, `if ... end if`,
 //    `when ... elsewhen ... end when` and call equations `f(...)` (the flattener accepts only
-//    `reinit(x, e)`, and only inside `when`). Every for index needs `in range`.
+//    `reinit(x, e)`, and only inside `when`).
 //  - Operator expressions are one flat rule (operatorExpression); precedence and Modelica's
 //    restrictions are applied by Parser.cpp, exactly as in Modelica: `-a^2` is `-(a^2)`, `-a*b` is
 //    `-(a*b)`; `2*-a`, `--a`, `not not a`, `a < b < c` and `a^b^c` are errors (the latter two are
@@ -158,8 +158,10 @@ forIndices
   : forIndex ( ',' forIndex )*
   ;
 
+// `for i loop` without a range: deduced from the arrays the body indexes with i (Modelica
+// 11.2.2.2; the flattener does it for for-equations and for-statements)
 forIndex
-  : IDENT IN expression
+  : IDENT ( IN expression )?
   ;
 
 ifEquation

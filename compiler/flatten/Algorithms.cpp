@@ -220,4 +220,128 @@ void Flattener::finish_algorithms() {
   if (failed) throw BuildError{};
 }
 
+// ------------------------------------------------------------------------------------------------
+// `for i loop` without a range (Modelica 3.6, 11.2.2.2): the range is 1:size(a, k) for every
+// use a[..., i, ...] of the index as a whole subscript in the body; the uses must agree.
+
+namespace {
+
+struct IndexUse {
+  const ast::Expr* ref;
+  size_t part, dim;
+};
+
+struct IndexUses {
+  const std::string& name;
+  std::vector<IndexUse> found;
+
+  static bool rebinds(const std::vector<ast::ForIndex>& ixs, const std::string& n) {
+    for (const auto& ix : ixs)
+      if (ix.name == n) return true;
+    return false;
+  }
+  void expr(const ast::Expr* e) {
+    if (!e) return;
+    for (size_t j = 0; j < e->ref.size(); ++j)
+      for (size_t k = 0; k < e->ref[j].subscripts.size(); ++k) {
+        const ast::Expr* sub = e->ref[j].subscripts[k].get();
+        if (e->kind == ast::ExprKind::Ref && sub && sub->kind == ast::ExprKind::Ref &&
+            sub->ref.size() == 1 && sub->ref[0].name == name && sub->ref[0].subscripts.empty())
+          found.push_back({e, j, k});
+        expr(sub);
+      }
+    for (const auto& ix : e->iterators) expr(ix.range.get());
+    const bool shadowed = rebinds(e->iterators, name);
+    if (!shadowed) {
+      for (const auto& a : e->args) expr(a.get());
+      for (const auto& row : e->rows)
+        for (const auto& a : row) expr(a.get());
+      expr(e->filter.get());
+    }
+  }
+  void equations(const ast::EquationList& list) {
+    for (const auto& eq : list) {
+      expr(eq.lhs.get());
+      expr(eq.rhs.get());
+      for (const auto& t : eq.targets) expr(t.get());
+      for (const auto& c : eq.conditions) expr(c.get());
+      for (const auto& ix : eq.indices) expr(ix.range.get());
+      if (!rebinds(eq.indices, name)) equations(eq.body);
+      for (const auto& b : eq.branches) equations(b);
+    }
+  }
+  void statements(const ast::StatementList& list) {
+    for (const auto& st : list) {
+      expr(st.target.get());
+      expr(st.value.get());
+      for (const auto& t : st.targets) expr(t.get());
+      for (const auto& c : st.conditions) expr(c.get());
+      for (const auto& ix : st.indices) expr(ix.range.get());
+      if (!rebinds(st.indices, name)) statements(st.body);
+      for (const auto& b : st.branches) statements(b);
+    }
+  }
+};
+
+}  // namespace
+
+Value Flattener::implicit_range(const ast::ForIndex& ix, const ast::EquationList* eqs,
+                                const ast::StatementList* sts, Scope s) {
+  IndexUses uses{ix.name, {}};
+  if (eqs) uses.equations(*eqs);
+  if (sts) uses.statements(*sts);
+  long size = -1;
+  const ast::Expr* first = nullptr;
+  for (const IndexUse& u : uses.found) {
+    // the array the subscript indexes: a component (its instance) or a local of a function
+    bool plain = true;
+    for (size_t j = 0; j < u.part; ++j) plain = plain && u.ref->ref[j].subscripts.empty();
+    if (!plain) continue;
+    std::vector<int> shape;
+    bool known = false;
+    const auto& parts = u.ref->ref;
+    if (s.frame && u.part == 0) {
+      if (auto it = s.frame->locals.find(parts[0].name); it != s.frame->locals.end()) {
+        shape = it->second.has_value ? it->second.value.shape : it->second.dims;
+        known = true;
+      }
+    }
+    if (!known && s.inst) {
+      Instance* cur = s.inst->member(parts[0].name);
+      for (size_t j = 1; cur && j <= u.part; ++j)
+        cur = cur->kind == Instance::Kind::Composite ? cur->member(parts[j].name) : nullptr;
+      if (cur) {
+        if (cur->kind == Instance::Kind::Array) shape = cur->dims;
+        known = true;
+      }
+    }
+    if (!known || u.dim >= shape.size() || shape[u.dim] < 0) continue;
+    if (size >= 0 && shape[u.dim] != size) {
+      diags_.report(DiagKind::shape_mismatch, u.ref->span,
+                    {fmt::format("the range of '{}' is deduced from the arrays it indexes, and "
+                                 "'{}' has size {} there, '{}' size {}",
+                                 ix.name, expr_to_string(*u.ref), shape[u.dim],
+                                 expr_to_string(*first), size)});
+      diags_.note(ix.span, "the loop without a range");
+      diags_.help("write the range: 'for " + ix.name + " in 1:n loop'");
+      throw BuildError{};
+    }
+    size = shape[u.dim];
+    first = u.ref;
+  }
+  if (size < 0) {
+    diags_.report(DiagKind::unsupported, ix.span,
+                  {"'for " + ix.name + " loop' where '" + ix.name +
+                   "' is not a subscript of an array of known size (Modelica 3.6, 11.2.2.2: the "
+                   "range is deduced from such subscripts)"});
+    diags_.help("write the range: 'for " + ix.name + " in 1:n loop'");
+    throw BuildError{};
+  }
+  Value r;
+  r.shape = {static_cast<int>(size)};
+  r.type = ScalarType::Integer;
+  for (long k = 1; k <= size; ++k) r.elems.push_back(cx_.num(static_cast<double>(k)));
+  return r;
+}
+
 }  // namespace mbs::flattening

@@ -278,8 +278,8 @@ void Flattener::add_equation(const ast::Equation& eq, Scope s, const std::string
           return;
         }
         const auto& ix = eq.indices[k];
-        if (!ix.range) fail(DiagKind::unsupported, ix.span, {"a for loop without a range"});
-        Value range = eval(*ix.range, s.with(outer));
+        Value range = ix.range ? eval(*ix.range, s.with(outer))
+                               : implicit_range(ix, &eq.body, nullptr, s.with(outer));
         if (range.shape.size() != 1)
           fail(DiagKind::shape_mismatch, ix.range->span, {"a for-loop range must be a vector"});
         for (Expr e : range.elems) {

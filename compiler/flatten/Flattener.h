@@ -273,6 +273,10 @@ class Flattener {
                           std::vector<std::pair<uint32_t, Span>>& out);
   void assign_model(const ast::Expr& target, Value v, FunctionFrame& f, const Iterators* iters);
   void finish_algorithms();
+  // `for i loop` without a range (Modelica 3.6, 11.2.2.2): 1:n from the arrays that the body
+  // (equations or statements) indexes with i
+  Value implicit_range(const ast::ForIndex& ix, const ast::EquationList* eqs,
+                       const ast::StatementList* sts, Scope s);
   [[gnu::noinline]] Value eval_binary(const std::string& op, const Value& a, const Value& b,
                                       Span span);
   Value instance_value(Instance* inst, Span span);

@@ -332,9 +332,11 @@ void Flattener::exec_statement(const ast::Statement& st, FunctionFrame& f, const
           return;
         }
         const auto& ix = st.indices[k];
-        Value range = read(*ix.range, f, outer);
+        Value range = ix.range ? read(*ix.range, f, outer)
+                               : implicit_range(ix, nullptr, &st.body, scope_of(f, outer));
+        const Span range_span = ix.range ? ix.range->span : ix.span;
         if (range.is_string || range.shape.size() != 1)
-          fail(DiagKind::shape_mismatch, ix.range->span, {"a for-loop range must be a vector"});
+          fail(DiagKind::shape_mismatch, range_span, {"a for-loop range must be a vector"});
         // unrolled loops multiply: refuse a nest whose sizes go beyond the limit at its start
         const auto count = static_cast<double>(range.elems.size());
         check_projected_work(count, st.span, "executing the statements of functions");
@@ -345,7 +347,7 @@ void Flattener::exec_statement(const ast::Statement& st, FunctionFrame& f, const
           pending_iterations_ = outer_pending * (count - done);
           done += 1.0;
           if (is_one(f.returned) || is_one(f.broken)) return;
-          x = cx_.num(structural(x, ix.range->span, "the range of loop index '" + ix.name + "'"));
+          x = cx_.num(structural(x, range_span, "the range of loop index '" + ix.name + "'"));
           Iterators it{outer, ix.name, Value::of(x, range.type)};
           loop(k + 1, &it);
         }

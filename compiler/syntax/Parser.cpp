@@ -1152,7 +1152,8 @@ class Builder {
     ast::ForIndex index;
     index.name = ctx->IDENT()->getText();
     index.span = r_.span(ctx->IDENT()->getSymbol());
-    index.range = expr(ctx->expression()).e;
+    // `for i loop` without `in`: the range is deduced by the flattener (Modelica 11.2.2.2)
+    if (ctx->expression() != nullptr) index.range = expr(ctx->expression()).e;
     return index;
   }
 

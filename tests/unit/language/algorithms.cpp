@@ -133,5 +133,61 @@ end D;
       << err;
 }
 
+// `for i loop` without a range takes 1:size(a, k) from the arrays the body indexes with i, in
+// for-equations, in statements of models and in functions: x[i] = exp(-i t), y = 2x and
+// s = sum(y); total({1, 2, 3, 4}) = 10.
+TEST(Algorithms, ForLoopsWithoutARangeTakeItFromTheArrays) {
+  auto m = compile_source("algo_implicit_range", R"mbs(
+function total
+  input Real c[:];
+  output Real s = 0;
+algorithm
+  for i loop
+    s := s + c[i];
+  end for;
+end total;
+model R
+  Real x[3](each start = 1, each fixed = true), y[3], s, t;
+equation
+  for i loop
+    der(x[i]) = -i*x[i];
+  end for;
+  t = total({1, 2, 3, 4});
+algorithm
+  for i loop
+    y[i] := 2*x[i];
+  end for;
+  s := 0;
+  for i loop
+    s := s + y[i];
+  end for;
+end R;
+)mbs");
+  ASSERT_TRUE(m);
+  auto r = run(*m, 0.5, 1e-3, rt::SolverKind::Dopri5);
+  double sum = 0;
+  for (int i = 1; i <= 3; ++i) {
+    EXPECT_NEAR(last(*m, r, "x[" + std::to_string(i) + "]"), std::exp(-0.5 * i), 1e-6);
+    EXPECT_NEAR(last(*m, r, "y[" + std::to_string(i) + "]"), 2 * std::exp(-0.5 * i), 2e-6);
+    sum += 2 * std::exp(-0.5 * i);
+  }
+  EXPECT_NEAR(last(*m, r, "s"), sum, 1e-5);
+  EXPECT_NEAR(last(*m, r, "t"), 10.0, 0.0);
+}
+
+TEST(Algorithms, ADeducedRangeMustAgreeWithEveryArray) {
+  const std::string err = compile_error("algo_range_mismatch", R"mbs(
+model R2
+  Real a[3], b[4];
+equation
+  for i loop
+    a[i] = b[i];
+  end for;
+  b = {1, 2, 3, 4};
+end R2;
+)mbs");
+  EXPECT_NE(err.find("'b[i]' has size 4 there, 'a[i]' size 3"), std::string::npos) << err;
+}
+
 }  // namespace
 }  // namespace mbs
