@@ -36,8 +36,8 @@
 //    (`sum(x for i in 1:n)`) are Modelica's; only sum, product, min and max reduce (checked by
 //    the flattener). An iterator filter `{e for i in 1:n if c}` is an mbs extension. The empty
 //    array `{}` is accepted (Modelica wants at least one element).
-//  - No quoted identifiers ('x y'), no leading-dot global names (.Modelica.Blocks), no call
-//    statements `f(x);`. `(a) = f(x)` is the equation `a = f(x)` (the first alternative wins).
+//  - No quoted identifiers ('x y'), no leading-dot global names (.Modelica.Blocks). Call
+//    statements `f(x);` are parsed; the flattener accepts assert(...) only. `(a) = f(x)` is the equation `a = f(x)` (the first alternative wins).
 //  - Annotations are parsed with the modification syntax and thrown away.
 //  - Any character the lexer does not know becomes an ERROR_CHAR token, unterminated strings and
 //    comments become their own tokens, so the lexer never fails; Parser.cpp reports them.
@@ -182,6 +182,7 @@ whenEquation
 statement
   : ( componentReference ':=' expression
     | '(' outputExpressionList ')' ':=' componentReference functionCallArgs
+    | componentReference functionCallArgs
     | RETURN
     | BREAK
     | ifStatement

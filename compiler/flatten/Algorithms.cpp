@@ -87,6 +87,7 @@ void Flattener::assigned_variables(const ast::StatementList& list, size_t begin,
         break;
       case ast::StatementKind::Return:
       case ast::StatementKind::Break:
+      case ast::StatementKind::Call:
         break;
     }
     for (const ast::Expr* t : targets) {
@@ -342,6 +343,92 @@ Value Flattener::implicit_range(const ast::ForIndex& ix, const ast::EquationList
   r.type = ScalarType::Integer;
   for (long k = 1; k <= size; ++k) r.elems.push_back(cx_.num(static_cast<double>(k)));
   return r;
+}
+
+// ------------------------------------------------------------------------------------------------
+// assert(condition, message, level = AssertionLevel.error) (Modelica 3.6, 8.3.7), as an equation
+// or a statement: so far decided while compiling only. A condition of parameters that is false is
+// a model error (a warning with AssertionLevel.warning), one that is true is dropped; a condition
+// that changes in time, or an assert on a path that does, would be checked during the run, which
+// is not implemented yet: refused by name. terminate(message) likewise.
+
+std::string Flattener::assert_message(const ast::Expr& e) {
+  if (e.kind == ast::ExprKind::String) return e.text;
+  if (e.kind == ast::ExprKind::Binary && e.op == "+" && e.args.size() == 2 &&
+      e.args[0]->kind == ast::ExprKind::String && e.args[1]->kind == ast::ExprKind::String)
+    return e.args[0]->text + e.args[1]->text;
+  // String(x) and other values: their text, as written
+  return source_text(e.span);
+}
+
+void Flattener::add_assert(const ast::Expr& call, Scope s, FunctionFrame* f, const Iterators* iters,
+                           bool conditional) {
+  if (call.ref.size() == 1 && call.ref[0].name == "terminate") {
+    diags_.report(DiagKind::unsupported, call.span,
+                  {"terminate(message) (Modelica 3.6, 8.3.8; ending the run at an event)"});
+    diags_.help("end the run at a time with --t-end; terminate is not implemented yet");
+    throw BuildError{};
+  }
+  static const char* const names[3] = {"condition", "message", "level"};
+  const ast::Expr* arg[3] = {nullptr, nullptr, nullptr};
+  for (size_t i = 0; i < call.args.size(); ++i) {
+    const bool named = i < call.arg_names.size() && !call.arg_names[i].empty();
+    size_t k = i;
+    if (named) {
+      k = 0;
+      while (k < 3 && call.arg_names[i] != names[k]) ++k;
+      if (k == 3)
+        fail(DiagKind::bad_call, call.arg_spans[i],
+             {"assert has no argument named '" + call.arg_names[i] + "'"});
+    }
+    if (k >= 3 || arg[k])
+      fail(DiagKind::bad_call, call.span,
+           {"assert takes a condition, a message and a level: assert(condition, message, "
+            "AssertionLevel.error)"});
+    arg[k] = call.args[i].get();
+  }
+  if (!arg[0] || !arg[1])
+    fail(DiagKind::bad_call, call.span,
+         {"assert takes a condition and a message: assert(condition, message)"});
+  bool warning = false;
+  if (const ast::Expr* level = arg[2]) {
+    const bool ok = level->kind == ast::ExprKind::Ref && level->ref.size() == 2 &&
+                    level->ref[0].name == "AssertionLevel" &&
+                    (level->ref[1].name == "error" || level->ref[1].name == "warning");
+    if (!ok)
+      fail(DiagKind::bad_call, level->span,
+           {"the level of assert is AssertionLevel.error or AssertionLevel.warning"});
+    warning = level->ref[1].name == "warning";
+  }
+  if (arg[1]->kind != ast::ExprKind::String && arg[1]->kind != ast::ExprKind::Binary &&
+      arg[1]->kind != ast::ExprKind::Call)
+    fail(DiagKind::type_error, arg[1]->span, {"the message of assert must be a string"});
+  const Value cv = f ? read(*arg[0], *f, iters) : eval(*arg[0], s);
+  if (cv.is_string || !cv.shape.empty() || cv.type != ScalarType::Boolean)
+    fail(DiagKind::type_error, arg[0]->span,
+         {"the condition of assert must be a Boolean, not " + describe_value(cv)});
+  const Expr c = cv.elems[0];
+  if (varies_in_time(c)) {
+    diags_.report(DiagKind::unsupported, call.span,
+                  {"an assert whose condition changes during the simulation (Modelica 3.6, "
+                   "8.3.7: checked at run time, not implemented yet)"});
+    diags_.help(
+        "asserts on parameters and constants are checked while compiling; remove this one or "
+        "check the condition on the results");
+    throw BuildError{};
+  }
+  if (structural(c, arg[0]->span, "the condition of assert") != 0.0) return;
+  if (conditional) {
+    diags_.report(DiagKind::unsupported, call.span,
+                  {"a failing assert on a path that depends on values that change during the "
+                   "simulation (Modelica 3.6, 8.3.7: checked at run time, not implemented yet)"});
+    throw BuildError{};
+  }
+  if (warning) {
+    diags_.report(DiagKind::assertion_warning, call.span, {assert_message(*arg[1])});
+    return;
+  }
+  fail(DiagKind::assertion_failed, call.span, {assert_message(*arg[1])});
 }
 
 }  // namespace mbs::flattening

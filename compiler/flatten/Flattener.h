@@ -189,7 +189,8 @@ struct FunctionFrame {
   Expr returned;
   // the condition under which the innermost loop has been left by `break` (0 outside loops)
   Expr broken;
-  int loops = 0;  // loops around the statement being executed
+  int loops = 0;    // loops around the statement being executed
+  int varying = 0;  // branches of ifs on conditions that vary around it
   // An algorithm section of a model (Algorithms.cpp; fn is null): the instance it belongs to,
   // and its locals are the scalar variables the section assigns, by name, with the symbol of
   // each; expressions are evaluated in the instance and see the current values of those.
@@ -273,6 +274,11 @@ class Flattener {
                           std::vector<std::pair<uint32_t, Span>>& out);
   void assign_model(const ast::Expr& target, Value v, FunctionFrame& f, const Iterators* iters);
   void finish_algorithms();
+  // assert(condition, message, level) as an equation (f null) or a statement: decided while
+  // compiling; `conditional`: on a path that depends on a varying condition
+  void add_assert(const ast::Expr& call, Scope s, FunctionFrame* f, const Iterators* iters,
+                  bool conditional);
+  std::string assert_message(const ast::Expr& e);
   // `for i loop` without a range (Modelica 3.6, 11.2.2.2): 1:n from the arrays that the body
   // (equations or statements) indexes with i
   Value implicit_range(const ast::ForIndex& ix, const ast::EquationList* eqs,

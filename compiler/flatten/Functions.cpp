@@ -315,6 +315,15 @@ void Flattener::exec_statement(const ast::Statement& st, FunctionFrame& f, const
       if (f.fn) check_outputs_assigned(f, st.span, " when the function returns here");
       f.returned = cx_.one();
       return;
+    case ast::StatementKind::Call: {
+      std::string name;
+      for (const auto& part : st.value->ref) name += (name.empty() ? "" : ".") + part.name;
+      if (name != "assert" && name != "terminate")
+        fail(DiagKind::unsupported, st.span,
+             {"the call statement '" + name + "(...)' (assert(...) is the only one)"});
+      add_assert(*st.value, fs, &f, iters, f.varying > 0 || !inactive(f)->is_const());
+      return;
+    }
     case ast::StatementKind::Break:
       if (f.loops == 0) fail(DiagKind::break_outside_loop, st.span);
       f.broken = cx_.one();
@@ -407,10 +416,14 @@ void Flattener::exec_if(const ast::Statement& st, size_t branch, FunctionFrame& 
     return;
   }
   FunctionFrame saved = f;
+  ++f.varying;
   exec(st.branches[branch], f, iters);
+  --f.varying;
   FunctionFrame taken = std::move(f);
   f = std::move(saved);
+  ++f.varying;
   exec_if(st, branch + 1, f, iters);
+  --f.varying;
   const bool taken_done = is_one(taken.returned), other_done = is_one(f.returned);
   for (auto& [name, l] : f.locals) {
     const auto& t = taken.locals.at(name);

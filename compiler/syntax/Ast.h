@@ -145,13 +145,13 @@ struct Equation {
 struct Statement;
 using StatementList = std::vector<Statement>;
 
-enum class StatementKind { Assign, MultiAssign, If, For, While, Return, Break };
+enum class StatementKind { Assign, MultiAssign, If, For, While, Return, Break, Call };
 
 struct Statement {
   StatementKind kind = StatementKind::Assign;
   Span span;  // the whole statement
   // Assign: target := value. MultiAssign: (targets...) := value (a Call); a null target drops
-  // that output.
+  // that output. Call: `f(args);`, value the Call expression.
   ExprPtr target, value;
   std::vector<ExprPtr> targets;
   // For: indices and body. While: conditions[0] and body.

@@ -220,6 +220,10 @@ void print_statements(std::ostream& os, const ast::StatementList& list, int leve
       case ast::StatementKind::Return:
         os << "return " << location(st.span) << "\n";
         break;
+      case ast::StatementKind::Call:
+        os << "call " << location(st.span) << ' ' << (st.value ? expr_to_string(*st.value) : "")
+           << "\n";
+        break;
       case ast::StatementKind::Break:
         os << "break " << location(st.span) << "\n";
         break;

@@ -633,8 +633,7 @@ class MbsErrorStrategy : public antlr4::DefaultErrorStrategy {
     reporter_.syntax(where, "expected " + want + after + ", found " + found(t));
     if (rule == P::RuleStatement && want == "':='" && !at_eof && t->getType() == P::LPAREN) {
       reporter_.diags().help(
-          "a statement is an assignment 'x := expression;' (call statements such as f(x); are "
-          "not supported)");
+          "a statement is an assignment 'x := expression;' or a call of assert(...)");
     }
     if (rule == P::RuleEquation && want == "'='" && !at_eof && t->getType() == P::SEMICOLON) {
       reporter_.diags().help(
@@ -1248,6 +1247,13 @@ class Builder {
         st.kind = ast::StatementKind::While;
         st.conditions.push_back(expr(w->expression()).e);
         for (auto* b : w->statement()) statement(st.body, b);
+      } else if (ctx->outputExpressionList() == nullptr && ctx->functionCallArgs() != nullptr) {
+        st.kind = ast::StatementKind::Call;
+        Built call = component_reference(ctx->componentReference());
+        call = call_arguments(
+            std::move(call), ctx->functionCallArgs(),
+            join(r_.span(ctx->componentReference()), r_.span(ctx->functionCallArgs())));
+        st.value = std::move(call.e);
       } else if (auto* list = ctx->outputExpressionList()) {
         st.kind = ast::StatementKind::MultiAssign;
         st.targets = output_list(list);

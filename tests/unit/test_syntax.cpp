@@ -805,12 +805,6 @@ TEST(SyntaxErrors, Table) {
        "    y = x;\n"
        "      ^\n"
        "help: an algorithm assigns with ':=' (a = b is an equation)\n"},
-      {"function f\n  output Real y;\nalgorithm\n  f(y);\nend f;\n",
-       "e.mbs:4:4: error: expected ':=', found '('\n"
-       "    f(y);\n"
-       "     ^\n"
-       "help: a statement is an assignment 'x := expression;' (call statements such as f(x); are "
-       "not supported)\n"},
       {"function f\n  output Real y;\nalgorithm\n  while true loop\n    y := 1;\n",
        "e.mbs:5:12: error: missing 'end while;'\n"
        "      y := 1;\n"

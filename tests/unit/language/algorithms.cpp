@@ -189,5 +189,45 @@ end R2;
   EXPECT_NE(err.find("'b[i]' has size 4 there, 'a[i]' size 3"), std::string::npos) << err;
 }
 
+// assert(condition, message, level) on parameters is decided while compiling, as an equation
+// and as a statement (also in a function): true is dropped and the model runs; false is a model
+// error with the message, AssertionLevel.warning a warning.
+TEST(Algorithms, AssertOnParametersIsDecidedWhileCompiling) {
+  auto m = compile_source("algo_assert_true", R"mbs(
+function positive
+  input Real a;
+  output Real b;
+algorithm
+  assert(a > 0, "a must be positive");
+  b := a;
+end positive;
+model E
+  parameter Real m = 2;
+  parameter Real k = positive(m);
+  Real x(start = 1, fixed = true), y;
+equation
+  assert(m > 0, "the mass must be positive");
+  der(x) = -k*x;
+algorithm
+  assert(m < 10, "the mass must be below 10", level = AssertionLevel.error);
+  y := x;
+end E;
+)mbs");
+  ASSERT_TRUE(m);
+  auto r = run(*m, 0.5, 1e-3, rt::SolverKind::Dopri5);
+  EXPECT_NEAR(last(*m, r, "y"), std::exp(-1.0), 1e-6);
+  const std::string err = compile_error("algo_assert_false", R"mbs(
+model F
+  parameter Real m = -2;
+  Real x(start = 1, fixed = true);
+equation
+  assert(m > 0, "the mass must be positive");
+  der(x) = -x;
+end F;
+)mbs");
+  EXPECT_NE(err.find("error: assertion failed: the mass must be positive"), std::string::npos)
+      << err;
+}
+
 }  // namespace
 }  // namespace mbs
