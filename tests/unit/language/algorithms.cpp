@@ -189,6 +189,40 @@ end R2;
   EXPECT_NE(err.find("'b[i]' has size 4 there, 'a[i]' size 3"), std::string::npos) << err;
 }
 
+// break under a condition that varies, in a function: the index of the first element of
+// {1, 2, 3} above x is 1 for x < 1, 2 for 1 <= x < 2, 3 for 2 <= x < 3; on parameters the loop
+// is decided while compiling (the first of {1, 5, 7, 9} above 4 is the 2nd).
+TEST(Algorithms, BreakUnderAVaryingConditionInAFunction) {
+  auto m = compile_source("algo_break_function", R"mbs(
+function firstAbove
+  input Real c[:];
+  input Real lim;
+  output Integer k = 0;
+algorithm
+  for i loop
+    if c[i] > lim then
+      k := i;
+      break;
+    end if;
+  end for;
+end firstAbove;
+model FB
+  parameter Integer k1 = firstAbove({1, 5, 7, 9}, 4);
+  Real x(start = 0, fixed = true), j, j1;
+equation
+  der(x) = 1;
+  j = firstAbove({1, 2, 3}, x);
+  j1 = k1;
+end FB;
+)mbs");
+  ASSERT_TRUE(m);
+  EXPECT_NEAR(last(*m, run(*m, 0.5, 0.25), "j"), 1.0, 0.0);
+  EXPECT_NEAR(last(*m, run(*m, 1.5, 0.25), "j"), 2.0, 0.0);
+  auto r = run(*m, 2.5, 0.25);
+  EXPECT_NEAR(last(*m, r, "j"), 3.0, 0.0);
+  EXPECT_NEAR(last(*m, r, "j1"), 2.0, 0.0);
+}
+
 // assert(condition, message, level) on parameters is decided while compiling, as an equation
 // and as a statement (also in a function): true is dropped and the model runs; false is a model
 // error with the message, AssertionLevel.warning a warning.
