@@ -8,12 +8,11 @@
 //  - Only these class kinds: model, connector, record, block, package, type, function (with optional
 //    `partial` / `encapsulated`, both ignored). No `class`, `operator`, `expandable`, enumerations,
 //    `der` short classes, `extends` class specifiers, `redeclare`/`replaceable`/`inner`/`outer`,
-//    conditional components, `initial algorithm`, `external`, `break`. Algorithm sections
-//    are parsed in every class but only functions may have one (checked by the flattener).
+//    conditional components, `external`. Algorithm sections (and `initial algorithm`) are
+//    parsed in every class; the flattener executes them (docs/language.md, "Algorithms").
 //    Their keywords (UNSUPPORTED_KEYWORD) are still reserved, so a model written for Modelica
 //    fails with "the Modelica keyword 'inner' is not supported" instead of a confusing message.
-//    `initial` is a keyword: it starts `initial equation` (and `initial algorithm`, parsed and
-//    refused by Parser.cpp) and is the event operator `initial()`; `der`, `pre`, `reinit` and
+//    `initial` is a keyword: it starts `initial equation` (and `initial algorithm`) and is the event operator `initial()`; `der`, `pre`, `reinit` and
 //    `terminal` are ordinary function names.
 //  - Short classes take no array dimensions (`type V = Real[3];` is rejected) and no prefixes.
 //  - Type prefixes (`parameter`, `input`, `flow`, ...) may come in any order; duplicates and
@@ -22,7 +21,7 @@
 //    the class annotation `annotation(...);` is accepted at the end of a class only.
 //  - Equations: `a = b`, `connect(a, b)`, `for ... loop ... end for`, `if ... end if`,
 //    `when ... elsewhen ... end when` and call equations `f(...)` (the flattener accepts only
-//    `reinit(x, e)`, and only inside `when`). Every for index needs `in range`.
+//    `reinit(x, e)`, and only inside `when`).
 //  - Operator expressions are one flat rule (operatorExpression); precedence and Modelica's
 //    restrictions are applied by Parser.cpp, exactly as in Modelica: `-a^2` is `-(a^2)`, `-a*b` is
 //    `-(a*b)`; `2*-a`, `--a`, `not not a`, `a < b < c` and `a^b^c` are errors (the latter two are
@@ -37,8 +36,8 @@
 //    (`sum(x for i in 1:n)`) are Modelica's; only sum, product, min and max reduce (checked by
 //    the flattener). An iterator filter `{e for i in 1:n if c}` is an mbs extension. The empty
 //    array `{}` is accepted (Modelica wants at least one element).
-//  - No quoted identifiers ('x y'), no leading-dot global names (.Modelica.Blocks), no call
-//    statements `f(x);`. `(a) = f(x)` is the equation `a = f(x)` (the first alternative wins).
+//  - No quoted identifiers ('x y'), no leading-dot global names (.Modelica.Blocks). Call
+//    statements `f(x);` are parsed; the flattener accepts assert(...) only. `(a) = f(x)` is the equation `a = f(x)` (the first alternative wins).
 //  - Annotations are parsed with the modification syntax and thrown away.
 //  - Any character the lexer does not know becomes an ERROR_CHAR token, unterminated strings and
 //    comments become their own tokens, so the lexer never fails; Parser.cpp reports them.
@@ -159,8 +158,10 @@ forIndices
   : forIndex ( ',' forIndex )*
   ;
 
+// `for i loop` without a range: deduced from the arrays the body indexes with i (Modelica
+// 11.2.2.2; the flattener does it for for-equations and for-statements)
 forIndex
-  : IDENT IN expression
+  : IDENT ( IN expression )?
   ;
 
 ifEquation
@@ -181,7 +182,9 @@ whenEquation
 statement
   : ( componentReference ':=' expression
     | '(' outputExpressionList ')' ':=' componentReference functionCallArgs
+    | componentReference functionCallArgs
     | RETURN
+    | BREAK
     | ifStatement
     | forStatement
     | whileStatement
@@ -360,12 +363,13 @@ TRUE         : 'true';
 TYPE         : 'type';
 WHEN         : 'when';
 WHILE        : 'while';
+BREAK        : 'break';
 WITHIN       : 'within';
 
 // Modelica keywords mbs does not support: reserved so that they cannot be used as names.
 // Parser.cpp names them in its messages ("'when' is not supported by mbs").
 UNSUPPORTED_KEYWORD
-  : 'break' | 'class' | 'constrainedby' | 'enumeration'
+  : 'class' | 'constrainedby' | 'enumeration'
   | 'expandable' | 'external' | 'impure' | 'inner' | 'operator' | 'outer' | 'pure'
   | 'redeclare' | 'replaceable'
   ;

@@ -113,14 +113,8 @@ void Flattener::elaborate(Instance& inst) {
       for (const ClassEntry* c : inst.equation_classes) {
         add_equations(c->def->equations, Scope{&inst, nullptr}, inst.path);
         if (!c->def->initial_equations.empty()) add_initial_equations(*c->def, inst);
-        if (!c->def->algorithm_spans.empty() && algorithm_reported_.insert(c->def).second) {
-          diags_.report(DiagKind::unsupported, c->def->algorithm_spans.front(),
-                        {fmt::format("an algorithm section in {} '{}'",
-                                     ast::class_kind_name(c->def->kind), c->full_name)});
-          diags_.help(
-              "only functions have algorithm sections so far; write the statements as "
-              "equations, or move them into a function");
-        }
+        if (!c->def->algorithm_starts.empty()) add_algorithms(*c->def, inst, false);
+        if (!c->def->initial_algorithm_starts.empty()) add_algorithms(*c->def, inst, true);
       }
       return;
   }
@@ -284,8 +278,8 @@ void Flattener::add_equation(const ast::Equation& eq, Scope s, const std::string
           return;
         }
         const auto& ix = eq.indices[k];
-        if (!ix.range) fail(DiagKind::unsupported, ix.span, {"a for loop without a range"});
-        Value range = eval(*ix.range, s.with(outer));
+        Value range = ix.range ? eval(*ix.range, s.with(outer))
+                               : implicit_range(ix, &eq.body, nullptr, s.with(outer));
         if (range.shape.size() != 1)
           fail(DiagKind::shape_mismatch, ix.range->span, {"a for-loop range must be a vector"});
         for (Expr e : range.elems) {

@@ -133,6 +133,10 @@ void Flattener::add_reinit(const ast::Equation& eq, Scope s) {
   const ast::Expr& call = *eq.rhs;
   std::string name;
   for (const auto& part : call.ref) name += (name.empty() ? "" : ".") + part.name;
+  if (name == "assert" || name == "terminate") {
+    add_assert(call, s, nullptr, nullptr, false);
+    return;
+  }
   if (name != "reinit") {
     diags_.report(DiagKind::call_equation, eq.span, {name});
     diags_.help("an equation has the form 'expression = expression;'");

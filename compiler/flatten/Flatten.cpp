@@ -34,6 +34,7 @@ std::optional<FlatModel> Flattener::run(const ast::ClassDef& model) {
     instantiate_members(root, cls, ModEntry{}, 0);
     elaborate(root);
     generate_connection_equations(root);
+    finish_algorithms();
     finish_discrete();
     // every parameter's value, with the parameters it refers to resolved (cycles reported)
     for (size_t i = 0; i < flat_.vars.size(); ++i) {

@@ -11,6 +11,7 @@
 //   Bindings.cpp     bindings, parameters and start values: lazy evaluation, checks, overrides
 //   Evaluate.cpp     expressions to values: references, subscripts, operators, built-in calls
 //   Functions.cpp    user-defined functions, inlined by executing their algorithm symbolically
+//   Algorithms.cpp   algorithm sections of models, executed by the same executor
 //   Loops.cpp        iterators: comprehensions, reductions and the projected work of loop nests
 //   Equations.cpp    elaboration of scalars and equations (for, if, initial equations)
 //   Events.cpp       when-equations, reinit, pre, sample, event-generating floor, discrete checks
@@ -67,6 +68,12 @@ inline std::string shape_str(const std::vector<int>& s) {
   for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
   return r + "]";
 }
+
+// (Functions.cpp) a constant that is not 0; "Real", "Integer" or "Boolean"; "a Real array of
+// shape [2]" and the like, for messages
+bool is_one(sym::Expr e);
+const char* scalar_type_name(ScalarType t);
+std::string describe_value(const Value& v);
 
 // ------------------------------------------------------------------------------------------------
 // Classes with their lexical parents.
@@ -180,6 +187,15 @@ struct FunctionFrame {
   };
   std::map<std::string, Local> locals;
   Expr returned;
+  // the condition under which the innermost loop has been left by `break` (0 outside loops)
+  Expr broken;
+  int loops = 0;    // loops around the statement being executed
+  int varying = 0;  // branches of ifs on conditions that vary around it
+  // An algorithm section of a model (Algorithms.cpp; fn is null): the instance it belongs to,
+  // and its locals are the scalar variables the section assigns, by name, with the symbol of
+  // each; expressions are evaluated in the instance and see the current values of those.
+  Instance* model = nullptr;
+  std::unordered_map<uint32_t, std::string> local_of_symbol;
 };
 
 struct BuildError {};  // thrown after a diagnostic has been reported, caught per equation
@@ -243,6 +259,30 @@ class Flattener {
   void exec_if(const ast::Statement& st, size_t branch, FunctionFrame& f, const Iterators* iters);
   void assign(const ast::Expr& target, Value v, FunctionFrame& f, const Iterators* iters);
   void check_outputs_assigned(const FunctionFrame& f, Span where, const std::string& when);
+  // the scope in which the statements of `f` evaluate, and a value read there (current values)
+  Scope scope_of(FunctionFrame& f, const Iterators* iters) {
+    return f.model ? Scope{f.model, iters, nullptr} : Scope{nullptr, iters, &f};
+  }
+  Value read(const ast::Expr& e, FunctionFrame& f, const Iterators* iters);
+  Value current(Value v, const FunctionFrame& f);
+  Expr inactive(const FunctionFrame& f);
+  // ---- algorithm sections of models (Algorithms.cpp; docs/language.md, "Algorithms")
+  void add_algorithms(const ast::ClassDef& def, Instance& inst, bool initial);
+  void add_algorithm_section(const ast::StatementList& list, size_t begin, size_t end, Span span,
+                             Instance& inst, bool initial);
+  void assigned_variables(const ast::StatementList& list, size_t begin, size_t end, Instance& inst,
+                          std::vector<std::pair<uint32_t, Span>>& out);
+  void assign_model(const ast::Expr& target, Value v, FunctionFrame& f, const Iterators* iters);
+  void finish_algorithms();
+  // assert(condition, message, level) as an equation (f null) or a statement: decided while
+  // compiling; `conditional`: on a path that depends on a varying condition
+  void add_assert(const ast::Expr& call, Scope s, FunctionFrame* f, const Iterators* iters,
+                  bool conditional);
+  std::string assert_message(const ast::Expr& e);
+  // `for i loop` without a range (Modelica 3.6, 11.2.2.2): 1:n from the arrays that the body
+  // (equations or statements) indexes with i
+  Value implicit_range(const ast::ForIndex& ix, const ast::EquationList* eqs,
+                       const ast::StatementList* sts, Scope s);
   [[gnu::noinline]] Value eval_binary(const std::string& op, const Value& a, const Value& b,
                                       Span span);
   Value instance_value(Instance* inst, Span span);
@@ -397,7 +437,8 @@ class Flattener {
   std::vector<std::unique_ptr<Instance>> package_instances_;
   std::vector<const ClassEntry*> call_stack_;     // the functions being inlined, outermost first
   std::set<const ClassEntry*> failed_functions_;  // an error in the body was reported
-  std::set<const ast::ClassDef*> algorithm_reported_;  // classes whose algorithm was refused
+  // the variables computed by algorithm sections: symbol -> where the section assigns it
+  std::unordered_map<uint32_t, Span> algorithm_assigned_;
 };
 
 inline constexpr int kMaxDepth = 64;

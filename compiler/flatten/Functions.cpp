@@ -75,6 +75,9 @@ std::vector<Value> Flattener::call_function(const ast::Expr& call, Scope s, cons
     fail(DiagKind::unsupported, def.extends.front().span, {"'extends' in a function"});
   if (!def.equations.empty())
     fail(DiagKind::unsupported, def.equations.front().span, {"an equation section in a function"});
+  if (!def.initial_algorithm_spans.empty())
+    fail(DiagKind::unsupported, def.initial_algorithm_spans.front(),
+         {"an 'initial algorithm' section in a function"});
   std::vector<const ast::Component*> inputs, outputs;
   for (const auto& c : def.components) {
     if (c.causality == ast::Causality::Input) inputs.push_back(&c);
@@ -135,6 +138,7 @@ std::vector<Value> Flattener::call_function(const ast::Expr& call, Scope s, cons
   FunctionFrame frame;
   frame.fn = fn;
   frame.returned = cx_.zero();
+  frame.broken = cx_.zero();
   for (const auto& c : def.components) {
     FunctionFrame::Local l;
     l.decl = &c;
@@ -248,15 +252,40 @@ void Flattener::check_outputs_assigned(const FunctionFrame& f, Span where,
   }
 }
 
+Value Flattener::current(Value v, const FunctionFrame& f) {
+  // the variables the section assigns read as their current values
+  if (!f.model || f.local_of_symbol.empty()) return v;
+  for (Expr& e : v.elems) {
+    std::unordered_map<uint32_t, Expr> now;
+    for (uint32_t sy : sym::free_symbols(e))
+      if (auto it = f.local_of_symbol.find(sy); it != f.local_of_symbol.end())
+        now.emplace(sy, f.locals.at(it->second).value.elems[0]);
+    if (!now.empty()) e = sym::substitute(cx_, e, now);
+  }
+  return v;
+}
+
+Value Flattener::read(const ast::Expr& e, FunctionFrame& f, const Iterators* iters) {
+  return current(eval(e, scope_of(f, iters)), f);
+}
+
+// The condition under which an assignment changes nothing: the path has returned or left its
+// loop by `break`.
+Expr Flattener::inactive(const FunctionFrame& f) {
+  return f.broken->is_const() && f.broken->value == 0.0
+             ? f.returned
+             : cx_.select(f.returned, cx_.one(), f.broken);
+}
+
 void Flattener::exec(const ast::StatementList& list, FunctionFrame& f, const Iterators* iters) {
   for (const auto& st : list) {
-    if (is_one(f.returned)) return;
+    if (is_one(f.returned) || is_one(f.broken)) return;
     exec_statement(st, f, iters);
   }
 }
 
 void Flattener::exec_statement(const ast::Statement& st, FunctionFrame& f, const Iterators* iters) {
-  Scope fs{nullptr, iters, &f};
+  Scope fs = scope_of(f, iters);
   // unrolled loops multiply: bound the total work like comprehensions and reductions
   if (++iterations_ > 10 * options_.max_instances)
     fail(DiagKind::unsupported, st.span,
@@ -264,7 +293,7 @@ void Flattener::exec_statement(const ast::Statement& st, FunctionFrame& f, const
                       10 * options_.max_instances)});
   switch (st.kind) {
     case ast::StatementKind::Assign:
-      assign(*st.target, eval(*st.value, fs), f, iters);
+      assign(*st.target, read(*st.value, f, iters), f, iters);
       return;
     case ast::StatementKind::MultiAssign: {
       const ClassEntry* fn =
@@ -273,6 +302,7 @@ void Flattener::exec_statement(const ast::Statement& st, FunctionFrame& f, const
         fail(DiagKind::bad_call, st.value->span,
              {"the right side of '(...) := ...' must be a call of a user-defined function"});
       std::vector<Value> outs = call_function(*st.value, fs, fn);
+      for (Value& o : outs) o = current(std::move(o), f);
       if (st.targets.size() > outs.size())
         fail(DiagKind::bad_call, st.span,
              {fmt::format("function '{}' has {} output(s), {} are assigned", fn->full_name,
@@ -282,22 +312,40 @@ void Flattener::exec_statement(const ast::Statement& st, FunctionFrame& f, const
       return;
     }
     case ast::StatementKind::Return:
-      check_outputs_assigned(f, st.span, " when the function returns here");
+      if (f.fn) check_outputs_assigned(f, st.span, " when the function returns here");
       f.returned = cx_.one();
+      return;
+    case ast::StatementKind::Call: {
+      std::string name;
+      for (const auto& part : st.value->ref) name += (name.empty() ? "" : ".") + part.name;
+      if (name != "assert" && name != "terminate")
+        fail(DiagKind::unsupported, st.span,
+             {"the call statement '" + name + "(...)' (assert(...) is the only one)"});
+      add_assert(*st.value, fs, &f, iters, f.varying > 0 || !inactive(f)->is_const());
+      return;
+    }
+    case ast::StatementKind::Break:
+      if (f.loops == 0) fail(DiagKind::break_outside_loop, st.span);
+      f.broken = cx_.one();
       return;
     case ast::StatementKind::If:
       exec_if(st, 0, f, iters);
       return;
     case ast::StatementKind::For: {
+      // `break` leaves the whole nest of this statement's indices
+      const Expr outer_broken = f.broken;
+      ++f.loops;
       std::function<void(size_t, const Iterators*)> loop = [&](size_t k, const Iterators* outer) {
         if (k == st.indices.size()) {
           exec(st.body, f, outer);
           return;
         }
         const auto& ix = st.indices[k];
-        Value range = eval(*ix.range, Scope{nullptr, outer, &f});
+        Value range = ix.range ? read(*ix.range, f, outer)
+                               : implicit_range(ix, nullptr, &st.body, scope_of(f, outer));
+        const Span range_span = ix.range ? ix.range->span : ix.span;
         if (range.is_string || range.shape.size() != 1)
-          fail(DiagKind::shape_mismatch, ix.range->span, {"a for-loop range must be a vector"});
+          fail(DiagKind::shape_mismatch, range_span, {"a for-loop range must be a vector"});
         // unrolled loops multiply: refuse a nest whose sizes go beyond the limit at its start
         const auto count = static_cast<double>(range.elems.size());
         check_projected_work(count, st.span, "executing the statements of functions");
@@ -307,28 +355,34 @@ void Flattener::exec_statement(const ast::Statement& st, FunctionFrame& f, const
         for (Expr x : range.elems) {
           pending_iterations_ = outer_pending * (count - done);
           done += 1.0;
-          if (is_one(f.returned)) return;
-          x = cx_.num(structural(x, ix.range->span, "the range of loop index '" + ix.name + "'"));
+          if (is_one(f.returned) || is_one(f.broken)) return;
+          x = cx_.num(structural(x, range_span, "the range of loop index '" + ix.name + "'"));
           Iterators it{outer, ix.name, Value::of(x, range.type)};
           loop(k + 1, &it);
         }
       };
       loop(0, iters);
+      --f.loops;
+      f.broken = outer_broken;
       return;
     }
     case ast::StatementKind::While: {
       const ast::Expr& cond = *st.conditions[0];
+      const Expr outer_broken = f.broken;
+      ++f.loops;
       for (int n = 0;; ++n) {
-        if (is_one(f.returned)) return;
-        Expr c = scalar_of(eval(cond, fs), cond.span, "a while condition");
+        if (is_one(f.returned) || is_one(f.broken)) break;
+        Expr c = scalar_of(read(cond, f, iters), cond.span, "a while condition");
         if (!c->is_const()) {
           diags_.report(DiagKind::not_structural, cond.span, {"the condition of a while loop"});
-          diags_.help(
-              "while loops are unrolled while compiling, so their condition may depend on "
-              "constants, parameters and loop indices only");
+          diags_.help(f.model ? "a while loop of an algorithm section is unrolled while "
+                                "compiling, so its condition cannot depend on values that "
+                                "change in time; write a for loop with a bound, or an if"
+                              : "while loops are unrolled while compiling, so their condition "
+                                "may depend on constants, parameters and loop indices only");
           throw BuildError{};
         }
-        if (c->value == 0.0) return;
+        if (c->value == 0.0) break;
         if (n == kMaxWhileIterations) {
           diags_.report(DiagKind::while_limit, st.span, {std::to_string(kMaxWhileIterations)});
           diags_.help(
@@ -337,6 +391,9 @@ void Flattener::exec_statement(const ast::Statement& st, FunctionFrame& f, const
         }
         exec(st.body, f, iters);
       }
+      --f.loops;
+      f.broken = outer_broken;
+      return;
     }
   }
 }
@@ -350,7 +407,7 @@ void Flattener::exec_if(const ast::Statement& st, size_t branch, FunctionFrame& 
     return;
   }
   const ast::Expr& ce = *st.conditions[branch];
-  Expr c = scalar_of(eval(ce, Scope{nullptr, iters, &f}), ce.span, "an if condition");
+  Expr c = scalar_of(read(ce, f, iters), ce.span, "an if condition");
   if (c->is_const()) {
     if (c->value != 0.0)
       exec(st.branches[branch], f, iters);
@@ -359,10 +416,14 @@ void Flattener::exec_if(const ast::Statement& st, size_t branch, FunctionFrame& 
     return;
   }
   FunctionFrame saved = f;
+  ++f.varying;
   exec(st.branches[branch], f, iters);
+  --f.varying;
   FunctionFrame taken = std::move(f);
   f = std::move(saved);
+  ++f.varying;
   exec_if(st, branch + 1, f, iters);
+  --f.varying;
   const bool taken_done = is_one(taken.returned), other_done = is_one(f.returned);
   for (auto& [name, l] : f.locals) {
     const auto& t = taken.locals.at(name);
@@ -380,9 +441,14 @@ void Flattener::exec_if(const ast::Statement& st, size_t branch, FunctionFrame& 
     l.defined = (taken_done || t.defined) && (other_done || l.defined);
   }
   if (taken.returned != f.returned) f.returned = cx_.select(c, taken.returned, f.returned);
+  if (taken.broken != f.broken) f.broken = cx_.select(c, taken.broken, f.broken);
 }
 
 void Flattener::assign(const ast::Expr& target, Value v, FunctionFrame& f, const Iterators* iters) {
+  if (f.model) {
+    assign_model(target, std::move(v), f, iters);
+    return;
+  }
   const auto& parts = target.ref;
   const std::string& name = parts[0].name;
   if (iters && iters->find(name))
@@ -450,7 +516,8 @@ void Flattener::assign(const ast::Expr& target, Value v, FunctionFrame& f, const
       // in place: copying the array for each element made filling it quadratic (issue 36); paths
       // that have already returned keep the old value
       Expr& slot = l.value.elems[offset];
-      slot = f.returned->is_const() ? v.elems[0] : cx_.select(f.returned, slot, v.elems[0]);
+      const Expr off = inactive(f);
+      slot = off->is_const() ? v.elems[0] : cx_.select(off, slot, v.elems[0]);
       if (l.type == ScalarType::Real) l.value.type = ScalarType::Real;
       l.defined = true;
       return;
@@ -464,10 +531,11 @@ void Flattener::assign(const ast::Expr& target, Value v, FunctionFrame& f, const
     next.elems[offset] = v.elems[0];
   }
   if (l.type == ScalarType::Real) next.type = ScalarType::Real;
-  // paths that have already returned keep the old value
-  if (!f.returned->is_const() && l.has_value && l.value.shape == next.shape)
+  // paths that have already returned (or left their loop) keep the old value
+  const Expr off = inactive(f);
+  if (!off->is_const() && l.has_value && l.value.shape == next.shape)
     for (size_t k = 0; k < next.elems.size(); ++k)
-      next.elems[k] = cx_.select(f.returned, l.value.elems[k], next.elems[k]);
+      next.elems[k] = cx_.select(off, l.value.elems[k], next.elems[k]);
   l.value = std::move(next);
   l.has_value = true;
   l.defined = true;  // an element assignment leaves the other elements at 0

@@ -140,17 +140,18 @@ struct Equation {
   std::string description;
 };
 
-// One statement of an algorithm section (functions only).
+// One statement of an algorithm section (of a function, or of a model: docs/language.md,
+// "Algorithms").
 struct Statement;
 using StatementList = std::vector<Statement>;
 
-enum class StatementKind { Assign, MultiAssign, If, For, While, Return };
+enum class StatementKind { Assign, MultiAssign, If, For, While, Return, Break, Call };
 
 struct Statement {
   StatementKind kind = StatementKind::Assign;
   Span span;  // the whole statement
   // Assign: target := value. MultiAssign: (targets...) := value (a Call); a null target drops
-  // that output.
+  // that output. Call: `f(args);`, value the Call expression.
   ExprPtr target, value;
   std::vector<ExprPtr> targets;
   // For: indices and body. While: conditions[0] and body.
@@ -178,6 +179,10 @@ struct ClassDef {
   std::vector<Span> initial_spans;                 // the `initial` keywords of those sections
   StatementList algorithm;                         // every `algorithm` section, in order
   std::vector<Span> algorithm_spans;               // the `algorithm` keywords
+  std::vector<size_t> algorithm_starts;            // where each section starts in `algorithm`
+  StatementList initial_algorithm;                 // every `initial algorithm` section, in order
+  std::vector<Span> initial_algorithm_spans;       // their `initial` keywords
+  std::vector<size_t> initial_algorithm_starts;    // where each starts in `initial_algorithm`
   std::vector<std::unique_ptr<ClassDef>> classes;  // nested classes (packages)
   // `type Length = Real(unit = "m");`  -> short_base "Real", short_mod its modification
   std::string short_base;

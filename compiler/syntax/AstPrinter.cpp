@@ -220,6 +220,13 @@ void print_statements(std::ostream& os, const ast::StatementList& list, int leve
       case ast::StatementKind::Return:
         os << "return " << location(st.span) << "\n";
         break;
+      case ast::StatementKind::Call:
+        os << "call " << location(st.span) << ' ' << (st.value ? expr_to_string(*st.value) : "")
+           << "\n";
+        break;
+      case ast::StatementKind::Break:
+        os << "break " << location(st.span) << "\n";
+        break;
       case ast::StatementKind::For:
         os << "for " << location(st.span);
         for (size_t i = 0; i < st.indices.size(); ++i) {
@@ -286,6 +293,11 @@ void print_class(std::ostream& os, const ast::ClassDef& c, int level) {
     indent(os, level + 1);
     os << "algorithm\n";
     print_statements(os, c.algorithm, level + 2);
+  }
+  if (!c.initial_algorithm.empty()) {
+    indent(os, level + 1);
+    os << "initial algorithm\n";
+    print_statements(os, c.initial_algorithm, level + 2);
   }
 }
 

@@ -633,8 +633,7 @@ class MbsErrorStrategy : public antlr4::DefaultErrorStrategy {
     reporter_.syntax(where, "expected " + want + after + ", found " + found(t));
     if (rule == P::RuleStatement && want == "':='" && !at_eof && t->getType() == P::LPAREN) {
       reporter_.diags().help(
-          "a statement is an assignment 'x := expression;' (call statements such as f(x); are "
-          "not supported)");
+          "a statement is an assignment 'x := expression;' or a call of assert(...)");
     }
     if (rule == P::RuleEquation && want == "'='" && !at_eof && t->getType() == P::SEMICOLON) {
       reporter_.diags().help(
@@ -808,16 +807,15 @@ class Builder {
           initial_keyword = nullptr;
           continue;
         case P::ALGORITHM:
-          if (initial_keyword != nullptr) {
-            r_.error(DiagKind::unsupported, r_.span(initial_keyword),
-                     {"an 'initial algorithm' section"});
-            r_.diags().help(
-                "write the conditions at the start as an 'initial equation' section (equations, "
-                "which may call functions)");
+          in_initial = initial_keyword != nullptr;
+          if (in_initial) {
+            def->initial_algorithm_spans.push_back(r_.span(initial_keyword));
+            def->initial_algorithm_starts.push_back(def->initial_algorithm.size());
+          } else {
+            def->algorithm_spans.push_back(r_.span(token_of(child)));
+            def->algorithm_starts.push_back(def->algorithm.size());
           }
           initial_keyword = nullptr;
-          in_initial = false;
-          def->algorithm_spans.push_back(r_.span(token_of(child)));
           continue;
         case P::IDENT:
           if (after_end) check_end_name(*def, ctx, token_of(child));
@@ -831,7 +829,8 @@ class Builder {
         // equations only follow `equation` or `initial equation`
         equation(in_initial ? def->initial_equations : def->equations, eq);
       } else if (auto* st = dynamic_cast<P::StatementContext*>(child)) {
-        statement(def->algorithm, st);  // statements only follow `algorithm`
+        // statements only follow `algorithm` or `initial algorithm`
+        statement(in_initial ? def->initial_algorithm : def->algorithm, st);
       } else if (auto* an = dynamic_cast<P::AnnotationContext*>(child)) {
         def->mbs_element = mbs_element(an);
         experiment(*def, an);
@@ -1152,7 +1151,8 @@ class Builder {
     ast::ForIndex index;
     index.name = ctx->IDENT()->getText();
     index.span = r_.span(ctx->IDENT()->getSymbol());
-    index.range = expr(ctx->expression()).e;
+    // `for i loop` without `in`: the range is deduced by the flattener (Modelica 11.2.2.2)
+    if (ctx->expression() != nullptr) index.range = expr(ctx->expression()).e;
     return index;
   }
 
@@ -1219,6 +1219,8 @@ class Builder {
       st.span = r_.span(ctx);
       if (ctx->RETURN() != nullptr) {
         st.kind = ast::StatementKind::Return;
+      } else if (ctx->BREAK() != nullptr) {
+        st.kind = ast::StatementKind::Break;
       } else if (auto* i = ctx->ifStatement()) {
         st.kind = ast::StatementKind::If;
         bool expect_condition = false;
@@ -1245,6 +1247,13 @@ class Builder {
         st.kind = ast::StatementKind::While;
         st.conditions.push_back(expr(w->expression()).e);
         for (auto* b : w->statement()) statement(st.body, b);
+      } else if (ctx->outputExpressionList() == nullptr && ctx->functionCallArgs() != nullptr) {
+        st.kind = ast::StatementKind::Call;
+        Built call = component_reference(ctx->componentReference());
+        call = call_arguments(
+            std::move(call), ctx->functionCallArgs(),
+            join(r_.span(ctx->componentReference()), r_.span(ctx->functionCallArgs())));
+        st.value = std::move(call.e);
       } else if (auto* list = ctx->outputExpressionList()) {
         st.kind = ast::StatementKind::MultiAssign;
         st.targets = output_list(list);
