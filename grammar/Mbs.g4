@@ -8,7 +8,7 @@
 //  - Only these class kinds: model, connector, record, block, package, type, function (with optional
 //    `partial` / `encapsulated`, both ignored). No `class`, `operator`, `expandable`, enumerations,
 //    `der` short classes, `extends` class specifiers, `redeclare`/`replaceable`/`inner`/`outer`,
-//    conditional components, `initial algorithm`, `external`, `break`. Algorithm sections
+//    `initial algorithm`, `external`, `break`. Algorithm sections
 //    are parsed in every class but only functions may have one (checked by the flattener).
 //    Their keywords (UNSUPPORTED_KEYWORD) are still reserved, so a model written for Modelica
 //    fails with "the Modelica keyword 'inner' is not supported" instead of a confusing message.
@@ -116,7 +116,12 @@ typeSpecifier
   ;
 
 componentDeclaration
-  : IDENT arraySubscripts? modification? comment
+  : IDENT arraySubscripts? modification? conditionAttribute? comment
+  ;
+
+// `A a if cond;`: a conditional component (Modelica 3.6, section 4.4.5)
+conditionAttribute
+  : IF expression
   ;
 
 // ---------------------------------------------------------------- modifications

@@ -13,6 +13,7 @@ Instance* Flattener::resolve_connector(const ast::Expr& ref, Scope s, bool& outs
   for (size_t i = 0; i < ref.ref.size(); ++i) {
     const auto& part = ref.ref[i];
     Instance* m = cur->kind == Instance::Kind::Composite ? cur->member(part.name) : nullptr;
+    if (!m && removed_member(cur, part.name)) return nullptr;  // a conditional component, removed
     if (!m)
       fail(i == 0 ? DiagKind::unknown_name : DiagKind::unknown_member, part.span,
            i == 0 ? std::vector<std::string>{part.name}
@@ -85,6 +86,7 @@ void Flattener::add_connect(const ast::Equation& eq, Scope s) {
   bool a_out = false, b_out = false;
   Instance* a = resolve_connector(*eq.lhs, s, a_out);
   Instance* b = resolve_connector(*eq.rhs, s, b_out);
+  if (!a || !b) return;  // a removed conditional component: the connection is removed with it
   if (a == b) fail(DiagKind::bad_connect, eq.span, {"a connector cannot be connected to itself"});
   bool a_frame = a->mbs_element == "Frame", b_frame = b->mbs_element == "Frame";
   if (a_frame != b_frame)

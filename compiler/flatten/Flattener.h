@@ -15,6 +15,8 @@
 //   Equations.cpp    elaboration of scalars and equations (for, if, initial equations)
 //   Events.cpp       when-equations, reinit, pre, sample, event-generating floor, discrete checks
 //   Connections.cpp  connect: connection sets and their equations
+//   Conditional.cpp  conditional components `A a if cond`: the condition, removed components and
+//                    the uses a conditional component does not allow
 #pragma once
 
 #include <fmt/format.h>
@@ -135,6 +137,10 @@ struct Instance {
   ModEntry mod;
   // Composite: the classes whose equations belong to this instance (the class and its bases)
   std::vector<const ClassEntry*> equation_classes;
+  // A conditional component (`A a if cond`, present: its condition was true); null otherwise.
+  const ast::Component* conditional = nullptr;
+  // Composite: its conditional components whose condition was false (they have no instance).
+  std::vector<const ast::Component*> removed;
 
   Instance* member(const std::string& n) const {
     for (const auto& [k, v] : members)
@@ -219,6 +225,13 @@ class Flattener {
   ModEntry mod_from_ast(const ast::Modification* m, Instance* scope);
   ModEntry pick_element(const ModEntry& m, int index, bool last_dim);
   std::vector<int> eval_dims(const std::vector<ast::ExprPtr>& dims, Scope s);
+  // ---- conditional components (Conditional.cpp)
+  bool condition_holds(const ast::Component& c, Instance& parent);
+  static const ast::Component* removed_member(const Instance* inst, const std::string& name);
+  // Fails when `found` (the member `name` of `owner`, or null) is a conditional component: an
+  // expression may not use it, present or removed.
+  void check_conditional_use(const Instance* owner, const Instance* found, const std::string& name,
+                             Span use);
 
   // ---- evaluation
   // eval recurses once per operator of an expression (up to kMaxExprDepth = 1000 deep), so its
@@ -291,6 +304,7 @@ class Flattener {
   void finish_discrete();
   void add_connect(const ast::Equation& eq, Scope s);
   void add_initial_equations(const ast::ClassDef& def, Instance& inst);
+  // null when the reference names a removed conditional component
   Instance* resolve_connector(const ast::Expr& ref, Scope s, bool& outside);
   void connect_pair(Instance* a, bool a_out, Instance* b, bool b_out, const ast::Equation& eq);
   void generate_connection_equations(Instance& root);

@@ -114,12 +114,33 @@ void Flattener::instantiate_members(Instance& inst, const ClassEntry* cls, const
     help_did_you_mean(k, std::vector<std::string>(names.begin(), names.end()));
     throw BuildError{};
   }
-  for (const auto& [c, owner] : comps) {
-    ModEntry m;
-    if (auto it = effective.sub.find(c->name); it != effective.sub.end()) m = it->second;
-    auto child = make_component(inst, *c, owner, m, depth + 1);
-    inst.members.emplace_back(c->name, child.get());
-    inst.elems.push_back(std::move(child));
+  // conditional components after the others, so that their conditions may name any parameter
+  // of the class; a false condition leaves no instance (Conditional.cpp)
+  for (int pass = 0; pass < 2; ++pass)
+    for (const auto& [c, owner] : comps) {
+      if ((c->condition != nullptr) != (pass == 1)) continue;
+      if (c->condition && !condition_holds(*c, inst)) {
+        inst.removed.push_back(c);
+        continue;
+      }
+      ModEntry m;
+      if (auto it = effective.sub.find(c->name); it != effective.sub.end()) m = it->second;
+      auto child = make_component(inst, *c, owner, m, depth + 1);
+      child->conditional = c->condition ? c : nullptr;
+      inst.members.emplace_back(c->name, child.get());
+      inst.elems.push_back(std::move(child));
+    }
+  if (std::any_of(comps.begin(), comps.end(),
+                  [](const auto& e) { return e.first->condition != nullptr; })) {
+    // members and elements in declaration order again
+    std::map<std::string, size_t> order;
+    for (const auto& [c, owner] : comps) order.emplace(c->name, order.size());
+    std::stable_sort(inst.members.begin(), inst.members.end(),
+                     [&](const auto& a, const auto& b) { return order[a.first] < order[b.first]; });
+    std::map<const Instance*, size_t> at;
+    for (const auto& [n, m] : inst.members) at.emplace(m, at.size());
+    std::stable_sort(inst.elems.begin(), inst.elems.end(),
+                     [&](const auto& a, const auto& b) { return at[a.get()] < at[b.get()]; });
   }
 }
 

@@ -100,6 +100,7 @@ struct Component {
   bool flow = false;
   bool stream = false;
   std::unique_ptr<Modification> mod;  // may be null
+  ExprPtr condition;                  // `A a if cond;` (Modelica 3.6, section 4.4.5), or null
   std::string description;
   bool is_protected = false;
 };

@@ -1003,6 +1003,7 @@ class Builder {
         c.is_protected = proto.is_protected;
         if (auto* s = d->arraySubscripts()) c.dims = subscripts(s);
         if (auto* m = d->modification()) c.mod = modification(m);
+        if (auto* ca = d->conditionAttribute()) c.condition = expr(ca->expression()).e;
         c.description = string_comment(d->comment()->stringComment());
         def.components.push_back(std::move(c));
       } catch (const StatementFailed&) {
