@@ -7,7 +7,7 @@
 // Deviations from Modelica (on purpose):
 //  - Only these class kinds: model, connector, record, block, package, type, function (with optional
 //    `partial` / `encapsulated`, both ignored). No `class`, `operator`, `expandable`, enumerations,
-//    `der` short classes, `extends` class specifiers, `redeclare`/`replaceable`/`inner`/`outer`,
+//    `der` short classes, `extends` class specifiers, the redeclaration of a class,
 //    `initial algorithm`, `external`, `break`. Algorithm sections
 //    are parsed in every class but only functions may have one (checked by the flattener).
 //    Their keywords (UNSUPPORTED_KEYWORD) are still reserved, so a model written for Modelica
@@ -63,7 +63,8 @@ loneExpression
   ;
 
 classDefinition
-  : ENCAPSULATED? PARTIAL? classPrefix (longClassSpecifier | shortClassSpecifier) ';'
+  : ENCAPSULATED? PARTIAL? classPrefix (longClassSpecifier | shortClassSpecifier)
+    constrainingClause? ';'
   ;
 
 classPrefix
@@ -91,12 +92,26 @@ shortClassSpecifier
 element
   : importClause
   | extendsClause
-  | classDefinition
-  | componentClause
+  | elementPrefix* ( classDefinition | componentClause )
+  ;
+
+// `redeclare`, `final`, `inner`, `outer`, `replaceable` (any order; Parser.cpp checks them)
+elementPrefix
+  : REDECLARE | FINAL | INNER | OUTER | REPLACEABLE
+  ;
+
+// `constrainedby P(mods) "comment"` after a replaceable element (Modelica 3.6, section 7.3.2)
+constrainingClause
+  : CONSTRAINEDBY typeSpecifier classModification? comment
   ;
 
 importClause
-  : IMPORT ( IDENT '=' name | name ( DOT_STAR | '.' '*' )? ) comment ';'
+  : IMPORT ( IDENT '=' name | name ( DOT_STAR | '.' '*' | '.' '{' importList '}' )? ) comment ';'
+  ;
+
+// `import A.B.{C, D};`: several single imports (Modelica 3.6, section 13.2.1)
+importList
+  : IDENT ( ',' IDENT )*
   ;
 
 extendsClause
@@ -104,7 +119,8 @@ extendsClause
   ;
 
 componentClause
-  : typePrefix* typeSpecifier arraySubscripts? componentDeclaration (',' componentDeclaration)* ';'
+  : typePrefix* typeSpecifier arraySubscripts? componentDeclaration (',' componentDeclaration)*
+    constrainingClause? ';'
   ;
 
 typePrefix
@@ -137,6 +153,13 @@ classModification
 
 argument
   : EACH? FINAL? name modification? stringComment
+  | REDECLARE EACH? FINAL? REPLACEABLE? elementRedeclaration
+  ;
+
+// `redeclare C sub(mods)` or `redeclare model M = C` inside a modification (section 7.3)
+elementRedeclaration
+  : classPrefix shortClassSpecifier
+  | typePrefix* typeSpecifier arraySubscripts? componentDeclaration constrainingClause?
   ;
 
 // ---------------------------------------------------------------- equations
@@ -328,6 +351,7 @@ BLOCK        : 'block';
 CONNECT      : 'connect';
 CONNECTOR    : 'connector';
 CONSTANT     : 'constant';
+CONSTRAINEDBY : 'constrainedby';
 DISCRETE     : 'discrete';
 EACH         : 'each';
 ELSE         : 'else';
@@ -346,11 +370,13 @@ IF           : 'if';
 IMPORT       : 'import';
 INITIAL      : 'initial';
 IN           : 'in';
+INNER        : 'inner';
 INPUT        : 'input';
 LOOP         : 'loop';
 MODEL        : 'model';
 NOT          : 'not';
 OR           : 'or';
+OUTER        : 'outer';
 OUTPUT       : 'output';
 PACKAGE      : 'package';
 PARAMETER    : 'parameter';
@@ -358,6 +384,8 @@ PARTIAL      : 'partial';
 PROTECTED    : 'protected';
 PUBLIC       : 'public';
 RECORD       : 'record';
+REDECLARE    : 'redeclare';
+REPLACEABLE  : 'replaceable';
 RETURN       : 'return';
 STREAM       : 'stream';
 THEN         : 'then';
@@ -370,9 +398,8 @@ WITHIN       : 'within';
 // Modelica keywords mbs does not support: reserved so that they cannot be used as names.
 // Parser.cpp names them in its messages ("'when' is not supported by mbs").
 UNSUPPORTED_KEYWORD
-  : 'break' | 'class' | 'constrainedby' | 'enumeration'
-  | 'expandable' | 'external' | 'impure' | 'inner' | 'operator' | 'outer' | 'pure'
-  | 'redeclare' | 'replaceable'
+  : 'break' | 'class' | 'enumeration'
+  | 'expandable' | 'external' | 'impure' | 'operator' | 'pure'
   ;
 
 // Operators and punctuation.

@@ -91,6 +91,10 @@ struct ModEntry {
   std::map<std::string, ModEntry> sub;
   Span span;
   bool each = false;
+  // `redeclare C name(...)` (Modelica 3.6, section 7.3): the new declaration and the instance in
+  // whose scope it was written
+  const ast::Component* redeclare = nullptr;
+  Instance* redeclare_scope = nullptr;
 };
 using ModMap = std::map<std::string, ModEntry>;
 
@@ -103,6 +107,10 @@ inline ModEntry merge(const ModEntry& outer, const ModEntry& inner) {
     r.pick = outer.pick;
     r.span = outer.span;
     r.each = outer.each;
+  }
+  if (outer.redeclare) {
+    r.redeclare = outer.redeclare;
+    r.redeclare_scope = outer.redeclare_scope;
   }
   for (const auto& [k, v] : outer.sub) {
     auto it = r.sub.find(k);
@@ -141,6 +149,8 @@ struct Instance {
   const ast::Component* conditional = nullptr;
   // Composite: its conditional components whose condition was false (they have no instance).
   std::vector<const ast::Component*> removed;
+  // Composite: its `inner` components, found by the `outer` ones below it (Modularity.cpp)
+  std::vector<std::pair<std::string, Instance*>> inners;
 
   Instance* member(const std::string& n) const {
     for (const auto& [k, v] : members)
@@ -215,8 +225,12 @@ class Flattener {
   void collect_elements(const ClassEntry* cls, Instance& inst,
                         std::vector<std::pair<const ast::Component*, const ClassEntry*>>& comps,
                         ModEntry& effective, int depth);
+  // `decl_scope`: where c's own modification and dimensions are evaluated (the parent when null);
+  // `carried`: modifications below c's own (those a redeclaration keeps, section 7.3.1).
   std::unique_ptr<Instance> make_component(Instance& parent, const ast::Component& c,
-                                           const ClassEntry* owner, const ModEntry& mod, int depth);
+                                           const ClassEntry* owner, const ModEntry& mod, int depth,
+                                           Instance* decl_scope = nullptr,
+                                           const ModEntry& carried = ModEntry{});
   std::unique_ptr<Instance> make_typed(Instance* parent, const std::string& path,
                                        const ast::Component& c, const ClassEntry* type,
                                        const std::string& builtin, const ModEntry& mod,
@@ -225,6 +239,17 @@ class Flattener {
   ModEntry mod_from_ast(const ast::Modification* m, Instance* scope);
   ModEntry pick_element(const ModEntry& m, int index, bool last_dim);
   std::vector<int> eval_dims(const std::vector<ast::ExprPtr>& dims, Scope s);
+  // ---- redeclare, final, inner/outer (Modularity.cpp)
+  // The member (and the instance it owns, if any) that declaration `c` gives `parent`.
+  std::pair<Instance*, std::unique_ptr<Instance>> make_element(
+      Instance& parent, const ast::Component& c, const ClassEntry* owner, ModEntry mod,
+      const std::pair<const ast::Component*, const ClassEntry*>* replaced, int depth);
+  // Fails unless class or type `now` (named in `now_owner`) has every public element of `was`.
+  void check_compatible(const std::string& was, const ClassEntry* was_owner, Span was_span,
+                        const std::string& now, const ClassEntry* now_owner, Span now_span,
+                        DiagKind kind, const std::string& what);
+  std::vector<std::pair<const ast::Component*, const ClassEntry*>> public_elements(
+      const ClassEntry* cls);
   // ---- conditional components (Conditional.cpp)
   bool condition_holds(const ast::Component& c, Instance& parent);
   static const ast::Component* removed_member(const Instance* inst, const std::string& name);
