@@ -30,6 +30,9 @@ Instance* Flattener::resolve_connector(const ast::Expr& ref, Scope s, bool& outs
              {std::to_string(id), std::to_string(n), cur->path});
       cur = cur->elems[id - 1].get();
     }
+    if (i == 0 && cur->is_connector && cur->parent != s.inst)
+      fail(DiagKind::unsupported, part.span,
+           {"a connect of the outer connector '" + part.name + "' (Modelica 3.6, section 5.4)"});
     if (i == 0 && cur->is_connector) outside = true;
   }
   if (!cur->is_connector)
