@@ -151,11 +151,15 @@ void Flattener::instantiate_members(Instance& inst, const ClassEntry* cls, const
       inst.members.emplace_back(c->name, member);
       owned[k] = std::move(own);
     }
-  // members and elements in declaration order
-  std::map<std::string, size_t> order;
-  for (const auto& [c, owner] : comps) order.emplace(c->name, order.size());
-  std::stable_sort(inst.members.begin(), inst.members.end(),
-                   [&](const auto& a, const auto& b) { return order[a.first] < order[b.first]; });
+  // members in declaration order (they are already unless an inner or a conditional component
+  // was made before or after its place); elements too
+  if (std::any_of(comps.begin(), comps.end(),
+                  [](const auto& e) { return e.first->inner || e.first->condition != nullptr; })) {
+    std::map<std::string, size_t> order;
+    for (const auto& [c, owner] : comps) order.emplace(c->name, order.size());
+    std::stable_sort(inst.members.begin(), inst.members.end(),
+                     [&](const auto& a, const auto& b) { return order[a.first] < order[b.first]; });
+  }
   for (auto& o : owned)
     if (o) inst.elems.push_back(std::move(o));
 }
