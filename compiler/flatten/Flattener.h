@@ -95,12 +95,29 @@ struct ModEntry {
   // whose scope it was written
   const ast::Component* redeclare = nullptr;
   Instance* redeclare_scope = nullptr;
+  // `final k = 2` in a modifier (section 7.2.6); overridden: where a modification from outside
+  // tried to change it (checked by make_element)
+  bool final_ = false;
+  Span final_span, overridden;
 };
 using ModMap = std::map<std::string, ModEntry>;
 
 // outer takes precedence over inner
 inline ModEntry merge(const ModEntry& outer, const ModEntry& inner) {
   ModEntry r = inner;
+  if (inner.final_ && !r.overridden.valid() && (outer.value || !outer.sub.empty()))
+    r.overridden = outer.span.valid() ? outer.span : inner.span;
+  if (inner.final_) {
+    // a final modification keeps its value
+    for (const auto& [k, v] : outer.sub) {
+      auto it = r.sub.find(k);
+      if (it == r.sub.end())
+        r.sub.emplace(k, v);
+      else
+        it->second = merge(v, it->second);
+    }
+    return r;
+  }
   if (outer.value) {
     r.value = outer.value;
     r.scope = outer.scope;

@@ -18,6 +18,10 @@ ModEntry Flattener::mod_from_ast(const ast::Modification* m, Instance* scope) {
   for (const auto& a : m->args) {
     ModEntry sub = mod_from_ast(a.mod.get(), scope);
     sub.each = a.each;
+    if (a.final_) {
+      sub.final_ = true;
+      sub.final_span = a.span;
+    }
     if (a.redeclare) {
       sub.redeclare = a.redeclare.get();
       sub.redeclare_scope = scope;

@@ -109,6 +109,12 @@ std::pair<Instance*, std::unique_ptr<Instance>> Flattener::make_element(
     diags_.help("Modelica 3.6, section 7.2.6: a final element cannot be modified or redeclared");
     throw BuildError{};
   }
+  if (mod.overridden.valid()) {
+    diags_.report(DiagKind::final_modified, mod.overridden, {path, "modified"});
+    diags_.note(mod.final_span, "made final here");
+    diags_.help("Modelica 3.6, section 7.2.6: a final element cannot be modified or redeclared");
+    throw BuildError{};
+  }
   ModEntry carried;
   if (decl != orig) {
     if (!orig->replaceable) {
