@@ -7,11 +7,11 @@
 // Deviations from Modelica (on purpose):
 //  - Only these class kinds: model, connector, record, block, package, type, function (with optional
 //    `partial` / `encapsulated`, both ignored). No `class`, `operator`, `expandable`, enumerations,
-//    `der` short classes, `extends` class specifiers, `redeclare`/`replaceable`/`inner`/`outer`,
-//    conditional components, `external`. Algorithm sections (and `initial algorithm`) are
-//    parsed in every class; the flattener executes them (docs/language.md, "Algorithms").
+//    `der` short classes, `extends` class specifiers, the redeclaration of a class,
+//    `external`. Algorithm sections (and `initial algorithm`) are parsed in every class; the
+//    flattener executes them (docs/language.md, "Algorithms").
 //    Their keywords (UNSUPPORTED_KEYWORD) are still reserved, so a model written for Modelica
-//    fails with "the Modelica keyword 'inner' is not supported" instead of a confusing message.
+//    fails with "the Modelica keyword 'expandable' is not supported" instead of a confusing message.
 //    `initial` is a keyword: it starts `initial equation` (and `initial algorithm`) and is the event operator `initial()`; `der`, `pre`, `reinit` and
 //    `terminal` are ordinary function names.
 //  - Short classes take no array dimensions (`type V = Real[3];` is rejected) and no prefixes.
@@ -62,7 +62,8 @@ loneExpression
   ;
 
 classDefinition
-  : ENCAPSULATED? PARTIAL? classPrefix (longClassSpecifier | shortClassSpecifier) ';'
+  : ENCAPSULATED? PARTIAL? classPrefix (longClassSpecifier | shortClassSpecifier)
+    constrainingClause? ';'
   ;
 
 classPrefix
@@ -90,12 +91,26 @@ shortClassSpecifier
 element
   : importClause
   | extendsClause
-  | classDefinition
-  | componentClause
+  | elementPrefix* ( classDefinition | componentClause )
+  ;
+
+// `redeclare`, `final`, `inner`, `outer`, `replaceable` (any order; Parser.cpp checks them)
+elementPrefix
+  : REDECLARE | FINAL | INNER | OUTER | REPLACEABLE
+  ;
+
+// `constrainedby P(mods) "comment"` after a replaceable element (Modelica 3.6, section 7.3.2)
+constrainingClause
+  : CONSTRAINEDBY typeSpecifier classModification? comment
   ;
 
 importClause
-  : IMPORT ( IDENT '=' name | name ( DOT_STAR | '.' '*' )? ) comment ';'
+  : IMPORT ( IDENT '=' name | name ( DOT_STAR | '.' '*' | '.' '{' importList '}' )? ) comment ';'
+  ;
+
+// `import A.B.{C, D};`: several single imports (Modelica 3.6, section 13.2.1)
+importList
+  : IDENT ( ',' IDENT )*
   ;
 
 extendsClause
@@ -103,7 +118,8 @@ extendsClause
   ;
 
 componentClause
-  : typePrefix* typeSpecifier arraySubscripts? componentDeclaration (',' componentDeclaration)* ';'
+  : typePrefix* typeSpecifier arraySubscripts? componentDeclaration (',' componentDeclaration)*
+    constrainingClause? ';'
   ;
 
 typePrefix
@@ -115,7 +131,12 @@ typeSpecifier
   ;
 
 componentDeclaration
-  : IDENT arraySubscripts? modification? comment
+  : IDENT arraySubscripts? modification? conditionAttribute? comment
+  ;
+
+// `A a if cond;`: a conditional component (Modelica 3.6, section 4.4.5)
+conditionAttribute
+  : IF expression
   ;
 
 // ---------------------------------------------------------------- modifications
@@ -131,6 +152,13 @@ classModification
 
 argument
   : EACH? FINAL? name modification? stringComment
+  | REDECLARE EACH? FINAL? REPLACEABLE? elementRedeclaration
+  ;
+
+// `redeclare C sub(mods)` or `redeclare model M = C` inside a modification (section 7.3)
+elementRedeclaration
+  : classPrefix shortClassSpecifier
+  | typePrefix* typeSpecifier arraySubscripts? componentDeclaration constrainingClause?
   ;
 
 // ---------------------------------------------------------------- equations
@@ -326,6 +354,7 @@ BLOCK        : 'block';
 CONNECT      : 'connect';
 CONNECTOR    : 'connector';
 CONSTANT     : 'constant';
+CONSTRAINEDBY : 'constrainedby';
 DISCRETE     : 'discrete';
 EACH         : 'each';
 ELSE         : 'else';
@@ -344,11 +373,13 @@ IF           : 'if';
 IMPORT       : 'import';
 INITIAL      : 'initial';
 IN           : 'in';
+INNER        : 'inner';
 INPUT        : 'input';
 LOOP         : 'loop';
 MODEL        : 'model';
 NOT          : 'not';
 OR           : 'or';
+OUTER        : 'outer';
 OUTPUT       : 'output';
 PACKAGE      : 'package';
 PARAMETER    : 'parameter';
@@ -356,6 +387,8 @@ PARTIAL      : 'partial';
 PROTECTED    : 'protected';
 PUBLIC       : 'public';
 RECORD       : 'record';
+REDECLARE    : 'redeclare';
+REPLACEABLE  : 'replaceable';
 RETURN       : 'return';
 STREAM       : 'stream';
 THEN         : 'then';
@@ -369,9 +402,8 @@ WITHIN       : 'within';
 // Modelica keywords mbs does not support: reserved so that they cannot be used as names.
 // Parser.cpp names them in its messages ("'when' is not supported by mbs").
 UNSUPPORTED_KEYWORD
-  : 'class' | 'constrainedby' | 'enumeration'
-  | 'expandable' | 'external' | 'impure' | 'inner' | 'operator' | 'outer' | 'pure'
-  | 'redeclare' | 'replaceable'
+  : 'class' | 'enumeration'
+  | 'expandable' | 'external' | 'impure' | 'operator' | 'pure'
   ;
 
 // Operators and punctuation.

@@ -13,6 +13,7 @@ Instance* Flattener::resolve_connector(const ast::Expr& ref, Scope s, bool& outs
   for (size_t i = 0; i < ref.ref.size(); ++i) {
     const auto& part = ref.ref[i];
     Instance* m = cur->kind == Instance::Kind::Composite ? cur->member(part.name) : nullptr;
+    if (!m && removed_member(cur, part.name)) return nullptr;  // a conditional component, removed
     if (!m)
       fail(i == 0 ? DiagKind::unknown_name : DiagKind::unknown_member, part.span,
            i == 0 ? std::vector<std::string>{part.name}
@@ -29,6 +30,9 @@ Instance* Flattener::resolve_connector(const ast::Expr& ref, Scope s, bool& outs
              {std::to_string(id), std::to_string(n), cur->path});
       cur = cur->elems[id - 1].get();
     }
+    if (i == 0 && cur->is_connector && cur->parent != s.inst)
+      fail(DiagKind::unsupported, part.span,
+           {"a connect of the outer connector '" + part.name + "' (Modelica 3.6, section 5.4)"});
     if (i == 0 && cur->is_connector) outside = true;
   }
   if (!cur->is_connector)
@@ -85,6 +89,7 @@ void Flattener::add_connect(const ast::Equation& eq, Scope s) {
   bool a_out = false, b_out = false;
   Instance* a = resolve_connector(*eq.lhs, s, a_out);
   Instance* b = resolve_connector(*eq.rhs, s, b_out);
+  if (!a || !b) return;  // a removed conditional component: the connection is removed with it
   if (a == b) fail(DiagKind::bad_connect, eq.span, {"a connector cannot be connected to itself"});
   bool a_frame = a->mbs_element == "Frame", b_frame = b->mbs_element == "Frame";
   if (a_frame != b_frame)

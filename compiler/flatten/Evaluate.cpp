@@ -90,6 +90,7 @@ Value Flattener::eval_ref(const ast::Expr& e, Scope s) {
   // components, searching enclosing instances only for constants/parameters is not Modelica;
   // names resolve in the instance the expression belongs to.
   Instance* inst = s.inst ? s.inst->member(first) : nullptr;
+  if (s.inst && !s.frame) check_conditional_use(s.inst, inst, first, parts[0].span);
   if (!inst && !s.frame && first == "time" && parts.size() == 1 && parts[0].subscripts.empty())
     return Value::of(cx_.symbol(flat_.time_symbol));
   if (!inst) {
@@ -165,6 +166,7 @@ Value Flattener::eval_ref(const ast::Expr& e, Scope s) {
       if (cur->kind != Instance::Kind::Composite)
         fail(DiagKind::unknown_member, parts[i].span, {cur->path, parts[i].name});
       Instance* m = cur->member(parts[i].name);
+      check_conditional_use(cur, m, parts[i].name, parts[i].span);
       if (!m) {
         diags_.report(DiagKind::unknown_member, parts[i].span, {cur->path, parts[i].name});
         help_did_you_mean(parts[i].name, member_names(cur));

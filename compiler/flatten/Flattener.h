@@ -16,6 +16,8 @@
 //   Equations.cpp    elaboration of scalars and equations (for, if, initial equations)
 //   Events.cpp       when-equations, reinit, pre, sample, event-generating floor, discrete checks
 //   Connections.cpp  connect: connection sets and their equations
+//   Conditional.cpp  conditional components `A a if cond`: the condition, removed components and
+//                    the uses a conditional component does not allow
 #pragma once
 
 #include <fmt/format.h>
@@ -96,18 +98,43 @@ struct ModEntry {
   std::map<std::string, ModEntry> sub;
   Span span;
   bool each = false;
+  // `redeclare C name(...)` (Modelica 3.6, section 7.3): the new declaration and the instance in
+  // whose scope it was written
+  const ast::Component* redeclare = nullptr;
+  Instance* redeclare_scope = nullptr;
+  // `final k = 2` in a modifier (section 7.2.6); overridden: where a modification from outside
+  // tried to change it (checked by make_element)
+  bool final_ = false;
+  Span final_span, overridden;
 };
 using ModMap = std::map<std::string, ModEntry>;
 
 // outer takes precedence over inner
 inline ModEntry merge(const ModEntry& outer, const ModEntry& inner) {
   ModEntry r = inner;
+  if (inner.final_ && !r.overridden.valid() && (outer.value || !outer.sub.empty()))
+    r.overridden = outer.span.valid() ? outer.span : inner.span;
+  if (inner.final_) {
+    // a final modification keeps its value
+    for (const auto& [k, v] : outer.sub) {
+      auto it = r.sub.find(k);
+      if (it == r.sub.end())
+        r.sub.emplace(k, v);
+      else
+        it->second = merge(v, it->second);
+    }
+    return r;
+  }
   if (outer.value) {
     r.value = outer.value;
     r.scope = outer.scope;
     r.pick = outer.pick;
     r.span = outer.span;
     r.each = outer.each;
+  }
+  if (outer.redeclare) {
+    r.redeclare = outer.redeclare;
+    r.redeclare_scope = outer.redeclare_scope;
   }
   for (const auto& [k, v] : outer.sub) {
     auto it = r.sub.find(k);
@@ -142,6 +169,12 @@ struct Instance {
   ModEntry mod;
   // Composite: the classes whose equations belong to this instance (the class and its bases)
   std::vector<const ClassEntry*> equation_classes;
+  // A conditional component (`A a if cond`, present: its condition was true); null otherwise.
+  const ast::Component* conditional = nullptr;
+  // Composite: its conditional components whose condition was false (they have no instance).
+  std::vector<const ast::Component*> removed;
+  // Composite: its `inner` components, found by the `outer` ones below it (Modularity.cpp)
+  std::vector<std::pair<std::string, Instance*>> inners;
 
   Instance* member(const std::string& n) const {
     for (const auto& [k, v] : members)
@@ -225,8 +258,12 @@ class Flattener {
   void collect_elements(const ClassEntry* cls, Instance& inst,
                         std::vector<std::pair<const ast::Component*, const ClassEntry*>>& comps,
                         ModEntry& effective, int depth);
+  // `decl_scope`: where c's own modification and dimensions are evaluated (the parent when null);
+  // `carried`: modifications below c's own (those a redeclaration keeps, section 7.3.1).
   std::unique_ptr<Instance> make_component(Instance& parent, const ast::Component& c,
-                                           const ClassEntry* owner, const ModEntry& mod, int depth);
+                                           const ClassEntry* owner, const ModEntry& mod, int depth,
+                                           Instance* decl_scope = nullptr,
+                                           const ModEntry& carried = ModEntry{});
   std::unique_ptr<Instance> make_typed(Instance* parent, const std::string& path,
                                        const ast::Component& c, const ClassEntry* type,
                                        const std::string& builtin, const ModEntry& mod,
@@ -235,6 +272,24 @@ class Flattener {
   ModEntry mod_from_ast(const ast::Modification* m, Instance* scope);
   ModEntry pick_element(const ModEntry& m, int index, bool last_dim);
   std::vector<int> eval_dims(const std::vector<ast::ExprPtr>& dims, Scope s);
+  // ---- redeclare, final, inner/outer (Modularity.cpp)
+  // The member (and the instance it owns, if any) that declaration `c` gives `parent`.
+  std::pair<Instance*, std::unique_ptr<Instance>> make_element(
+      Instance& parent, const ast::Component& c, const ClassEntry* owner, ModEntry mod,
+      const std::pair<const ast::Component*, const ClassEntry*>* replaced, int depth);
+  // Fails unless class or type `now` (named in `now_owner`) has every public element of `was`.
+  void check_compatible(const std::string& was, const ClassEntry* was_owner, Span was_span,
+                        const std::string& now, const ClassEntry* now_owner, Span now_span,
+                        DiagKind kind, const std::string& what);
+  std::vector<std::pair<const ast::Component*, const ClassEntry*>> public_elements(
+      const ClassEntry* cls);
+  // ---- conditional components (Conditional.cpp)
+  bool condition_holds(const ast::Component& c, Instance& parent);
+  static const ast::Component* removed_member(const Instance* inst, const std::string& name);
+  // Fails when `found` (the member `name` of `owner`, or null) is a conditional component: an
+  // expression may not use it, present or removed.
+  void check_conditional_use(const Instance* owner, const Instance* found, const std::string& name,
+                             Span use);
 
   // ---- evaluation
   // eval recurses once per operator of an expression (up to kMaxExprDepth = 1000 deep), so its
@@ -331,6 +386,7 @@ class Flattener {
   void finish_discrete();
   void add_connect(const ast::Equation& eq, Scope s);
   void add_initial_equations(const ast::ClassDef& def, Instance& inst);
+  // null when the reference names a removed conditional component
   Instance* resolve_connector(const ast::Expr& ref, Scope s, bool& outside);
   void connect_pair(Instance* a, bool a_out, Instance* b, bool b_out, const ast::Equation& eq);
   void generate_connection_equations(Instance& root);

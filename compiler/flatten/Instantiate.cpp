@@ -18,6 +18,14 @@ ModEntry Flattener::mod_from_ast(const ast::Modification* m, Instance* scope) {
   for (const auto& a : m->args) {
     ModEntry sub = mod_from_ast(a.mod.get(), scope);
     sub.each = a.each;
+    if (a.final_) {
+      sub.final_ = true;
+      sub.final_span = a.span;
+    }
+    if (a.redeclare) {
+      sub.redeclare = a.redeclare.get();
+      sub.redeclare_scope = scope;
+    }
     if (!sub.span.valid()) sub.span = a.span;
     // a dotted path x.start = 1 nests
     for (size_t i = a.path.size(); i-- > 1;) {
@@ -103,6 +111,19 @@ void Flattener::instantiate_members(Instance& inst, const ClassEntry* cls, const
   ModEntry inherited;  // modifications from extends clauses
   collect_elements(cls, inst, comps, inherited, depth);
   ModEntry effective = merge(mod, inherited);
+  // an element `redeclare A a;` replaces the inherited declaration of `a` (section 7.3)
+  std::map<std::string, std::pair<const ast::Component*, const ClassEntry*>> replaced;
+  for (size_t k = 0; k < comps.size(); ++k) {
+    if (!comps[k].first->redeclare) continue;
+    for (size_t e = 0; e < k; ++e)
+      if (comps[e].first->name == comps[k].first->name) {
+        replaced.emplace(comps[k].first->name, comps[e]);
+        comps[e] = comps[k];
+        comps.erase(comps.begin() + static_cast<long>(k));
+        --k;
+        break;
+      }
+  }
   std::set<std::string> names;
   for (const auto& [c, owner] : comps) {
     if (!names.insert(c->name).second) fail(DiagKind::duplicate_element, c->span, {c->name});
@@ -114,23 +135,49 @@ void Flattener::instantiate_members(Instance& inst, const ClassEntry* cls, const
     help_did_you_mean(k, std::vector<std::string>(names.begin(), names.end()));
     throw BuildError{};
   }
-  for (const auto& [c, owner] : comps) {
-    ModEntry m;
-    if (auto it = effective.sub.find(c->name); it != effective.sub.end()) m = it->second;
-    auto child = make_component(inst, *c, owner, m, depth + 1);
-    inst.members.emplace_back(c->name, child.get());
-    inst.elems.push_back(std::move(child));
+  // inner components first (the outer ones below find them), conditional components last (their
+  // conditions may name any parameter of the class; a false one leaves no instance)
+  std::vector<std::unique_ptr<Instance>> owned(comps.size());
+  for (int pass = 0; pass < 3; ++pass)
+    for (size_t k = 0; k < comps.size(); ++k) {
+      const auto& [c, owner] = comps[k];
+      if ((c->condition ? 2 : c->inner ? 0 : 1) != pass) continue;
+      if (c->condition && !condition_holds(*c, inst)) {
+        inst.removed.push_back(c);
+        continue;
+      }
+      ModEntry m;
+      if (auto it = effective.sub.find(c->name); it != effective.sub.end()) m = it->second;
+      auto r = replaced.find(c->name);
+      auto [member, own] =
+          make_element(inst, *c, owner, m, r == replaced.end() ? nullptr : &r->second, depth + 1);
+      member->conditional = c->condition ? c : nullptr;
+      inst.members.emplace_back(c->name, member);
+      owned[k] = std::move(own);
+    }
+  // members in declaration order (they are already unless an inner or a conditional component
+  // was made before or after its place); elements too
+  if (std::any_of(comps.begin(), comps.end(),
+                  [](const auto& e) { return e.first->inner || e.first->condition != nullptr; })) {
+    std::map<std::string, size_t> order;
+    for (const auto& [c, owner] : comps) order.emplace(c->name, order.size());
+    std::stable_sort(inst.members.begin(), inst.members.end(),
+                     [&](const auto& a, const auto& b) { return order[a.first] < order[b.first]; });
   }
+  for (auto& o : owned)
+    if (o) inst.elems.push_back(std::move(o));
 }
 
 std::unique_ptr<Instance> Flattener::make_component(Instance& parent, const ast::Component& c,
                                                     const ClassEntry* owner, const ModEntry& mod,
-                                                    int depth) {
+                                                    int depth, Instance* decl_scope,
+                                                    const ModEntry& carried) {
   // declaration modification, evaluated in the parent's scope; outer `mod` overrides it
-  ModEntry decl = mod_from_ast(c.mod.get(), &parent);
-  ModEntry m = merge(mod, decl);
-  std::vector<int> dims = eval_dims(c.type_dims, Scope{&parent, nullptr});
-  auto more = eval_dims(c.dims, Scope{&parent, nullptr});
+  if (!decl_scope) decl_scope = &parent;
+  ModEntry decl = mod_from_ast(c.mod.get(), decl_scope);
+  ModEntry m = merge(mod, merge(decl, carried));
+  std::vector<int> dims = eval_dims(c.type_dims, Scope{decl_scope, nullptr});
+  auto more = eval_dims(c.dims, Scope{decl_scope, nullptr});
   dims.insert(dims.end(), more.begin(), more.end());
   VarRole role = parent.role;
   if (c.variability == ast::Variability::Parameter && role == VarRole::Variable)

@@ -14,6 +14,7 @@ namespace mbs::ast {
 struct Expr;
 using ExprPtr = std::unique_ptr<Expr>;
 struct Modification;
+struct Component;
 
 // One part of a component reference: `name[subscripts]`. A reference a.b[2].c has three parts.
 struct RefPart {
@@ -74,6 +75,8 @@ struct ModArg {
   bool each = false;
   bool final_ = false;
   Span span;
+  // `redeclare C sub(...)` (path {"sub"}, mod empty): the new declaration (section 7.3)
+  std::shared_ptr<const Component> redeclare;
 };
 
 // `(arg, arg, ...) = value`, either part optional.
@@ -100,8 +103,13 @@ struct Component {
   bool flow = false;
   bool stream = false;
   std::unique_ptr<Modification> mod;  // may be null
+  ExprPtr condition;                  // `A a if cond;` (Modelica 3.6, section 4.4.5), or null
   std::string description;
   bool is_protected = false;
+  // element prefixes (sections 5.4, 7.2.6, 7.3)
+  bool replaceable = false, redeclare = false, final_ = false, inner = false, outer = false;
+  std::string constrainedby;  // `constrainedby P`: dotted, or empty
+  Span constrainedby_span;
 };
 
 struct Extends {

@@ -281,7 +281,9 @@ void print_class(std::ostream& os, const ast::ClassDef& c, int level) {
        << variability_name(comp.variability) << causality_name(comp.causality)
        << (comp.flow ? "flow " : "") << (comp.stream ? "stream " : "") << comp.type_name
        << dims(comp.type_dims) << ' ' << comp.name << dims(comp.dims) << ' ' << location(comp.span)
-       << mod_suffix(comp.mod.get()) << description(comp.description) << "\n";
+       << mod_suffix(comp.mod.get())
+       << (comp.condition ? " if " + expr_to_string(*comp.condition) : std::string())
+       << description(comp.description) << "\n";
   }
   print_equations(os, c.equations, level + 1);
   if (!c.initial_equations.empty()) {

@@ -573,6 +573,10 @@ class MbsErrorStrategy : public antlr4::DefaultErrorStrategy {
     if (!at_eof && t->getType() == P::UNSUPPORTED_KEYWORD) {
       reporter_.error(DiagKind::unsupported, reporter_.span(t),
                       {"the Modelica keyword " + quote(t->getText())});
+      if (t->getText() == "expandable")
+        reporter_.diags().help(
+            "expandable connectors (Modelica 3.6, section 9.1.3) are not supported yet; declare "
+            "every variable of the connector");
       return;
     }
     if (!at_eof && t->getType() == P::COLON_EQ && !inside(ctx, P::RuleStatement)) {
@@ -753,9 +757,18 @@ class Builder {
 
   // ---------------------------------------------------------------- classes and elements
 
-  std::unique_ptr<ast::ClassDef> class_definition(P::ClassDefinitionContext* ctx) {
+  std::unique_ptr<ast::ClassDef> class_definition(P::ClassDefinitionContext* ctx,
+                                                  bool replaceable = false) {
     auto def = std::make_unique<ast::ClassDef>();
     def->kind = class_kind(ctx->classPrefix());
+    if (auto* k = ctx->constrainingClause()) {
+      if (!replaceable)
+        r_.syntax(r_.span(k->CONSTRAINEDBY()->getSymbol()),
+                  "'constrainedby' follows only a replaceable element");
+      if (k->classModification() != nullptr)
+        r_.error(DiagKind::unsupported, r_.span(k->classModification()),
+                 {"a modification of the constraining class"});
+    }
     if (auto* s = ctx->shortClassSpecifier()) {
       def->name = s->IDENT()->getText();
       def->span = r_.span(s->IDENT()->getSymbol());
@@ -942,7 +955,17 @@ class Builder {
   void element(ast::ClassDef& def, P::ElementContext* ctx, bool is_protected) {
     try {
       if (auto* i = ctx->importClause()) {
-        def.imports.push_back(import_clause(i));
+        if (auto* list = i->importList()) {
+          // `import A.B.{C, D};` is `import A.B.C; import A.B.D;`
+          for (auto* id : list->IDENT()) {
+            ast::Import imp = import_clause(i);
+            imp.path += "." + id->getText();
+            imp.span = r_.span(id->getSymbol());
+            def.imports.push_back(std::move(imp));
+          }
+        } else {
+          def.imports.push_back(import_clause(i));
+        }
       } else if (auto* e = ctx->extendsClause()) {
         ast::Extends ext;
         ext.base = dotted(e->typeSpecifier()->name());
@@ -954,9 +977,41 @@ class Builder {
         }
         def.extends.push_back(std::move(ext));
       } else if (auto* c = ctx->classDefinition()) {
-        if (auto nested = class_definition(c)) def.classes.push_back(std::move(nested));
+        const ast::Component flags = element_prefixes(ctx->elementPrefix());
+        if (flags.inner || flags.outer || flags.redeclare)
+          r_.error(DiagKind::unsupported, r_.span(ctx->elementPrefix(0)),
+                   {flags.redeclare ? "the redeclaration of a class as an element (Modelica 3.6, "
+                                      "section 7.3)"
+                                    : "'inner' or 'outer' on a class definition (Modelica 3.6, "
+                                      "section 5.4)"});
+        if (auto nested = class_definition(c, flags.replaceable))
+          def.classes.push_back(std::move(nested));
       } else if (auto* cc = ctx->componentClause()) {
+        const ast::Component flags = element_prefixes(ctx->elementPrefix());
+        const size_t first = def.components.size();
         component_clause(def, cc, is_protected);
+        std::string constrainedby;
+        Span constrainedby_span;
+        if (auto* k = cc->constrainingClause()) {
+          constrainedby = dotted(k->typeSpecifier()->name());
+          constrainedby_span = r_.span(k->typeSpecifier());
+          if (!flags.replaceable)
+            r_.syntax(r_.span(k->CONSTRAINEDBY()->getSymbol()),
+                      "'constrainedby' follows only a replaceable element");
+          if (k->classModification() != nullptr)
+            r_.error(DiagKind::unsupported, r_.span(k->classModification()),
+                     {"a modification of the constraining class"});
+        }
+        for (size_t k = first; k < def.components.size(); ++k) {
+          ast::Component& comp = def.components[k];
+          comp.replaceable = flags.replaceable;
+          comp.redeclare = flags.redeclare;
+          comp.final_ = flags.final_;
+          comp.inner = flags.inner;
+          comp.outer = flags.outer;
+          comp.constrainedby = constrainedby;
+          comp.constrainedby_span = constrainedby_span;
+        }
       }
     } catch (const StatementFailed&) {
     }
@@ -1002,11 +1057,29 @@ class Builder {
         c.is_protected = proto.is_protected;
         if (auto* s = d->arraySubscripts()) c.dims = subscripts(s);
         if (auto* m = d->modification()) c.mod = modification(m);
+        if (auto* ca = d->conditionAttribute()) c.condition = expr(ca->expression()).e;
         c.description = string_comment(d->comment()->stringComment());
         def.components.push_back(std::move(c));
       } catch (const StatementFailed&) {
       }
     }
+  }
+
+  // The element prefixes redeclare, final, inner, outer, replaceable (each at most once), as the
+  // flags of a Component.
+  ast::Component element_prefixes(const std::vector<P::ElementPrefixContext*>& list) {
+    ast::Component c;
+    for (auto* p : list) {
+      Token* t = p->getStart();
+      bool* flag = t->getType() == P::REDECLARE ? &c.redeclare
+                   : t->getType() == P::FINAL   ? &c.final_
+                   : t->getType() == P::INNER   ? &c.inner
+                   : t->getType() == P::OUTER   ? &c.outer
+                                                : &c.replaceable;
+      if (*flag) r_.syntax(r_.span(t), "duplicate prefix '" + t->getText() + "'");
+      *flag = true;
+    }
+    return c;
   }
 
   // Prefixes may come in any order; each group (variability, causality, flow/stream) at most
@@ -1078,12 +1151,59 @@ class Builder {
     return m;
   }
 
+  // `redeclare [replaceable] C sub(...)` inside a modification: the new declaration of `sub`
+  // (Modelica 3.6, section 7.3). The redeclaration of a class is refused here.
+  std::shared_ptr<const ast::Component> redeclaration(P::ElementRedeclarationContext* rd,
+                                                      bool replaceable) {
+    if (rd->classPrefix() != nullptr) {
+      r_.error(DiagKind::unsupported, r_.span(rd),
+               {"the redeclaration of a class (Modelica 3.6, section 7.3; redeclare a component "
+                "instead)"});
+      throw StatementFailed{};
+    }
+    auto c = std::make_shared<ast::Component>();
+    prefixes(*c, rd->typePrefix());
+    c->type_name = dotted(rd->typeSpecifier()->name());
+    c->type_span = r_.span(rd->typeSpecifier());
+    if (auto* s = rd->arraySubscripts()) c->type_dims = subscripts(s);
+    auto* d = rd->componentDeclaration();
+    c->name = d->IDENT()->getText();
+    c->span = r_.span(d->IDENT()->getSymbol());
+    if (auto* s = d->arraySubscripts()) c->dims = subscripts(s);
+    if (auto* m = d->modification()) c->mod = modification(m);
+    if (auto* ca = d->conditionAttribute())
+      r_.syntax(r_.span(ca),
+                "a redeclaration cannot have a condition (it keeps the one of the "
+                "declaration it replaces, Modelica 3.6, section 4.4.5)");
+    c->description = string_comment(d->comment()->stringComment());
+    c->redeclare = true;
+    c->replaceable = replaceable;
+    if (auto* k = rd->constrainingClause()) {
+      c->constrainedby = dotted(k->typeSpecifier()->name());
+      c->constrainedby_span = r_.span(k->typeSpecifier());
+    }
+    return c;
+  }
+
   std::vector<ast::ModArg> class_modification(P::ClassModificationContext* ctx) {
     std::vector<ast::ModArg> args;
     for (auto* a : ctx->argument()) {
       ast::ModArg arg;
       arg.each = a->EACH() != nullptr;
       arg.final_ = a->FINAL() != nullptr;
+      if (auto* rd = a->elementRedeclaration()) {
+        try {
+          arg.redeclare = redeclaration(rd, a->REPLACEABLE() != nullptr);
+        } catch (const StatementFailed&) {
+          continue;
+        }
+        arg.path.push_back(arg.redeclare->name);
+        arg.span = arg.redeclare->span;
+        arg.mod = std::make_unique<ast::Modification>();
+        arg.mod->span = arg.span;
+        args.push_back(std::move(arg));
+        continue;
+      }
       for (auto* id : a->name()->IDENT()) arg.path.push_back(id->getText());
       arg.span = r_.span(a->name());
       if (auto* m = a->modification()) {

@@ -812,10 +812,12 @@ TEST(SyntaxErrors, Table) {
        "e.mbs:4:3: note: 'while' begins here\n"
        "    while true loop\n"
        "    ^~~~~\n"},
-      {"model M\n  inner Real x;\nend M;\n",
-       "e.mbs:2:3: error: the Modelica keyword 'inner' is not supported\n"
-       "    inner Real x;\n"
-       "    ^~~~~\n"},
+      {"model M\n  expandable Real x;\nend M;\n",
+       "e.mbs:2:3: error: the Modelica keyword 'expandable' is not supported\n"
+       "    expandable Real x;\n"
+       "    ^~~~~~~~~~\n"
+       "help: expandable connectors (Modelica 3.6, section 9.1.3) are not supported yet; declare "
+       "every variable of the connector\n"},
       // Nested class closed with the outer name.
       {"model M\n  model N\n    Real x;\nend M;\n",
        "e.mbs:4:5: error: 'end M' does not match 'N'\n"
