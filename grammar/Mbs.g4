@@ -5,8 +5,8 @@
 // step.
 //
 // Deviations from Modelica (on purpose):
-//  - Only these class kinds: model, connector, record, block, package, type, function (with optional
-//    `partial` / `encapsulated`, both ignored). No `class`, `operator`, `expandable`, enumerations,
+//  - Only these class kinds: class, model, connector, record, block, package, type, function (with
+//    optional `partial` / `encapsulated`, both ignored). No `operator`, `expandable`, enumerations,
 //    `der` short classes, `extends` class specifiers, `redeclare`/`replaceable`/`inner`/`outer`,
 //    conditional components, `initial algorithm`, `external`, `break`. Algorithm sections
 //    are parsed in every class but only functions may have one (checked by the flattener).
@@ -37,8 +37,9 @@
 //    (`sum(x for i in 1:n)`) are Modelica's; only sum, product, min and max reduce (checked by
 //    the flattener). An iterator filter `{e for i in 1:n if c}` is an mbs extension. The empty
 //    array `{}` is accepted (Modelica wants at least one element).
-//  - No quoted identifiers ('x y'), no leading-dot global names (.Modelica.Blocks), no call
-//    statements `f(x);`. `(a) = f(x)` is the equation `a = f(x)` (the first alternative wins).
+//  - Quoted identifiers ('x y') are IDENT tokens that keep their quotes (Modelica: 'x' and x are
+//    distinct names); global names (.Modelica.Blocks) are a leading '.' of typeSpecifier and
+//    componentReference. No call statements `f(x);`. `(a) = f(x)` is the equation `a = f(x)` (the first alternative wins).
 //  - Annotations are parsed with the modification syntax and thrown away.
 //  - Any character the lexer does not know becomes an ERROR_CHAR token, unterminated strings and
 //    comments become their own tokens, so the lexer never fails; Parser.cpp reports them.
@@ -67,7 +68,7 @@ classDefinition
   ;
 
 classPrefix
-  : MODEL | CONNECTOR | RECORD | BLOCK | PACKAGE | TYPE | FUNCTION
+  : CLASS | MODEL | CONNECTOR | RECORD | BLOCK | PACKAGE | TYPE | FUNCTION
   ;
 
 // Modelica's composition and equation sections are inlined here so that no statement loop ends at
@@ -111,8 +112,9 @@ typePrefix
   : FLOW | STREAM | DISCRETE | PARAMETER | CONSTANT | INPUT | OUTPUT
   ;
 
+// A leading '.' makes a global name (Modelica 3.6, 5.3.3): looked up from the top level.
 typeSpecifier
-  : name
+  : '.'? name
   ;
 
 componentDeclaration
@@ -255,7 +257,7 @@ primary
 
 // a.b[i, j].c
 componentReference
-  : IDENT arraySubscripts? ( '.' IDENT arraySubscripts? )*
+  : '.'? IDENT arraySubscripts? ( '.' IDENT arraySubscripts? )*
   ;
 
 name
@@ -320,6 +322,7 @@ ALGORITHM    : 'algorithm';
 ANNOTATION   : 'annotation';
 AND          : 'and';
 BLOCK        : 'block';
+CLASS        : 'class';
 CONNECT      : 'connect';
 CONNECTOR    : 'connector';
 CONSTANT     : 'constant';
@@ -365,7 +368,7 @@ WITHIN       : 'within';
 // Modelica keywords mbs does not support: reserved so that they cannot be used as names.
 // Parser.cpp names them in its messages ("'when' is not supported by mbs").
 UNSUPPORTED_KEYWORD
-  : 'break' | 'class' | 'constrainedby' | 'enumeration'
+  : 'break' | 'constrainedby' | 'enumeration'
   | 'expandable' | 'external' | 'impure' | 'inner' | 'operator' | 'outer' | 'pure'
   | 'redeclare' | 'replaceable'
   ;
@@ -400,8 +403,10 @@ SEMICOLON  : ';';
 COLON      : ':';
 DOT        : '.';
 
+// A quoted identifier 'x y' (Modelica 3.6, 2.3.1) keeps its quotes: they are part of the name.
 IDENT
   : [a-zA-Z_] [a-zA-Z_0-9]*
+  | '\'' ( ~['\\\r\n] | '\\' ~[\r\n] )+ '\''
   ;
 
 // 1, 1.5, 1., .5, 1e-3, 2.5E+4. `1.*x` lexes as `1.` `*` `x` (the longest match), which has the

@@ -36,6 +36,8 @@ Expr Flattener::binding_of(size_t var, Span use) {
   } else if (inst->mod.value) {
     try {
       Value v = eval_mod_value(inst->mod);
+      check_value_type(var, v, inst->mod.value->span.valid() ? inst->mod.value->span : fv.span,
+                       "the value");
       b = scalar_of(v, inst->mod.span.valid() ? inst->mod.span : fv.span, "a binding");
     } catch (const BuildError&) {
       binding_state_[var] = 3;  // not "in progress": a later use is no cycle

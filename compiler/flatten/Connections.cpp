@@ -73,6 +73,7 @@ void Flattener::connect_pair(Instance* a, bool a_out, Instance* b, bool b_out,
     fail(DiagKind::bad_connect, eq.span,
          {"cannot connect flow variable '" + (va.flow ? va.name : vb.name) +
           "' with potential variable '" + (va.flow ? vb.name : va.name) + "'"});
+  check_connect_types(va, vb, eq);
   if (va.role != VarRole::Variable || vb.role != VarRole::Variable)
     return;  // parameters: no equation
   int ea = element(a->var, a_out, eq.span);

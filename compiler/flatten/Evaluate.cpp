@@ -64,17 +64,19 @@ Value Flattener::apply_subscripts(const Value& v, const std::vector<ast::ExprPtr
 
 Value Flattener::eval_ref(const ast::Expr& e, Scope s) {
   const auto& parts = e.ref;
-  const std::string& first = parts[0].name;
+  // a global name `.P.c` (Modelica 3.6, 5.3.3): a constant of a top-level class
+  const bool global = !parts[0].name.empty() && parts[0].name[0] == '.';
+  const std::string first = global ? parts[0].name.substr(1) : parts[0].name;
   Span span = e.span;
   // for-loop iterators
-  if (s.iters) {
+  if (s.iters && !global) {
     if (const Value* it = s.iters->find(first)) {
       if (parts.size() > 1) fail(DiagKind::unknown_member, parts[1].span, {first, parts[1].name});
       return apply_subscripts(*it, parts[0].subscripts, s, span, first);
     }
   }
   // the inputs, outputs and protected variables of a function
-  if (s.frame) {
+  if (s.frame && !global) {
     if (auto it = s.frame->locals.find(first); it != s.frame->locals.end()) {
       if (parts.size() > 1) fail(DiagKind::unknown_member, parts[1].span, {first, parts[1].name});
       if (!it->second.defined) {
@@ -89,12 +91,16 @@ Value Flattener::eval_ref(const ast::Expr& e, Scope s) {
   }
   // components, searching enclosing instances only for constants/parameters is not Modelica;
   // names resolve in the instance the expression belongs to.
-  Instance* inst = s.inst ? s.inst->member(first) : nullptr;
-  if (!inst && !s.frame && first == "time" && parts.size() == 1 && parts[0].subscripts.empty())
+  Instance* inst = s.inst && !global ? s.inst->member(first) : nullptr;
+  if (!inst && !global && !s.frame && first == "time" && parts.size() == 1 &&
+      parts[0].subscripts.empty())
     return Value::of(cx_.symbol(flat_.time_symbol));
   if (!inst) {
     // a constant in a package: P.c
-    const ClassEntry* from = s.frame ? s.frame->fn : s.inst && s.inst->cls ? s.inst->cls : nullptr;
+    const ClassEntry* from = global                  ? nullptr
+                             : s.frame               ? s.frame->fn
+                             : s.inst && s.inst->cls ? s.inst->cls
+                                                     : nullptr;
     const ClassEntry* pkg = nullptr;
     size_t k = 0;
     if (parts.size() == 1) {
@@ -402,6 +408,7 @@ Value Flattener::eval_compound(const ast::Expr& e, Scope s) {
       Value result = eval(*e.args[n - 1], s);
       for (size_t i = n - 1; i >= 2; i -= 2) {
         Value c = eval(*e.args[i - 2], s);
+        check_condition(c, e.args[i - 2]->span, "an if-expression");
         Expr ce = scalar_of(c, e.args[i - 2]->span, "an if condition");
         if (ce->is_const()) {
           if (ce->value != 0.0) result = eval(*e.args[i - 1], s);
@@ -562,7 +569,13 @@ Value Flattener::eval_call(const ast::Expr& e, Scope s) {
   if (auto it = unary.find(name); it != unary.end()) {
     need(1, 1);
     sym::Op op = it->second;
-    Value v = map1(arg(0), [&](Expr x) { return cx_.unary(op, x); });
+    Value a = arg(0);
+    check_numeric_argument(full, a, e.args[0]->span);
+    const ScalarType in = a.type;
+    Value v = map1(std::move(a), [&](Expr x) { return cx_.unary(op, x); });
+    // sign is an Integer; abs keeps its argument's type (Modelica 3.6, 3.7.1)
+    if (name == "sign") v.type = ScalarType::Integer;
+    if (name == "abs") v.type = in;
     return v;
   }
   if (name == "der") {
@@ -572,7 +585,21 @@ Value Flattener::eval_call(const ast::Expr& e, Scope s) {
       diags_.help("a function maps its inputs to its outputs; pass the derivative as an input");
       throw BuildError{};
     }
-    return map1(arg(0), [&](Expr x) {
+    Value a = arg(0);
+    if (!a.is_string && a.type != ScalarType::Real) {
+      // Modelica 3.6, 3.7.4: der of a Real expression only (an Integer or Boolean is piecewise
+      // constant; its derivative is not defined)
+      diags_.report(DiagKind::type_error, e.args[0]->span,
+                    {fmt::format("the argument of 'der' must be a Real, found {}",
+                                 a.type == ScalarType::Integer ? "an Integer" : "a Boolean")});
+      if (a.size() == 1 && a.elems[0]->is_symbol())
+        if (auto it = flat_.var_of_symbol.find(a.elems[0]->symbol); it != flat_.var_of_symbol.end())
+          diags_.note(flat_.vars[it->second].span,
+                      fmt::format("'{}' is declared {} here", flat_.vars[it->second].name,
+                                  a.type == ScalarType::Integer ? "an Integer" : "a Boolean"));
+      throw BuildError{};
+    }
+    return map1(std::move(a), [&](Expr x) {
       for (uint32_t sy : sym::free_symbols(x))
         if (auto it = flat_.var_of_symbol.find(sy);
             it != flat_.var_of_symbol.end() && flat_.vars[it->second].role == VarRole::Input) {
@@ -604,7 +631,7 @@ Value Flattener::eval_call(const ast::Expr& e, Scope s) {
       sy = cx_.new_symbol(name + "()");
       ders_.set_constant(static_cast<uint32_t>(sy));
     }
-    return Value::of(cx_.symbol(static_cast<uint32_t>(sy)));
+    return Value::of(cx_.symbol(static_cast<uint32_t>(sy)), ScalarType::Boolean);
   }
   if (name == "sample" && e.ref.size() == 1) {
     // sample(start, interval): true at the event of each instant start + i interval (i >= 0)
@@ -744,9 +771,11 @@ Value Flattener::eval_call(const ast::Expr& e, Scope s) {
   if (name == "min" || name == "max") {
     sym::Op op = name == "min" ? sym::Op::Min : sym::Op::Max;
     if (nargs == 2) {
-      Expr a = scalar_of(arg(0), e.args[0]->span, "an argument of min/max");
-      Expr b = scalar_of(arg(1), e.args[1]->span, "an argument of min/max");
-      return Value::of(cx_.binary(op, a, b));
+      const Value va = arg(0), vb = arg(1);
+      Expr a = scalar_of(va, e.args[0]->span, "an argument of min/max");
+      Expr b = scalar_of(vb, e.args[1]->span, "an argument of min/max");
+      const bool integers = va.type == ScalarType::Integer && vb.type == ScalarType::Integer;
+      return Value::of(cx_.binary(op, a, b), integers ? ScalarType::Integer : ScalarType::Real);
     }
     need(1, 1);
     Value v = arg(0);

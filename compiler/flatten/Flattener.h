@@ -15,6 +15,8 @@
 //   Equations.cpp    elaboration of scalars and equations (for, if, initial equations)
 //   Events.cpp       when-equations, reinit, pre, sample, event-generating floor, discrete checks
 //   Connections.cpp  connect: connection sets and their equations
+//   Types.cpp        types and checking: sizes from bindings, type checks of bindings, equations,
+//                    conditions, built-in arguments and connections
 #pragma once
 
 #include <fmt/format.h>
@@ -220,6 +222,18 @@ class Flattener {
   ModEntry pick_element(const ModEntry& m, int index, bool last_dim);
   std::vector<int> eval_dims(const std::vector<ast::ExprPtr>& dims, Scope s);
 
+  // ---- types and checking (Types.cpp)
+  // The dimensions of a component, a `:` taken from its binding (`Real a[:] = {1, 2, 3}`).
+  std::vector<int> component_dims(const ast::Component& c, Instance& parent, const ModEntry& m);
+  // Reports an array whose binding has another size than the declared one.
+  void check_array_binding(const Instance& inst);
+  // Reports a value (binding, start, modifier) whose type the declaration of `var` does not take.
+  void check_value_type(size_t var, const Value& v, Span at, const std::string& what);
+  void check_condition(const Value& c, Span at, const char* what);
+  void check_equation_types(const Value& l, const Value& r, const ast::Equation& eq);
+  void check_connect_types(const FlatVar& a, const FlatVar& b, const ast::Equation& eq);
+  void check_numeric_argument(const std::string& fn, const Value& v, Span at);
+
   // ---- evaluation
   // eval recurses once per operator of an expression (up to kMaxExprDepth = 1000 deep), so its
   // frame must stay small: the cases with many locals are functions of their own that are never
@@ -401,6 +415,26 @@ class Flattener {
 };
 
 inline constexpr int kMaxDepth = 64;
+
+// The parts of a dotted name `A.'b.c'.D`: a '.' inside a quoted identifier does not split.
+inline std::vector<std::string> split_name(const std::string& dotted) {
+  std::vector<std::string> parts(1);
+  bool quoted = false;
+  for (size_t i = 0; i < dotted.size(); ++i) {
+    const char c = dotted[i];
+    if (quoted && c == '\\' && i + 1 < dotted.size()) {
+      parts.back() += c;
+      parts.back() += dotted[++i];
+      continue;
+    }
+    if (c == '\'') quoted = !quoted;
+    if (c == '.' && !quoted)
+      parts.emplace_back();
+    else
+      parts.back() += c;
+  }
+  return parts;
+}
 
 inline std::vector<std::string> member_names(const Instance* inst) {
   std::vector<std::string> r;

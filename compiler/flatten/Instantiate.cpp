@@ -129,9 +129,7 @@ std::unique_ptr<Instance> Flattener::make_component(Instance& parent, const ast:
   // declaration modification, evaluated in the parent's scope; outer `mod` overrides it
   ModEntry decl = mod_from_ast(c.mod.get(), &parent);
   ModEntry m = merge(mod, decl);
-  std::vector<int> dims = eval_dims(c.type_dims, Scope{&parent, nullptr});
-  auto more = eval_dims(c.dims, Scope{&parent, nullptr});
-  dims.insert(dims.end(), more.begin(), more.end());
+  std::vector<int> dims = component_dims(c, parent, m);
   VarRole role = parent.role;
   if (c.variability == ast::Variability::Parameter && role == VarRole::Variable)
     role = VarRole::Parameter;
@@ -198,6 +196,7 @@ std::unique_ptr<Instance> Flattener::make_typed(Instance* parent, const std::str
   if (dim_pos < dims.size()) {
     inst->kind = Instance::Kind::Array;
     inst->dims.assign(dims.begin() + dim_pos, dims.end());
+    inst->mod = mod;  // its binding's size is checked by check_array_binding
     int n = dims[dim_pos];
     for (int i = 1; i <= n; ++i) {
       std::string p = path;

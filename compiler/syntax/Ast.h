@@ -163,7 +163,8 @@ struct Statement {
   std::vector<StatementList> branches;
 };
 
-enum class ClassKind { Model, Connector, Record, Block, Package, Type, Function };
+// Class: the general class of Modelica (`class A ... end A;`), treated like a model.
+enum class ClassKind { Model, Connector, Record, Block, Package, Type, Function, Class };
 
 struct ClassDef {
   ClassKind kind = ClassKind::Model;

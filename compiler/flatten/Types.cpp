@@ -1,0 +1,211 @@
+// Types and checking (Modelica 3.6, ch. 4.8, 6.7 and 10): array sizes taken from a binding
+// (`Real a[:] = {1, 2, 3}`), a declared size checked against its binding, and the type checks of
+// bindings, start values, equations, conditions, built-in arguments and connections. Integer to
+// Real is the one implicit conversion; every other mismatch is an error that names both types and
+// points at the declaration in a note, never a silent conversion.
+#include "compiler/flatten/Flattener.h"
+
+namespace mbs::flattening {
+
+const char* scalar_type_name(ScalarType t);  // Functions.cpp
+
+namespace {
+
+// A value of type `from` may be given where `to` is declared (Modelica 3.6, 6.7: Integer is
+// converted to Real; nothing else converts).
+bool assignable(ScalarType to, ScalarType from) {
+  return to == from || (to == ScalarType::Real && from == ScalarType::Integer);
+}
+
+std::string an(ScalarType t) {
+  return std::string(t == ScalarType::Integer ? "an " : "a ") + scalar_type_name(t);
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------------
+// Array sizes
+
+std::vector<int> Flattener::component_dims(const ast::Component& c, Instance& parent,
+                                           const ModEntry& m) {
+  std::vector<const ast::Expr*> all;
+  for (const auto& d : c.type_dims) all.push_back(d.get());
+  for (const auto& d : c.dims) all.push_back(d.get());
+  bool colon = false;
+  for (const ast::Expr* d : all) colon = colon || d->kind == ast::ExprKind::Colon;
+  if (!colon) {
+    std::vector<int> dims = eval_dims(c.type_dims, Scope{&parent, nullptr});
+    auto more = eval_dims(c.dims, Scope{&parent, nullptr});
+    dims.insert(dims.end(), more.begin(), more.end());
+    return dims;
+  }
+  // `Real a[:] = {1, 2, 3}`: a `:` takes its size from the binding (Modelica 3.6, 10.1)
+  const ast::Expr* first_colon = nullptr;
+  for (const ast::Expr* d : all)
+    if (d->kind == ast::ExprKind::Colon && !first_colon) first_colon = d;
+  if (!m.value || m.each) {
+    diags_.report(DiagKind::unsupported, first_colon->span,
+                  {"the size ':' of '" + c.name + "' without a binding to take it from"});
+    diags_.help("give the array a value, e.g. 'Real " + c.name +
+                "[:] = {1, 2, 3};', or write its size");
+    throw BuildError{};
+  }
+  // evaluated once here; the elements pick their parts from the same value (eval_mod_value)
+  const auto key = std::make_pair(m.value, m.scope);
+  auto it = array_mod_values_.find(key);
+  if (it == array_mod_values_.end())
+    it = array_mod_values_.emplace(key, eval(*m.value, Scope{m.scope, nullptr})).first;
+  Value v = it->second;
+  for (int idx : m.pick) {  // a component of an element of an array of components
+    if (v.shape.empty() || idx >= v.shape[0]) break;
+    size_t stride = v.elems.size() / static_cast<size_t>(v.shape[0]);
+    Value r;
+    r.type = v.type;
+    r.shape.assign(v.shape.begin() + 1, v.shape.end());
+    r.elems.assign(v.elems.begin() + idx * stride, v.elems.begin() + (idx + 1) * stride);
+    v = std::move(r);
+  }
+  if (v.is_string || v.shape.size() != all.size())
+    fail(DiagKind::shape_mismatch, m.value->span,
+         {fmt::format("'{}' is declared with {} dimension(s), its binding is {}", c.name,
+                      all.size(), v.is_string ? std::string("a string") : shape_str(v.shape))});
+  std::vector<int> dims;
+  for (size_t k = 0; k < all.size(); ++k) {
+    if (all[k]->kind == ast::ExprKind::Colon) {
+      dims.push_back(v.shape[k]);
+      continue;
+    }
+    Value d = eval(*all[k], Scope{&parent, nullptr});
+    long n = structural_int(d, all[k]->span, "an array size");
+    if (n != v.shape[k]) {
+      diags_.report(DiagKind::shape_mismatch, m.value->span,
+                    {fmt::format("'{}' is declared with size {} in dimension {}, its binding "
+                                 "has size {} there",
+                                 c.name, n, k + 1, v.shape[k])});
+      diags_.note(all[k]->span, "the size is declared here");
+      throw BuildError{};
+    }
+    dims.push_back(static_cast<int>(n));
+  }
+  return dims;
+}
+
+void Flattener::check_array_binding(const Instance& inst) {
+  // the array declared with the binding: not an element of a larger array, no `each`
+  const ModEntry& m = inst.mod;
+  if (!m.value || m.each || !m.pick.empty() || inst.elems.empty()) return;
+  const Instance* leaf = &inst;
+  while (leaf->kind == Instance::Kind::Array && !leaf->elems.empty()) leaf = leaf->elems[0].get();
+  if (leaf->kind != Instance::Kind::Scalar) return;
+  const auto key = std::make_pair(m.value, m.scope);
+  auto it = array_mod_values_.find(key);
+  if (it == array_mod_values_.end())
+    it = array_mod_values_.emplace(key, eval(*m.value, Scope{m.scope, nullptr})).first;
+  const Value& v = it->second;
+  if (v.is_string || v.shape.empty() || v.shape == inst.dims) return;
+  diags_.report(DiagKind::shape_mismatch, m.value->span,
+                {fmt::format("'{}' is declared with size {}, its binding has size {}", inst.path,
+                             shape_str(inst.dims), shape_str(v.shape))});
+  diags_.note(inst.span, "'" + inst.path + "' is declared here");
+  throw BuildError{};
+}
+
+// ------------------------------------------------------------------------------------------------
+// Type checks
+
+void Flattener::check_value_type(size_t var, const Value& v, Span at, const std::string& what) {
+  const FlatVar& fv = flat_.vars[var];
+  if (v.is_string) {
+    diags_.report(DiagKind::type_error, at,
+                  {fmt::format("{} of '{}' is a String, but '{}' is declared {}", what, fv.name,
+                               fv.name, scalar_type_name(fv.type))});
+    diags_.note(fv.span, fmt::format("'{}' is declared {} here", fv.name, an(fv.type)));
+    throw BuildError{};
+  }
+  if (assignable(fv.type, v.type)) return;
+  diags_.report(DiagKind::type_error, at,
+                {fmt::format("{} of '{}' is {} expression, but '{}' is declared {}", what, fv.name,
+                             an(v.type), fv.name, scalar_type_name(fv.type))});
+  diags_.note(fv.span, fmt::format("'{}' is declared {} here", fv.name, an(fv.type)));
+  if (fv.type == ScalarType::Integer && v.type == ScalarType::Real)
+    diags_.help(
+        "Modelica converts Integer to Real, never back: round explicitly with integer(...)");
+  else if (fv.type == ScalarType::Boolean)
+    diags_.help("a Boolean is true or false, or a relation such as 'x > 0'");
+  throw BuildError{};
+}
+
+void Flattener::check_condition(const Value& c, Span at, const char* what) {
+  if (!c.is_string && c.type == ScalarType::Boolean) return;
+  fail(DiagKind::type_error, at,
+       {fmt::format("the condition of {} must be a Boolean, found {}", what,
+                    c.is_string ? std::string("a String") : an(c.type))});
+}
+
+void Flattener::check_equation_types(const Value& l, const Value& r, const ast::Equation& eq) {
+  // the variable a side is, if it is one variable (for the note)
+  const auto var_of = [&](const Value& v) -> const FlatVar* {
+    if (v.size() != 1 || !v.elems[0]->is_symbol()) return nullptr;
+    auto it = flat_.var_of_symbol.find(v.elems[0]->symbol);
+    return it == flat_.var_of_symbol.end() ? nullptr : &flat_.vars[it->second];
+  };
+  const bool lb = l.type == ScalarType::Boolean, rb = r.type == ScalarType::Boolean;
+  if (lb != rb) {
+    diags_.report(DiagKind::type_error, eq.span,
+                  {fmt::format("the two sides of the equation are {} and {}: a Boolean equals "
+                               "only a Boolean",
+                               an(l.type), an(r.type))});
+    const FlatVar* v = var_of(lb ? l : r);
+    if (!v) v = var_of(lb ? r : l);
+    if (v) diags_.note(v->span, fmt::format("'{}' is declared {} here", v->name, an(v->type)));
+    throw BuildError{};
+  }
+  // an Integer variable defined by a Real expression: the expression depends on no Real unknown
+  // (only on time, parameters and discrete values), so this equation can only compute the
+  // Integer from a Real, which Modelica never converts (`Integer i; equation i = 2.5*time;`)
+  for (const bool left : {true, false}) {
+    const Value& iv = left ? l : r;
+    const Value& rv = left ? r : l;
+    if (iv.type != ScalarType::Integer || rv.type != ScalarType::Real) continue;
+    const FlatVar* v = var_of(iv);
+    if (!v || v->type != ScalarType::Integer ||
+        (v->role != VarRole::Variable && v->role != VarRole::Discrete))
+      continue;
+    bool real_unknown = false;
+    for (Expr e : rv.elems)
+      for (uint32_t s : sym::free_symbols(e)) {
+        auto it = flat_.var_of_symbol.find(s);
+        if (it != flat_.var_of_symbol.end() && flat_.vars[it->second].role == VarRole::Variable &&
+            flat_.vars[it->second].type == ScalarType::Real)
+          real_unknown = true;
+      }
+    if (real_unknown) continue;
+    diags_.report(
+        DiagKind::type_error, eq.span,
+        {fmt::format("the Integer variable '{}' is defined by a Real expression", v->name)});
+    diags_.note(v->span, fmt::format("'{}' is declared an Integer here", v->name));
+    diags_.help(
+        "Modelica converts Integer to Real, never back: round explicitly with integer(...)");
+    throw BuildError{};
+  }
+}
+
+void Flattener::check_connect_types(const FlatVar& a, const FlatVar& b, const ast::Equation& eq) {
+  if (a.type == b.type) return;
+  diags_.report(DiagKind::bad_connect, eq.span,
+                {fmt::format("cannot connect '{}' ({}) with '{}' ({}): connected variables have "
+                             "one type",
+                             a.name, scalar_type_name(a.type), b.name, scalar_type_name(b.type))});
+  diags_.note(a.span, fmt::format("'{}' is declared {} here", a.name, an(a.type)));
+  diags_.note(b.span, fmt::format("'{}' is declared {} here", b.name, an(b.type)));
+  throw BuildError{};
+}
+
+void Flattener::check_numeric_argument(const std::string& fn, const Value& v, Span at) {
+  if (!v.is_string && v.type != ScalarType::Boolean) return;
+  fail(DiagKind::type_error, at,
+       {fmt::format("the argument of '{}' must be a Real or an Integer, found {}", fn,
+                    v.is_string ? std::string("a String") : an(v.type))});
+}
+
+}  // namespace mbs::flattening

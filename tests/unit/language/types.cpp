@@ -1,0 +1,95 @@
+// docs/language.md, "Types": the keyword `class`, quoted identifiers, global names, array sizes
+// taken from a binding, and discrete Integer variables. Every expected value is worked out by hand
+// from the model's text.
+#include <cmath>
+
+#include "lang_test_util.h"
+
+namespace mbs {
+namespace {
+
+using langtest::compile_source;
+using langtest::last;
+using langtest::run;
+
+// x' = -x from 1: x(1) = exp(-1); z = c*x with the package constant c = 2 named globally, and the
+// nested class's y = c. The quoted identifier is a result column with its quotes.
+TEST(LanguageTypes, ClassQuotedIdentifiersAndGlobalNames) {
+  auto m = compile_source("types_class", R"mbs(
+package P
+  constant Real c = 2;
+  class Inner
+    Real y;
+  equation
+    y = .P.c;
+  end Inner;
+end P;
+
+class A "a general class"
+  Real 'quoted x'(start = 1, fixed = true);
+  .P.Inner inner1;
+  Real z = .P.c*'quoted x';
+equation
+  der('quoted x') = -'quoted x';
+end A;
+)mbs");
+  ASSERT_TRUE(m);
+  auto r = run(*m, 1.0, 1e-3, rt::SolverKind::Dopri5);
+  EXPECT_NEAR(last(*m, r, "'quoted x'"), std::exp(-1.0), 1e-6);
+  EXPECT_NEAR(last(*m, r, "z"), 2.0 * std::exp(-1.0), 1e-6);
+  EXPECT_DOUBLE_EQ(last(*m, r, "inner1.y"), 2.0);
+}
+
+// Sizes from the bindings: p = {1, 2, 3}, k = {4, 5}, a(1) = {1, 2, 3}: s = 6 + 9 + 6 = 21.
+TEST(LanguageTypes, ArraySizeFromTheBinding) {
+  auto m = compile_source("types_colon", R"mbs(
+model Colon
+  parameter Real p[:] = {1, 2, 3};
+  constant Integer k[:] = {4, 5};
+  Real a[:] = {time, 2*time, 3};
+  Real s = sum(p) + sum(k) + sum(a) + size(a, 1) - 3;
+end Colon;
+)mbs");
+  ASSERT_TRUE(m);
+  auto r = run(*m, 1.0, 0.1);
+  EXPECT_NEAR(last(*m, r, "s"), 21.0, 1e-12);
+  EXPECT_NEAR(last(*m, r, "a[3]"), 3.0, 1e-12);
+}
+
+// sample(0.1, 0.25) fires at 0.1, 0.35, 0.6 and 0.85 before t = 1: the Integer counts 4.
+TEST(LanguageTypes, AnIntegerCountedByAWhenEquation) {
+  auto m = compile_source("types_count", R"mbs(
+model Count
+  discrete Integer n(start = 0);
+  Real x(start = 0, fixed = true);
+equation
+  der(x) = 1;
+  when sample(0.1, 0.25) then
+    n = pre(n) + 1;
+  end when;
+end Count;
+)mbs");
+  ASSERT_TRUE(m);
+  auto r = run(*m, 1.0, 1e-2);
+  EXPECT_DOUBLE_EQ(last(*m, r, "n"), 4.0);
+}
+
+// Integer -> Real is the one implicit conversion: an Integer binding of a Real, an Integer
+// argument of a Real function, and Integer results of sign, abs and min of Integers.
+TEST(LanguageTypes, IntegerConvertsToReal) {
+  auto m = compile_source("types_convert", R"mbs(
+model Convert
+  parameter Integer n = 3;
+  parameter Integer m = min(n, 2) + abs(-4) + sign(-2.5);
+  Real x = n;
+  Real y = sqrt(n + 1) + m;
+end Convert;
+)mbs");
+  ASSERT_TRUE(m);
+  auto r = run(*m, 0.1, 0.1);
+  EXPECT_DOUBLE_EQ(last(*m, r, "x"), 3.0);
+  EXPECT_DOUBLE_EQ(last(*m, r, "y"), 2.0 + (2 + 4 - 1));
+}
+
+}  // namespace
+}  // namespace mbs
