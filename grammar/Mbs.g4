@@ -6,7 +6,7 @@
 //
 // Deviations from Modelica (on purpose):
 //  - Only these class kinds: class, model, connector, record, block, package, type, function (with
-//    optional `partial` / `encapsulated`, both ignored). No `operator`, `expandable`, enumerations,
+//    optional `partial` / `encapsulated`, both ignored). No `operator`, `expandable`,
 //    `der` short classes, `extends` class specifiers, `redeclare`/`replaceable`/`inner`/`outer`,
 //    conditional components, `initial algorithm`, `external`, `break`. Algorithm sections
 //    are parsed in every class but only functions may have one (checked by the flattener).
@@ -85,6 +85,16 @@ longClassSpecifier
 
 shortClassSpecifier
   : IDENT '=' typeSpecifier arraySubscripts? classModification? comment
+  | IDENT '=' ENUMERATION '(' ( enumList? | ':' ) ')' comment
+  ;
+
+// `type E = enumeration(a "first", b, c);` (Modelica 3.6, 4.9.5)
+enumList
+  : enumerationLiteral ( ',' enumerationLiteral )*
+  ;
+
+enumerationLiteral
+  : IDENT comment
   ;
 
 // ---------------------------------------------------------------- elements
@@ -332,6 +342,7 @@ ELSE         : 'else';
 ELSEIF       : 'elseif';
 ELSEWHEN     : 'elsewhen';
 ENCAPSULATED : 'encapsulated';
+ENUMERATION  : 'enumeration';
 END          : 'end';
 EQUATION     : 'equation';
 EXTENDS      : 'extends';
@@ -368,7 +379,7 @@ WITHIN       : 'within';
 // Modelica keywords mbs does not support: reserved so that they cannot be used as names.
 // Parser.cpp names them in its messages ("'when' is not supported by mbs").
 UNSUPPORTED_KEYWORD
-  : 'break' | 'constrainedby' | 'enumeration'
+  : 'break' | 'constrainedby'
   | 'expandable' | 'external' | 'impure' | 'inner' | 'operator' | 'outer' | 'pure'
   | 'redeclare' | 'replaceable'
   ;

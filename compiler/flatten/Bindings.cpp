@@ -80,6 +80,7 @@ Value Flattener::eval_mod_value(const ModEntry& m) {
     size_t stride = v.elems.size() / static_cast<size_t>(n);
     Value r;
     r.type = v.type;
+    r.enumeration = v.enumeration;
     r.shape.assign(v.shape.begin() + 1, v.shape.end());
     r.elems.assign(v.elems.begin() + idx * stride, v.elems.begin() + (idx + 1) * stride);
     v = std::move(r);
@@ -93,9 +94,13 @@ Value Flattener::instance_value(Instance* inst, Span span) {
     if (fv.role == VarRole::Constant) {
       Expr b = binding_of(inst->var, span);
       if (!b) fail(DiagKind::parameter_no_value, span, {fv.name});
-      return Value::of(b, fv.type);
+      Value r = Value::of(b, fv.type);
+      r.enumeration = inst->enumeration;
+      return r;
     }
-    return Value::of(cx_.symbol(fv.symbol), fv.type);
+    Value r = Value::of(cx_.symbol(fv.symbol), fv.type);
+    r.enumeration = inst->enumeration;
+    return r;
   }
   if (inst->kind == Instance::Kind::Array) {
     Value r;
@@ -106,6 +111,7 @@ Value Flattener::instance_value(Instance* inst, Span span) {
       if (first) {
         r.shape.insert(r.shape.end(), e.shape.begin(), e.shape.end());
         r.type = e.type;
+        r.enumeration = e.enumeration;
         first = false;
       }
       r.elems.insert(r.elems.end(), e.elems.begin(), e.elems.end());

@@ -299,6 +299,7 @@ void Flattener::add_equation(const ast::Equation& eq, Scope s, const std::string
           fail(DiagKind::shape_mismatch, ix.range->span, {"a for-loop range must be a vector"});
         for (Expr e : range.elems) {
           Iterators it{outer, ix.name, Value::of(e, range.type)};
+          it.value.enumeration = range.enumeration;
           loop(k + 1, &it);
         }
       };

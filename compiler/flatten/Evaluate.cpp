@@ -4,6 +4,8 @@
 
 namespace mbs::flattening {
 
+const char* scalar_type_name(ScalarType t);  // Functions.cpp
+
 Value Flattener::apply_subscripts(const Value& v, const std::vector<ast::ExprPtr>& subs, Scope s,
                                   Span span, const std::string& name) {
   if (subs.empty()) return v;
@@ -117,7 +119,18 @@ Value Flattener::eval_ref(const ast::Expr& e, Scope s) {
         pkg = n;
         ++k;
       }
+      // a literal of an enumeration type: E.a
+      if (pkg && pkg->def->is_enumeration && k + 1 == parts.size())
+        return enumeration_value(pkg, e, k);
+      // an enumeration type named through its package, as the array of its literals: P.E
+      if (pkg && k + 1 == parts.size() && parts[k].subscripts.empty())
+        if (const ClassEntry* n = find_nested(pkg, parts[k].name); n && n->def->is_enumeration)
+          return enumeration_value(n, e, parts.size());
     }
+    // an enumeration type as the array of its literals: `for e in E loop`
+    if (!pkg && parts.size() == 1 && parts[0].subscripts.empty())
+      if (const ClassEntry* t = lookup_first(first, from, span); t && t->def->is_enumeration)
+        return enumeration_value(t, e, parts.size());
     if (!pkg) {
       diags_.report(DiagKind::unknown_name, parts[0].span, {first});
       auto names = member_names(s.inst);
@@ -370,9 +383,11 @@ Value Flattener::eval_operator(const ast::Expr& e, Scope s) {
   if (e.kind == ast::ExprKind::Binary) {
     Value a = eval(*e.args[0], s);
     Value b = eval(*e.args[1], s);
+    if (a.enumeration || b.enumeration) check_enumeration_operands(e.op, a, b, e.span);
     return eval_binary(e.op, a, b, e.span);
   }
   Value a = eval(*e.args[0], s);
+  if (a.enumeration) check_enumeration_operands(e.op, a, a, e.span);
   if (a.is_string) fail(DiagKind::type_error, e.span, {"strings cannot be used in arithmetic"});
   if (e.op == "+") return a;
   for (auto& x : a.elems) x = e.op == "-" ? cx_.neg(x) : cx_.unary(sym::Op::Not, x);
@@ -415,6 +430,8 @@ Value Flattener::eval_compound(const ast::Expr& e, Scope s) {
           continue;
         }
         Value t = eval(*e.args[i - 1], s);
+        if (t.enumeration != result.enumeration)
+          check_enumeration_operands("if", t, result, e.span);
         if (t.shape != result.shape)
           fail(DiagKind::shape_mismatch, e.span,
                {"the branches of an if-expression have different shapes"});
@@ -444,6 +461,7 @@ Value Flattener::eval_compound(const ast::Expr& e, Scope s) {
                             shape_str(v.shape))});
         if (v.type == ScalarType::Real) r.type = ScalarType::Real;
         if (v.type == ScalarType::Boolean && i == 0) r.type = ScalarType::Boolean;
+        if (i == 0) r.enumeration = v.enumeration;
         r.elems.insert(r.elems.end(), v.elems.begin(), v.elems.end());
       }
       r.shape.push_back(static_cast<int>(e.args.size()));
@@ -499,8 +517,9 @@ Value Flattener::eval_compound(const ast::Expr& e, Scope s) {
       return r;
     }
     case K::Range: {
-      double a = structural(scalar_of(eval(*e.args[0], s), e.args[0]->span, "a range bound"),
-                            e.span, "a range bound");
+      const Value first = eval(*e.args[0], s);
+      double a =
+          structural(scalar_of(first, e.args[0]->span, "a range bound"), e.span, "a range bound");
       double step = 1, b;
       if (e.args.size() == 3) {
         step = structural(scalar_of(eval(*e.args[1], s), e.args[1]->span, "a range step"), e.span,
@@ -519,6 +538,7 @@ Value Flattener::eval_compound(const ast::Expr& e, Scope s) {
           (a == std::floor(a) && step == std::floor(step)) ? ScalarType::Integer : ScalarType::Real;
       for (long i = 0; i < static_cast<long>(count); ++i) r.elems.push_back(cx_.num(a + i * step));
       r.shape = std::vector<int>{static_cast<int>(r.elems.size())};
+      r.enumeration = first.enumeration;  // E.a:E.c
       return r;
     }
     case K::End:
@@ -552,6 +572,17 @@ Value Flattener::eval_call(const ast::Expr& e, Scope s) {
     v.type = ScalarType::Real;
     return v;
   };
+  if (name == "Integer" && e.ref.size() == 1 && e.arg_names.empty()) {
+    // Integer(e): the position of an enumeration value, from 1 (Modelica 3.6, 4.9.5.2)
+    need(1, 1);
+    Value v = arg(0);
+    if (!v.enumeration)
+      fail(DiagKind::type_error, e.args[0]->span,
+           {"the argument of 'Integer' must be an enumeration value, found " +
+            std::string(v.is_string ? "a String" : scalar_type_name(v.type))});
+    v.enumeration = nullptr;
+    return v;
+  }
   if (const ClassEntry* fn = user_function(e, s)) return call_function(e, s, fn).front();
   for (size_t i = 0; i < e.arg_names.size(); ++i) {
     if (e.arg_names[i].empty()) continue;
@@ -682,6 +713,7 @@ Value Flattener::eval_call(const ast::Expr& e, Scope s) {
     Value x = arg(0);
     Value out = x;
     out.type = name == "pre" ? x.type : ScalarType::Boolean;
+    if (name == "pre") out.enumeration = x.enumeration;
     for (size_t i = 0; i < x.size(); ++i) {
       const Expr xe = x.elems[i];
       const auto it =
@@ -775,14 +807,20 @@ Value Flattener::eval_call(const ast::Expr& e, Scope s) {
       Expr a = scalar_of(va, e.args[0]->span, "an argument of min/max");
       Expr b = scalar_of(vb, e.args[1]->span, "an argument of min/max");
       const bool integers = va.type == ScalarType::Integer && vb.type == ScalarType::Integer;
-      return Value::of(cx_.binary(op, a, b), integers ? ScalarType::Integer : ScalarType::Real);
+      if (va.enumeration || vb.enumeration) check_enumeration_operands(name, va, vb, e.span);
+      Value out =
+          Value::of(cx_.binary(op, a, b), integers ? ScalarType::Integer : ScalarType::Real);
+      out.enumeration = va.enumeration;
+      return out;
     }
     need(1, 1);
     Value v = arg(0);
     if (v.elems.empty()) fail(DiagKind::bad_call, e.span, {"'" + name + "' of an empty array"});
     Expr r = v.elems[0];
     for (size_t i = 1; i < v.size(); ++i) r = cx_.binary(op, r, v.elems[i]);
-    return Value::of(r, v.type);
+    Value out = Value::of(r, v.type);
+    out.enumeration = v.enumeration;
+    return out;
   }
   if (name == "size") {
     need(1, 2);

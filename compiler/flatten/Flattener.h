@@ -43,6 +43,8 @@ namespace mbs::flattening {
 
 using sym::Expr;
 
+struct ClassEntry;
+
 // ------------------------------------------------------------------------------------------------
 // Values: scalars and arrays of symbolic expressions.
 
@@ -52,6 +54,8 @@ struct Value {
   ScalarType type = ScalarType::Real;
   bool is_string = false;
   std::string str;
+  // an enumeration value (type Integer, the literal's 1-based position): its type, else null
+  const ClassEntry* enumeration = nullptr;
 
   size_t size() const { return elems.size(); }
   bool scalar() const { return shape.empty() && !is_string; }
@@ -123,6 +127,7 @@ struct Instance {
   std::string type_name;
   const ClassEntry* cls = nullptr;  // Composite
   ScalarType scalar_type = ScalarType::Real;
+  const ClassEntry* enumeration = nullptr;       // Scalar of an enumeration type (an Integer)
   int var = -1;                                  // Scalar: index into FlatModel::vars
   std::vector<int> dims;                         // Array
   std::vector<std::unique_ptr<Instance>> elems;  // Array elements / Composite members (owned)
@@ -233,6 +238,11 @@ class Flattener {
   void check_equation_types(const Value& l, const Value& r, const ast::Equation& eq);
   void check_connect_types(const FlatVar& a, const FlatVar& b, const ast::Equation& eq);
   void check_numeric_argument(const std::string& fn, const Value& v, Span at);
+  // Enumerations (Types.cpp): the type of a variable; a literal `E.a` or the type `E` as the
+  // array of its literals; relations of enumeration values.
+  const ClassEntry* enumeration_of(size_t var) const { return scalars_[var]->enumeration; }
+  Value enumeration_value(const ClassEntry* e, const ast::Expr& ref, size_t part);
+  void check_enumeration_operands(const std::string& op, const Value& a, const Value& b, Span span);
 
   // ---- evaluation
   // eval recurses once per operator of an expression (up to kMaxExprDepth = 1000 deep), so its

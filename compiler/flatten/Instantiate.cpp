@@ -153,6 +153,15 @@ std::unique_ptr<Instance> Flattener::make_component(Instance& parent, const ast:
     if (!type && loader_.failed_to_load(tn.substr(0, tn.find('.')))) throw BuildError{};
     if (!type) fail(DiagKind::unknown_type, c.type_span, {c.type_name});
     if (type->def->kind == ast::ClassKind::Connector) connector = true;
+    if (type->def->is_enumeration) {
+      // an enumeration value is an Integer, the 1-based position of its literal (Types.cpp)
+      if (type->def->enumeration_open)
+        fail(DiagKind::unsupported, type->def->span,
+             {"'enumeration(:)', an enumeration left open for a redeclaration (Modelica 3.6, "
+              "section 4.9.5)"});
+      builtin = "Integer";
+      break;
+    }
     if (!type->def->short_base.empty()) {
       type_mod = merge(type_mod, mod_from_ast(type->def->short_mod.get(), &parent));
       tn = type->def->short_base;
@@ -220,6 +229,7 @@ std::unique_ptr<Instance> Flattener::make_typed(Instance* parent, const std::str
     inst->scalar_type = builtin == "Real"      ? ScalarType::Real
                         : builtin == "Integer" ? ScalarType::Integer
                                                : ScalarType::Boolean;
+    if (type && type->def->is_enumeration) inst->enumeration = type;
     static const std::set<std::string> attrs = {"start",       "fixed",    "unit",
                                                 "min",         "max",      "nominal",
                                                 "displayUnit", "quantity", "stateSelect"};

@@ -21,6 +21,11 @@ std::string an(ScalarType t) {
   return std::string(t == ScalarType::Integer ? "an " : "a ") + scalar_type_name(t);
 }
 
+// "a Real", "an Integer", "a value of the enumeration type 'E'"
+std::string an(ScalarType t, const ClassEntry* e) {
+  return e ? "a value of the enumeration type '" + e->full_name + "'" : an(t);
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------------------------------------
@@ -122,6 +127,25 @@ void Flattener::check_value_type(size_t var, const Value& v, Span at, const std:
     diags_.note(fv.span, fmt::format("'{}' is declared {} here", fv.name, an(fv.type)));
     throw BuildError{};
   }
+  const ClassEntry* declared = enumeration_of(var);
+  if (declared || v.enumeration) {
+    if (declared == v.enumeration) return;
+    // an enumeration converts to nothing and nothing converts to it (Modelica 3.6, 4.9.5)
+    diags_.report(DiagKind::type_error, at,
+                  {fmt::format("{} of '{}' is {}, but '{}' is declared {}", what, fv.name,
+                               an(v.type, v.enumeration), fv.name,
+                               declared ? "of the enumeration type '" + declared->full_name + "'"
+                                        : an(fv.type))});
+    diags_.note(fv.span, fmt::format("'{}' is declared here", fv.name));
+    if (declared && !v.enumeration)
+      diags_.help("write a literal of the type, e.g. '" + declared->full_name + "." +
+                  (declared->def->enum_literals.empty() ? std::string("a")
+                                                        : declared->def->enum_literals[0]) +
+                  "'");
+    else if (v.enumeration)
+      diags_.help("Integer(e) is the position of an enumeration value, starting at 1");
+    throw BuildError{};
+  }
   if (assignable(fv.type, v.type)) return;
   diags_.report(DiagKind::type_error, at,
                 {fmt::format("{} of '{}' is {} expression, but '{}' is declared {}", what, fv.name,
@@ -149,6 +173,14 @@ void Flattener::check_equation_types(const Value& l, const Value& r, const ast::
     auto it = flat_.var_of_symbol.find(v.elems[0]->symbol);
     return it == flat_.var_of_symbol.end() ? nullptr : &flat_.vars[it->second];
   };
+  if (l.enumeration != r.enumeration) {
+    diags_.report(DiagKind::type_error, eq.span,
+                  {fmt::format("the two sides of the equation are {} and {}",
+                               an(l.type, l.enumeration), an(r.type, r.enumeration))});
+    const FlatVar* v = var_of(l.enumeration ? l : r);
+    if (v) diags_.note(v->span, fmt::format("'{}' is declared here", v->name));
+    throw BuildError{};
+  }
   const bool lb = l.type == ScalarType::Boolean, rb = r.type == ScalarType::Boolean;
   if (lb != rb) {
     diags_.report(DiagKind::type_error, eq.span,
@@ -206,6 +238,52 @@ void Flattener::check_numeric_argument(const std::string& fn, const Value& v, Sp
   fail(DiagKind::type_error, at,
        {fmt::format("the argument of '{}' must be a Real or an Integer, found {}", fn,
                     v.is_string ? std::string("a String") : an(v.type))});
+}
+
+// ------------------------------------------------------------------------------------------------
+// Enumerations (Modelica 3.6, 4.9.5): a value is an Integer, the 1-based position of its literal,
+// that carries its type (Value::enumeration) so that relations and bindings are checked.
+
+Value Flattener::enumeration_value(const ClassEntry* en, const ast::Expr& ref, size_t part) {
+  const auto& lits = en->def->enum_literals;
+  Value v;
+  v.type = ScalarType::Integer;
+  v.enumeration = en;
+  if (part >= ref.ref.size()) {  // the type itself: all its literals, in order
+    for (size_t i = 0; i < lits.size(); ++i) v.elems.push_back(cx_.num(static_cast<double>(i + 1)));
+    v.shape = std::vector<int>{static_cast<int>(lits.size())};
+    return v;
+  }
+  const ast::RefPart& p = ref.ref[part];
+  const auto it = std::find(lits.begin(), lits.end(), p.name);
+  if (it == lits.end()) {
+    diags_.report(DiagKind::unknown_member, p.span, {en->full_name, p.name});
+    help_did_you_mean(p.name, lits);
+    diags_.note(en->def->span, "the enumeration '" + en->full_name + "' is declared here");
+    throw BuildError{};
+  }
+  if (!p.subscripts.empty())
+    fail(DiagKind::bad_subscript, p.span, {"an enumeration literal cannot be subscripted"});
+  v.elems.push_back(cx_.num(static_cast<double>(it - lits.begin() + 1)));
+  return v;
+}
+
+void Flattener::check_enumeration_operands(const std::string& op, const Value& a, const Value& b,
+                                           Span span) {
+  static const std::set<std::string> relations = {"==", "<>", "<",   "<=", ">",
+                                                  ">=", "if", "min", "max"};
+  if (!relations.count(op))
+    fail(DiagKind::type_error, span,
+         {fmt::format(
+             "'{}' is not defined for {}: an enumeration value only compares (==, <>, "
+             "<, <=, >, >=); Integer(e) is its position",
+             op,
+             an(a.enumeration ? a.type : b.type, a.enumeration ? a.enumeration : b.enumeration))});
+  if (a.enumeration == b.enumeration) return;
+  fail(DiagKind::type_error, span,
+       {fmt::format("{} of {} and {}: values of different types",
+                    op == "if" ? "the branches" : "'" + op + "'", an(a.type, a.enumeration),
+                    an(b.type, b.enumeration))});
 }
 
 }  // namespace mbs::flattening

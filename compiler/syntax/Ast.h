@@ -183,6 +183,13 @@ struct ClassDef {
   // `type Length = Real(unit = "m");`  -> short_base "Real", short_mod its modification
   std::string short_base;
   std::unique_ptr<Modification> short_mod;
+  // `type E = enumeration(a "first", b, c);`: is_enumeration, the literals in order (their values
+  // are 1, 2, ...), their spans and descriptions; `enumeration(:)` sets enumeration_open.
+  bool is_enumeration = false;
+  bool enumeration_open = false;
+  std::vector<std::string> enum_literals;
+  std::vector<Span> enum_spans;
+  std::vector<std::string> enum_descriptions;
   // `annotation(__mbs_element = "Revolute")`: a built-in multibody element or the frame
   // connector ("Frame"); empty for every other class.
   std::string mbs_element;

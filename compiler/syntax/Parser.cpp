@@ -761,6 +761,18 @@ class Builder {
       def->name = s->IDENT()->getText();
       def->span = r_.span(s->IDENT()->getSymbol());
       try {
+        if (s->ENUMERATION() != nullptr) {
+          def->is_enumeration = true;
+          def->enumeration_open = s->COLON() != nullptr;
+          if (auto* list = s->enumList())
+            for (auto* lit : list->enumerationLiteral()) {
+              def->enum_literals.push_back(lit->IDENT()->getText());
+              def->enum_spans.push_back(r_.span(lit->IDENT()->getSymbol()));
+              def->enum_descriptions.push_back(string_comment(lit->comment()->stringComment()));
+            }
+          def->description = string_comment(s->comment()->stringComment());
+          return def;
+        }
         def->short_base = type_name(s->typeSpecifier());
         if (s->arraySubscripts() != nullptr) {
           r_.error(DiagKind::unsupported, r_.span(s->arraySubscripts()),

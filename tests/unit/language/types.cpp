@@ -91,5 +91,41 @@ end Convert;
   EXPECT_DOUBLE_EQ(last(*m, r, "y"), 2.0 + (2 + 4 - 1));
 }
 
+// An enumeration parameter selects a branch: c = green gives k = 2, so x(1) = 2; g = high > mid
+// gives kg = 10; Integer over all three literals sums to 6 and over green:blue to 5; the
+// discrete state becomes blue (3) when x passes 1 (t = 0.5).
+TEST(LanguageTypes, EnumerationsSelectBranchesAndCount) {
+  auto m = compile_source("types_enum", R"mbs(
+package Modes
+  type Gear = enumeration(low "slow", mid, high "fast");
+end Modes;
+
+model Enum
+  type Color = enumeration(red, green, blue);
+  parameter Color c = Color.green;
+  parameter Modes.Gear g(min = Modes.Gear.low, max = Modes.Gear.high) = Modes.Gear.high;
+  constant Color top = max(Color.red, Color.blue);
+  discrete Color state(start = Color.red);
+  Real x(start = 0, fixed = true);
+  Real k = if c == Color.green then 2 else 5;
+  Real kg = if g > Modes.Gear.mid then 10 else 20;
+  Real n = sum(Integer(e) for e in Color) + Integer(top);
+  Real r = sum(Integer(e) for e in Color.green:Color.blue);
+equation
+  der(x) = k;
+  when x > 1 then
+    state = Color.blue;
+  end when;
+end Enum;
+)mbs");
+  ASSERT_TRUE(m);
+  auto r = run(*m, 1.0, 1e-3);
+  EXPECT_NEAR(last(*m, r, "x"), 2.0, 1e-9);
+  EXPECT_DOUBLE_EQ(last(*m, r, "kg"), 10.0);
+  EXPECT_DOUBLE_EQ(last(*m, r, "n"), 6.0 + 3.0);
+  EXPECT_DOUBLE_EQ(last(*m, r, "r"), 5.0);
+  EXPECT_DOUBLE_EQ(last(*m, r, "state"), 3.0);
+}
+
 }  // namespace
 }  // namespace mbs
