@@ -89,6 +89,8 @@ Value Flattener::eval_mod_value(const ModEntry& m) {
 }
 
 Value Flattener::instance_value(Instance* inst, Span span) {
+  if (inst->kind == Instance::Kind::Scalar && inst->is_string)
+    return string_instance_value(inst, span);
   if (inst->kind == Instance::Kind::Scalar) {
     FlatVar& fv = flat_.vars[inst->var];
     if (fv.role == VarRole::Constant) {

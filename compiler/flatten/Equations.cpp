@@ -102,6 +102,10 @@ void Flattener::elaborate(Instance& inst) {
   switch (inst.kind) {
     case Instance::Kind::Scalar:
       try {
+        if (inst.is_string) {
+          if (inst.mod.value) string_instance_value(&inst, inst.span);  // checks its type
+          return;
+        }
         elaborate_scalar(inst);
       } catch (const BuildError&) {
         if (diags_.error_limit_reached()) throw;

@@ -234,6 +234,11 @@ Value Flattener::eval_ref(const ast::Expr& e, Scope s) {
 }
 
 Value Flattener::eval_binary(const std::string& op, const Value& a, const Value& b, Span span) {
+  if (op == "+" && a.is_string && b.is_string) {  // concatenation (Modelica 3.6, 3.4)
+    Value r = a;
+    r.str += b.str;
+    return r;
+  }
   auto elementwise = [&](auto f, ScalarType t) -> Value {
     if (a.is_string || b.is_string)
       fail(DiagKind::type_error, span, {"strings cannot be used in arithmetic"});
@@ -584,6 +589,7 @@ Value Flattener::eval_call(const ast::Expr& e, Scope s) {
     return v;
   }
   if (const ClassEntry* fn = user_function(e, s)) return call_function(e, s, fn).front();
+  if (name == "String" && e.ref.size() == 1) return string_call(e, s);
   for (size_t i = 0; i < e.arg_names.size(); ++i) {
     if (e.arg_names[i].empty()) continue;
     diags_.report(DiagKind::unsupported, e.arg_spans[i],

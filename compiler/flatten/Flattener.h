@@ -127,9 +127,10 @@ struct Instance {
   std::string type_name;
   const ClassEntry* cls = nullptr;  // Composite
   ScalarType scalar_type = ScalarType::Real;
-  const ClassEntry* enumeration = nullptr;       // Scalar of an enumeration type (an Integer)
-  int var = -1;                                  // Scalar: index into FlatModel::vars
-  std::vector<int> dims;                         // Array
+  const ClassEntry* enumeration = nullptr;  // Scalar of an enumeration type (an Integer)
+  bool is_string = false;  // Scalar: a String parameter or constant (no FlatVar, var = -1)
+  int var = -1;            // Scalar: index into FlatModel::vars
+  std::vector<int> dims;   // Array
   std::vector<std::unique_ptr<Instance>> elems;  // Array elements / Composite members (owned)
   std::vector<std::pair<std::string, Instance*>> members;  // Composite
   Instance* parent = nullptr;
@@ -243,6 +244,13 @@ class Flattener {
   const ClassEntry* enumeration_of(size_t var) const { return scalars_[var]->enumeration; }
   Value enumeration_value(const ClassEntry* e, const ast::Expr& ref, size_t part);
   void check_enumeration_operands(const std::string& op, const Value& a, const Value& b, Span span);
+  // Strings (Types.cpp): the value of a String parameter or constant; String(x, ...) of a value
+  // known at compile time; the text of an expression that must be a String known at compile
+  // time (for messages: assert, terminate), reporting an error and throwing BuildError otherwise.
+  Value string_instance_value(Instance* inst, Span span);
+  [[gnu::noinline]] Value string_call(const ast::Expr& e, Scope s);
+  std::string compile_time_string(const ast::Expr& e, Scope s);
+  std::set<const Instance*> strings_in_progress_, strings_failed_;
 
   // ---- evaluation
   // eval recurses once per operator of an expression (up to kMaxExprDepth = 1000 deep), so its

@@ -203,6 +203,9 @@ std::unique_ptr<Instance> Flattener::make_typed(Instance* parent, const std::str
   inst->flow = flow;
   inst->is_connector = connector;
   if (dim_pos < dims.size()) {
+    if (builtin == "String")
+      fail(DiagKind::unsupported, c.type_span,
+           {"an array of Strings (Modelica 3.6, section 4.9.4)"});
     inst->kind = Instance::Kind::Array;
     inst->dims.assign(dims.begin() + dim_pos, dims.end());
     inst->mod = mod;  // its binding's size is checked by check_array_binding
@@ -224,7 +227,20 @@ std::unique_ptr<Instance> Flattener::make_typed(Instance* parent, const std::str
     return inst;
   }
   if (!builtin.empty()) {
-    if (builtin == "String") fail(DiagKind::unsupported, c.type_span, {"a String variable"});
+    if (builtin == "String") {
+      // a String parameter or constant: a compile-time text (Types.cpp), no variable
+      if (role != VarRole::Parameter && role != VarRole::Constant)
+        fail(DiagKind::unsupported, c.type_span,
+             {"a String variable that is not a parameter or constant (Modelica 3.6, section "
+              "4.9.4)"});
+      for (const auto& [k, v] : mod.sub)
+        if (k != "start" && k != "quantity")
+          fail(DiagKind::unknown_modifier, v.span.valid() ? v.span : c.span, {path, k});
+      inst->kind = Instance::Kind::Scalar;
+      inst->is_string = true;
+      inst->mod = mod;
+      return inst;
+    }
     inst->kind = Instance::Kind::Scalar;
     inst->scalar_type = builtin == "Real"      ? ScalarType::Real
                         : builtin == "Integer" ? ScalarType::Integer

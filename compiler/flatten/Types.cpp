@@ -286,4 +286,135 @@ void Flattener::check_enumeration_operands(const std::string& op, const Value& a
                     an(b.type, b.enumeration))});
 }
 
+// ------------------------------------------------------------------------------------------------
+// Strings (Modelica 3.6, 4.9.4): parameters and constants, concatenation with `+`, String(x, ...).
+// A String is a text known at compile time; a String variable is refused (Instantiate.cpp).
+
+Value Flattener::string_instance_value(Instance* inst, Span span) {
+  if (!inst->mod.value) {
+    diags_.report(DiagKind::parameter_no_value, span.valid() ? span : inst->span, {inst->path});
+    diags_.help("give it a value in the declaration or a modifier");
+    throw BuildError{};
+  }
+  if (strings_failed_.count(inst)) throw BuildError{};  // reported already
+  if (!strings_in_progress_.insert(inst).second)
+    fail(DiagKind::parameter_cycle, span.valid() ? span : inst->span, {inst->path});
+  Value v;
+  try {
+    v = eval_mod_value(inst->mod);
+  } catch (...) {
+    strings_in_progress_.erase(inst);
+    strings_failed_.insert(inst);
+    throw;
+  }
+  strings_in_progress_.erase(inst);
+  if (!v.is_string) {
+    strings_failed_.insert(inst);
+    diags_.report(DiagKind::type_error, inst->mod.value->span,
+                  {fmt::format("the value of '{}' is {}, but '{}' is declared String", inst->path,
+                               an(v.type, v.enumeration), inst->path)});
+    diags_.note(inst->span, fmt::format("'{}' is declared here", inst->path));
+    diags_.help("String(x) turns a number into text");
+    throw BuildError{};
+  }
+  return v;
+}
+
+std::string Flattener::compile_time_string(const ast::Expr& e, Scope s) {
+  Value v = eval(e, s);
+  if (!v.is_string)
+    fail(DiagKind::type_error, e.span,
+         {"expected a String, found " + (v.shape.empty()
+                                             ? an(v.type, v.enumeration)
+                                             : "an array of shape " + shape_str(v.shape))});
+  return v.str;
+}
+
+// String(x, significantDigits = 6, minimumLength = 0, leftJustified = true), String(x, format =
+// "8.3f"), String(i), String(b), String(e) (Modelica 3.6, 3.7.3): of a value known at compile time.
+Value Flattener::string_call(const ast::Expr& e, Scope s) {
+  if (e.args.empty())
+    fail(DiagKind::bad_call, e.span, {"'String' takes the value to convert, 0 given"});
+  Value v = eval(*e.args[0], s);
+  if (v.is_string) return v;
+  Expr x = scalar_of(v, e.args[0]->span, "the value converted by String");
+  const double d = structural(x, e.args[0]->span, "the value converted by String(...)");
+  long digits = 6, min_length = 0;
+  bool left = true;
+  std::string format;
+  for (size_t i = 1; i < e.args.size(); ++i) {
+    const std::string name = i < e.arg_names.size() ? e.arg_names[i] : "";
+    const Span at = e.args[i]->span;
+    if (name == "significantDigits" && v.type == ScalarType::Real && !v.enumeration) {
+      digits = structural_int(eval(*e.args[i], s), at, "significantDigits");
+      if (digits < 1 || digits > 17)
+        fail(DiagKind::bad_call, at, {"significantDigits must be 1 to 17"});
+    } else if (name == "minimumLength") {
+      min_length = structural_int(eval(*e.args[i], s), at, "minimumLength");
+      if (min_length < 0 || min_length > 1000)
+        fail(DiagKind::bad_call, at, {"minimumLength must be 0 to 1000"});
+    } else if (name == "leftJustified") {
+      Value b = eval(*e.args[i], s);
+      check_condition(b, at, "leftJustified");
+      left = structural(scalar_of(b, at, "leftJustified"), at, "leftJustified") != 0.0;
+    } else if (name == "format" && v.type == ScalarType::Real && !v.enumeration) {
+      format = compile_time_string(*e.args[i], s);
+      // [flags][width][.precision]conversion, as in C (Modelica 3.6, 3.7.3)
+      size_t k = format.find_first_not_of("-+ #0");
+      k = format.find_first_not_of("0123456789", k == std::string::npos ? format.size() : k);
+      if (k != std::string::npos && format[k] == '.')
+        k = format.find_first_not_of("0123456789", k + 1);
+      if (format.size() > 32 || k == std::string::npos || k + 1 != format.size() ||
+          std::string("eEfFgGdixXo").find(format[k]) == std::string::npos)
+        fail(DiagKind::bad_call, at,
+             {"format = \"" + format +
+              "\" is not a format of one number ([flags][width][.precision] and one of "
+              "e, E, f, F, g, G, d, i, x, X, o)"});
+    } else {
+      diags_.report(DiagKind::bad_call, at,
+                    {name.empty() ? std::string("String(...) takes its options by name")
+                                  : "String of " + an(v.type, v.enumeration) + " has no option '" +
+                                        name + "'"});
+      diags_.help(v.type == ScalarType::Real && !v.enumeration
+                      ? "the options are significantDigits, minimumLength, leftJustified, format"
+                      : "the options are minimumLength and leftJustified");
+      throw BuildError{};
+    }
+  }
+  std::string text;
+  if (v.enumeration) {
+    const auto& lits = v.enumeration->def->enum_literals;
+    const long k = static_cast<long>(d);
+    text = k >= 1 && k <= static_cast<long>(lits.size()) ? lits[k - 1] : std::to_string(k);
+  } else if (v.type == ScalarType::Boolean) {
+    text = d != 0.0 ? "true" : "false";
+  } else if (v.type == ScalarType::Integer) {
+    text = fmt::format("{}", static_cast<long long>(d));
+  } else if (!format.empty()) {
+    char buf[512];
+    const std::string f = "%" + format;
+    const char conv = format.back();
+    const bool integer = conv == 'd' || conv == 'i' || conv == 'x' || conv == 'X' || conv == 'o';
+    if (integer && conv != 'd' && conv != 'i')
+      std::snprintf(buf, sizeof buf, (f.substr(0, f.size() - 1) + "ll" + conv).c_str(),
+                    static_cast<unsigned long long>(static_cast<long long>(d)));
+    else if (integer)
+      std::snprintf(buf, sizeof buf, (f.substr(0, f.size() - 1) + "lld").c_str(),
+                    static_cast<long long>(d));
+    else
+      std::snprintf(buf, sizeof buf, f.c_str(), d);
+    text = buf;
+  } else {
+    text = fmt::format("{:.{}g}", d, static_cast<int>(digits));
+  }
+  if (static_cast<long>(text.size()) < min_length) {
+    const std::string pad(static_cast<size_t>(min_length) - text.size(), ' ');
+    text = left ? text + pad : pad + text;
+  }
+  Value r;
+  r.is_string = true;
+  r.str = std::move(text);
+  return r;
+}
+
 }  // namespace mbs::flattening

@@ -127,5 +127,32 @@ end Enum;
   EXPECT_DOUBLE_EQ(last(*m, r, "state"), 3.0);
 }
 
+// String parameters and constants, `+` and String(...) with its options, seen through the unit
+// attribute they give (the one place a compile-time text reaches the compiled model):
+// String(2.5) = "2.5", String(42, minimumLength = 4, leftJustified = false) = "  42",
+// String(1/3, significantDigits = 3) = "0.333", String(2.5, format = "8.3f") = "   2.500".
+TEST(LanguageTypes, StringParametersAndFormatting) {
+  auto m = compile_source("types_string", R"mbs(
+model S
+  type Mode = enumeration(slow, fast);
+  parameter String base = "m";
+  constant String per = "/" + "s";
+  parameter Real k = 2.5;
+  parameter Integer n = 42;
+  parameter String label = "k=" + String(k) + " n=" + String(n, minimumLength = 4,
+    leftJustified = false) + " " + String(true) + " " + String(Mode.fast) + " " +
+    String(1/3, significantDigits = 3) + "|" + String(k, format = "8.3f") + "|";
+  Real v(unit = base + per) = time;
+  Real w(unit = label) = time;
+end S;
+)mbs");
+  ASSERT_TRUE(m);
+  auto unit = [&](const std::string& name) {
+    return m->output_unit[static_cast<size_t>(langtest::output_column(*m, name))];
+  };
+  EXPECT_EQ(unit("v"), "m/s");
+  EXPECT_EQ(unit("w"), "k=2.5 n=  42 true fast 0.333|   2.500|");
+}
+
 }  // namespace
 }  // namespace mbs
