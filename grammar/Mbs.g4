@@ -15,7 +15,7 @@
 //    `initial` is a keyword: it starts `initial equation` (and `initial algorithm`, parsed and
 //    refused by Parser.cpp) and is the event operator `initial()`; `der`, `pre`, `reinit` and
 //    `terminal` are ordinary function names.
-//  - Short classes take no array dimensions (`type V = Real[3];` is rejected) and no prefixes.
+//  - Short classes take no prefixes (`type T = input Real;`); array dimensions are accepted.
 //  - Type prefixes (`parameter`, `input`, `flow`, ...) may come in any order; duplicates and
 //    conflicts are reported by the parser instead of by the grammar.
 //  - Elements may only follow an equation section after `public` or `protected` (as in Modelica);

@@ -163,6 +163,14 @@ std::unique_ptr<Instance> Flattener::make_component(Instance& parent, const ast:
       break;
     }
     if (!type->def->short_base.empty()) {
+      // `type V = Real[3]`: the type's dimensions follow the component's (Modelica 3.6, 10.1)
+      if (!type->def->short_dims.empty()) {
+        for (const auto& d : type->def->short_dims)
+          if (d->kind == ast::ExprKind::Colon)
+            fail(DiagKind::unsupported, d->span, {"a size ':' in a short class definition"});
+        auto more = eval_dims(type->def->short_dims, Scope{&parent, nullptr});
+        dims.insert(dims.end(), more.begin(), more.end());
+      }
       type_mod = merge(type_mod, mod_from_ast(type->def->short_mod.get(), &parent));
       tn = type->def->short_base;
       continue;

@@ -183,6 +183,7 @@ struct ClassDef {
   // `type Length = Real(unit = "m");`  -> short_base "Real", short_mod its modification
   std::string short_base;
   std::unique_ptr<Modification> short_mod;
+  std::vector<ExprPtr> short_dims;  // `type V = Real[3];`: the type's array dimensions
   // `type E = enumeration(a "first", b, c);`: is_enumeration, the literals in order (their values
   // are 1, 2, ...), their spans and descriptions; `enumeration(:)` sets enumeration_open.
   bool is_enumeration = false;

@@ -774,10 +774,7 @@ class Builder {
           return def;
         }
         def->short_base = type_name(s->typeSpecifier());
-        if (s->arraySubscripts() != nullptr) {
-          r_.error(DiagKind::unsupported, r_.span(s->arraySubscripts()),
-                   {"an array dimension in a short class definition"});
-        }
+        if (auto* d = s->arraySubscripts()) def->short_dims = subscripts(d);
         if (auto* m = s->classModification()) {
           def->short_mod = std::make_unique<ast::Modification>();
           def->short_mod->args = class_modification(m);

@@ -154,5 +154,32 @@ end S;
   EXPECT_EQ(unit("w"), "k=2.5 n=  42 true fast 0.333|   2.500|");
 }
 
+// Short class definitions: an attribute type, array types (Vec3 = Real[3], Mat = Vec3[2]) and an
+// array of an array type; s = 6 + 21 + 9 + 2 = 38, p = 1 + t with its start from the type.
+TEST(LanguageTypes, ShortClassDefinitionsWithArrayTypes) {
+  auto m = compile_source("types_short", R"mbs(
+model Short
+  type Length = Real(unit = "m", min = 0);
+  type Vec3 = Real[3];
+  type Mat = Vec3[2];
+  type Position = Length[3](each start = 1);
+  Length L = 2;
+  Vec3 v = {1, 2, 3};
+  Mat M = {{1, 2, 3}, {4, 5, 6}};
+  Vec3 w[2] = {{1, 1, 1}, {2, 2, 2}};
+  Position p(each fixed = true);
+  Real s = sum(v) + sum(M) + sum(w) + L;
+equation
+  der(p) = {1, 1, 1};
+end Short;
+)mbs");
+  ASSERT_TRUE(m);
+  auto r = run(*m, 1.0, 1e-2);
+  EXPECT_NEAR(last(*m, r, "s"), 38.0, 1e-12);
+  EXPECT_NEAR(last(*m, r, "M[2,3]"), 6.0, 1e-12);
+  EXPECT_NEAR(last(*m, r, "p[3]"), 2.0, 1e-9);
+  EXPECT_EQ(m->output_unit[static_cast<size_t>(langtest::output_column(*m, "p[1]"))], "m");
+}
+
 }  // namespace
 }  // namespace mbs
