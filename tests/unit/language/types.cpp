@@ -133,6 +133,11 @@ end Enum;
 // String(1/3, significantDigits = 3) = "0.333", String(2.5, format = "8.3f") = "   2.500".
 TEST(LanguageTypes, StringParametersAndFormatting) {
   auto m = compile_source("types_string", R"mbs(
+connector Pin "a String parameter in a connector: no equation"
+  parameter String tag = "pin";
+  Real u;
+end Pin;
+
 model S
   type Mode = enumeration(slow, fast);
   parameter String base = "m";
@@ -144,6 +149,10 @@ model S
     String(1/3, significantDigits = 3) + "|" + String(k, format = "8.3f") + "|";
   Real v(unit = base + per) = time;
   Real w(unit = label) = time;
+  Pin a(tag = "a"), b;
+equation
+  connect(a, b);
+  a.u = 2*time;
 end S;
 )mbs");
   ASSERT_TRUE(m);
@@ -152,6 +161,8 @@ end S;
   };
   EXPECT_EQ(unit("v"), "m/s");
   EXPECT_EQ(unit("w"), "k=2.5 n=  42 true fast 0.333|   2.500|");
+  auto r = run(*m, 1.0, 0.5);
+  EXPECT_NEAR(last(*m, r, "b.u"), 2.0, 1e-12);  // b.u = a.u by the connection
 }
 
 // Short class definitions: an attribute type, array types (Vec3 = Real[3], Mat = Vec3[2]) and an
