@@ -5,8 +5,8 @@
 // step.
 //
 // Deviations from Modelica (on purpose):
-//  - Only these class kinds: model, connector, record, block, package, type, function (with optional
-//    `partial` / `encapsulated`, both ignored). No `class`, `operator`, `expandable`, enumerations,
+//  - Only these class kinds: class, model, connector, record, block, package, type, function (with
+//    optional `partial` / `encapsulated`, both ignored). No `operator`, `expandable`,
 //    `der` short classes, `extends` class specifiers, the redeclaration of a class,
 //    `external`. Algorithm sections (and `initial algorithm`) are parsed in every class; the
 //    flattener executes them (docs/language.md, "Algorithms").
@@ -14,7 +14,7 @@
 //    fails with "the Modelica keyword 'expandable' is not supported" instead of a confusing message.
 //    `initial` is a keyword: it starts `initial equation` (and `initial algorithm`) and is the event operator `initial()`; `der`, `pre`, `reinit` and
 //    `terminal` are ordinary function names.
-//  - Short classes take no array dimensions (`type V = Real[3];` is rejected) and no prefixes.
+//  - Short classes take no prefixes (`type T = input Real;`); array dimensions are accepted.
 //  - Type prefixes (`parameter`, `input`, `flow`, ...) may come in any order; duplicates and
 //    conflicts are reported by the parser instead of by the grammar.
 //  - Elements may only follow an equation section after `public` or `protected` (as in Modelica);
@@ -36,8 +36,10 @@
 //    (`sum(x for i in 1:n)`) are Modelica's; only sum, product, min and max reduce (checked by
 //    the flattener). An iterator filter `{e for i in 1:n if c}` is an mbs extension. The empty
 //    array `{}` is accepted (Modelica wants at least one element).
-//  - No quoted identifiers ('x y'), no leading-dot global names (.Modelica.Blocks). Call
-//    statements `f(x);` are parsed; the flattener accepts assert(...) only. `(a) = f(x)` is the equation `a = f(x)` (the first alternative wins).
+//  - Quoted identifiers ('x y') are IDENT tokens that keep their quotes (Modelica: 'x' and x are
+//    distinct names); global names (.Modelica.Blocks) are a leading '.' of typeSpecifier and
+//    componentReference. Call statements `f(x);` are parsed; the flattener accepts assert(...)
+//    only. `(a) = f(x)` is the equation `a = f(x)` (the first alternative wins).
 //  - Annotations are parsed with the modification syntax and thrown away.
 //  - Any character the lexer does not know becomes an ERROR_CHAR token, unterminated strings and
 //    comments become their own tokens, so the lexer never fails; Parser.cpp reports them.
@@ -67,7 +69,7 @@ classDefinition
   ;
 
 classPrefix
-  : MODEL | CONNECTOR | RECORD | BLOCK | PACKAGE | TYPE | FUNCTION
+  : CLASS | MODEL | CONNECTOR | RECORD | BLOCK | PACKAGE | TYPE | FUNCTION
   ;
 
 // Modelica's composition and equation sections are inlined here so that no statement loop ends at
@@ -84,6 +86,16 @@ longClassSpecifier
 
 shortClassSpecifier
   : IDENT '=' typeSpecifier arraySubscripts? classModification? comment
+  | IDENT '=' ENUMERATION '(' ( enumList? | ':' ) ')' comment
+  ;
+
+// `type E = enumeration(a "first", b, c);` (Modelica 3.6, 4.9.5)
+enumList
+  : enumerationLiteral ( ',' enumerationLiteral )*
+  ;
+
+enumerationLiteral
+  : IDENT comment
   ;
 
 // ---------------------------------------------------------------- elements
@@ -126,8 +138,9 @@ typePrefix
   : FLOW | STREAM | DISCRETE | PARAMETER | CONSTANT | INPUT | OUTPUT
   ;
 
+// A leading '.' makes a global name (Modelica 3.6, 5.3.3): looked up from the top level.
 typeSpecifier
-  : name
+  : '.'? name
   ;
 
 componentDeclaration
@@ -286,7 +299,7 @@ primary
 
 // a.b[i, j].c
 componentReference
-  : IDENT arraySubscripts? ( '.' IDENT arraySubscripts? )*
+  : '.'? IDENT arraySubscripts? ( '.' IDENT arraySubscripts? )*
   ;
 
 name
@@ -351,6 +364,7 @@ ALGORITHM    : 'algorithm';
 ANNOTATION   : 'annotation';
 AND          : 'and';
 BLOCK        : 'block';
+CLASS        : 'class';
 CONNECT      : 'connect';
 CONNECTOR    : 'connector';
 CONSTANT     : 'constant';
@@ -361,6 +375,7 @@ ELSE         : 'else';
 ELSEIF       : 'elseif';
 ELSEWHEN     : 'elsewhen';
 ENCAPSULATED : 'encapsulated';
+ENUMERATION  : 'enumeration';
 END          : 'end';
 EQUATION     : 'equation';
 EXTENDS      : 'extends';
@@ -402,8 +417,7 @@ WITHIN       : 'within';
 // Modelica keywords mbs does not support: reserved so that they cannot be used as names.
 // Parser.cpp names them in its messages ("'when' is not supported by mbs").
 UNSUPPORTED_KEYWORD
-  : 'class' | 'enumeration'
-  | 'expandable' | 'external' | 'impure' | 'operator' | 'pure'
+  : 'expandable' | 'external' | 'impure' | 'operator' | 'pure'
   ;
 
 // Operators and punctuation.
@@ -436,8 +450,10 @@ SEMICOLON  : ';';
 COLON      : ':';
 DOT        : '.';
 
+// A quoted identifier 'x y' (Modelica 3.6, 2.3.1) keeps its quotes: they are part of the name.
 IDENT
   : [a-zA-Z_] [a-zA-Z_0-9]*
+  | '\'' ( ~['\\\r\n] | '\\' ~[\r\n] )+ '\''
   ;
 
 // 1, 1.5, 1., .5, 1e-3, 2.5E+4. `1.*x` lexes as `1.` `*` `x` (the longest match), which has the

@@ -36,6 +36,8 @@ Expr Flattener::binding_of(size_t var, Span use) {
   } else if (inst->mod.value) {
     try {
       Value v = eval_mod_value(inst->mod);
+      check_value_type(var, v, inst->mod.value->span.valid() ? inst->mod.value->span : fv.span,
+                       "the value");
       b = scalar_of(v, inst->mod.span.valid() ? inst->mod.span : fv.span, "a binding");
     } catch (const BuildError&) {
       binding_state_[var] = 3;  // not "in progress": a later use is no cycle
@@ -78,6 +80,7 @@ Value Flattener::eval_mod_value(const ModEntry& m) {
     size_t stride = v.elems.size() / static_cast<size_t>(n);
     Value r;
     r.type = v.type;
+    r.enumeration = v.enumeration;
     r.shape.assign(v.shape.begin() + 1, v.shape.end());
     r.elems.assign(v.elems.begin() + idx * stride, v.elems.begin() + (idx + 1) * stride);
     v = std::move(r);
@@ -86,14 +89,20 @@ Value Flattener::eval_mod_value(const ModEntry& m) {
 }
 
 Value Flattener::instance_value(Instance* inst, Span span) {
+  if (inst->kind == Instance::Kind::Scalar && inst->is_string)
+    return string_instance_value(inst, span);
   if (inst->kind == Instance::Kind::Scalar) {
     FlatVar& fv = flat_.vars[inst->var];
     if (fv.role == VarRole::Constant) {
       Expr b = binding_of(inst->var, span);
       if (!b) fail(DiagKind::parameter_no_value, span, {fv.name});
-      return Value::of(b, fv.type);
+      Value r = Value::of(b, fv.type);
+      r.enumeration = inst->enumeration;
+      return r;
     }
-    return Value::of(cx_.symbol(fv.symbol), fv.type);
+    Value r = Value::of(cx_.symbol(fv.symbol), fv.type);
+    r.enumeration = inst->enumeration;
+    return r;
   }
   if (inst->kind == Instance::Kind::Array) {
     Value r;
@@ -104,6 +113,7 @@ Value Flattener::instance_value(Instance* inst, Span span) {
       if (first) {
         r.shape.insert(r.shape.end(), e.shape.begin(), e.shape.end());
         r.type = e.type;
+        r.enumeration = e.enumeration;
         first = false;
       }
       r.elems.insert(r.elems.end(), e.elems.begin(), e.elems.end());

@@ -62,7 +62,9 @@ const ast::ClassDef* select_model(const ast::File& file, const std::string& name
       if (c->name == name) return c.get();
       continue;
     }
-    if (c->kind == ast::ClassKind::Model || c->kind == ast::ClassKind::Block) last = c.get();
+    if (c->kind == ast::ClassKind::Model || c->kind == ast::ClassKind::Block ||
+        c->kind == ast::ClassKind::Class)
+      last = c.get();
   }
   return last;
 }

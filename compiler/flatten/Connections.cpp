@@ -71,12 +71,18 @@ void Flattener::connect_pair(Instance* a, bool a_out, Instance* b, bool b_out,
               "' has no member '" + n + "'"});
     return;
   }
+  if (a->is_string || b->is_string) {  // String parameters: no equation
+    if (a->is_string && b->is_string) return;
+    fail(DiagKind::bad_connect, eq.span,
+         {"cannot connect '" + a->path + "' and '" + b->path + "': one of them is a String"});
+  }
   const FlatVar& va = flat_.vars[a->var];
   const FlatVar& vb = flat_.vars[b->var];
   if (va.flow != vb.flow)
     fail(DiagKind::bad_connect, eq.span,
          {"cannot connect flow variable '" + (va.flow ? va.name : vb.name) +
           "' with potential variable '" + (va.flow ? vb.name : va.name) + "'"});
+  check_connect_types(va, vb, eq);
   if (va.role != VarRole::Variable || vb.role != VarRole::Variable)
     return;  // parameters: no equation
   int ea = element(a->var, a_out, eq.span);
@@ -111,6 +117,7 @@ void Flattener::generate_connection_equations(Instance& root) {
   std::function<void(Instance&, bool)> walk = [&](Instance& in, bool in_connector) {
     bool conn = in_connector || in.is_connector;
     if (in.kind == Instance::Kind::Scalar) {
+      if (in.is_string) return;  // a String parameter: no variable
       const FlatVar& v = flat_.vars[in.var];
       if (conn && v.flow && v.role == VarRole::Variable) element(in.var, false, v.span);
       return;

@@ -52,6 +52,7 @@ void Flattener::elaborate_scalar(Instance& inst) {
     start_overrides_used_[fv.name] = true;
   } else if (const ModEntry* a = attr("start")) {
     Value v = eval_mod_value(*a);
+    check_value_type(inst.var, v, a->value->span, "the start value");
     flat_.vars[inst.var].start = scalar_of(v, a->value->span, "a start value");
     flat_.vars[inst.var].start_span = a->value->span;
   }
@@ -86,6 +87,7 @@ void Flattener::elaborate_scalar(Instance& inst) {
   if (m.value) {
     // declaration equation `Real v = expr;`
     Value v = eval_mod_value(m);
+    check_value_type(inst.var, v, m.value->span, "the binding");
     Expr rhs = scalar_of(v, m.value->span, "the value of a scalar");
     FlatEquation eq;
     eq.residual = cx_.sub(cx_.symbol(flat_.vars[inst.var].symbol), rhs);
@@ -100,12 +102,22 @@ void Flattener::elaborate(Instance& inst) {
   switch (inst.kind) {
     case Instance::Kind::Scalar:
       try {
+        if (inst.is_string) {
+          if (inst.mod.value) string_instance_value(&inst, inst.span);  // checks its type
+          return;
+        }
         elaborate_scalar(inst);
       } catch (const BuildError&) {
         if (diags_.error_limit_reached()) throw;
       }
       return;
     case Instance::Kind::Array:
+      try {
+        check_array_binding(inst);
+      } catch (const BuildError&) {
+        if (diags_.error_limit_reached()) throw;
+        return;
+      }
       for (auto& el : inst.elems) elaborate(*el);
       return;
     case Instance::Kind::Composite:
@@ -193,6 +205,7 @@ void Flattener::add_equation(const ast::Equation& eq, Scope s, const std::string
         fail(DiagKind::shape_mismatch, eq.span,
              {fmt::format("the two sides of the equation have shapes {} and {}", shape_str(l.shape),
                           shape_str(r.shape))});
+      check_equation_types(l, r, eq);
       std::string text = source_text(eq.span);
       // the input an equation would define: `u = ...`, or `... = u` with no unknown on the left
       const auto input_of = [&](Expr e) -> const FlatVar* {
@@ -284,6 +297,7 @@ void Flattener::add_equation(const ast::Equation& eq, Scope s, const std::string
           fail(DiagKind::shape_mismatch, ix.range->span, {"a for-loop range must be a vector"});
         for (Expr e : range.elems) {
           Iterators it{outer, ix.name, Value::of(e, range.type)};
+          it.value.enumeration = range.enumeration;
           loop(k + 1, &it);
         }
       };
@@ -295,6 +309,7 @@ void Flattener::add_equation(const ast::Equation& eq, Scope s, const std::string
       for (size_t i = 0; i < eq.branches.size(); ++i) {
         if (i < eq.conditions.size()) {
           Value c = eval(*eq.conditions[i], s);
+          check_condition(c, eq.conditions[i]->span, "an if-equation");
           double v = structural(scalar_of(c, eq.conditions[i]->span, "an if-equation condition"),
                                 eq.conditions[i]->span, "the condition of an if-equation");
           if (v == 0.0) continue;

@@ -4,6 +4,8 @@
 
 namespace mbs::flattening {
 
+const char* scalar_type_name(ScalarType t);  // Functions.cpp
+
 Value Flattener::apply_subscripts(const Value& v, const std::vector<ast::ExprPtr>& subs, Scope s,
                                   Span span, const std::string& name) {
   if (subs.empty()) return v;
@@ -64,17 +66,19 @@ Value Flattener::apply_subscripts(const Value& v, const std::vector<ast::ExprPtr
 
 Value Flattener::eval_ref(const ast::Expr& e, Scope s) {
   const auto& parts = e.ref;
-  const std::string& first = parts[0].name;
+  // a global name `.P.c` (Modelica 3.6, 5.3.3): a constant of a top-level class
+  const bool global = !parts[0].name.empty() && parts[0].name[0] == '.';
+  const std::string first = global ? parts[0].name.substr(1) : parts[0].name;
   Span span = e.span;
   // for-loop iterators
-  if (s.iters) {
+  if (s.iters && !global) {
     if (const Value* it = s.iters->find(first)) {
       if (parts.size() > 1) fail(DiagKind::unknown_member, parts[1].span, {first, parts[1].name});
       return apply_subscripts(*it, parts[0].subscripts, s, span, first);
     }
   }
   // the inputs, outputs and protected variables of a function
-  if (s.frame) {
+  if (s.frame && !global) {
     if (auto it = s.frame->locals.find(first); it != s.frame->locals.end()) {
       if (parts.size() > 1) fail(DiagKind::unknown_member, parts[1].span, {first, parts[1].name});
       if (!it->second.defined) {
@@ -89,13 +93,17 @@ Value Flattener::eval_ref(const ast::Expr& e, Scope s) {
   }
   // components, searching enclosing instances only for constants/parameters is not Modelica;
   // names resolve in the instance the expression belongs to.
-  Instance* inst = s.inst ? s.inst->member(first) : nullptr;
-  if (s.inst && !s.frame) check_conditional_use(s.inst, inst, first, parts[0].span);
-  if (!inst && !s.frame && first == "time" && parts.size() == 1 && parts[0].subscripts.empty())
+  Instance* inst = s.inst && !global ? s.inst->member(first) : nullptr;
+  if (s.inst && !s.frame && !global) check_conditional_use(s.inst, inst, first, parts[0].span);
+  if (!inst && !global && !s.frame && first == "time" && parts.size() == 1 &&
+      parts[0].subscripts.empty())
     return Value::of(cx_.symbol(flat_.time_symbol));
   if (!inst) {
     // a constant in a package: P.c
-    const ClassEntry* from = s.frame ? s.frame->fn : s.inst && s.inst->cls ? s.inst->cls : nullptr;
+    const ClassEntry* from = global                  ? nullptr
+                             : s.frame               ? s.frame->fn
+                             : s.inst && s.inst->cls ? s.inst->cls
+                                                     : nullptr;
     const ClassEntry* pkg = nullptr;
     size_t k = 0;
     if (parts.size() == 1) {
@@ -112,7 +120,18 @@ Value Flattener::eval_ref(const ast::Expr& e, Scope s) {
         pkg = n;
         ++k;
       }
+      // a literal of an enumeration type: E.a
+      if (pkg && pkg->def->is_enumeration && k + 1 == parts.size())
+        return enumeration_value(pkg, e, k);
+      // an enumeration type named through its package, as the array of its literals: P.E
+      if (pkg && k + 1 == parts.size() && parts[k].subscripts.empty())
+        if (const ClassEntry* n = find_nested(pkg, parts[k].name); n && n->def->is_enumeration)
+          return enumeration_value(n, e, parts.size());
     }
+    // an enumeration type as the array of its literals: `for e in E loop`
+    if (!pkg && parts.size() == 1 && parts[0].subscripts.empty())
+      if (const ClassEntry* t = lookup_first(first, from, span); t && t->def->is_enumeration)
+        return enumeration_value(t, e, parts.size());
     if (!pkg) {
       diags_.report(DiagKind::unknown_name, parts[0].span, {first});
       auto names = member_names(s.inst);
@@ -217,6 +236,11 @@ Value Flattener::eval_ref(const ast::Expr& e, Scope s) {
 }
 
 Value Flattener::eval_binary(const std::string& op, const Value& a, const Value& b, Span span) {
+  if (op == "+" && a.is_string && b.is_string) {  // concatenation (Modelica 3.6, 3.4)
+    Value r = a;
+    r.str += b.str;
+    return r;
+  }
   auto elementwise = [&](auto f, ScalarType t) -> Value {
     if (a.is_string || b.is_string)
       fail(DiagKind::type_error, span, {"strings cannot be used in arithmetic"});
@@ -366,9 +390,11 @@ Value Flattener::eval_operator(const ast::Expr& e, Scope s) {
   if (e.kind == ast::ExprKind::Binary) {
     Value a = eval(*e.args[0], s);
     Value b = eval(*e.args[1], s);
+    if (a.enumeration || b.enumeration) check_enumeration_operands(e.op, a, b, e.span);
     return eval_binary(e.op, a, b, e.span);
   }
   Value a = eval(*e.args[0], s);
+  if (a.enumeration) check_enumeration_operands(e.op, a, a, e.span);
   if (a.is_string) fail(DiagKind::type_error, e.span, {"strings cannot be used in arithmetic"});
   if (e.op == "+") return a;
   for (auto& x : a.elems) x = e.op == "-" ? cx_.neg(x) : cx_.unary(sym::Op::Not, x);
@@ -404,12 +430,15 @@ Value Flattener::eval_compound(const ast::Expr& e, Scope s) {
       Value result = eval(*e.args[n - 1], s);
       for (size_t i = n - 1; i >= 2; i -= 2) {
         Value c = eval(*e.args[i - 2], s);
+        check_condition(c, e.args[i - 2]->span, "an if-expression");
         Expr ce = scalar_of(c, e.args[i - 2]->span, "an if condition");
         if (ce->is_const()) {
           if (ce->value != 0.0) result = eval(*e.args[i - 1], s);
           continue;
         }
         Value t = eval(*e.args[i - 1], s);
+        if (t.enumeration != result.enumeration)
+          check_enumeration_operands("if", t, result, e.span);
         if (t.shape != result.shape)
           fail(DiagKind::shape_mismatch, e.span,
                {"the branches of an if-expression have different shapes"});
@@ -439,6 +468,7 @@ Value Flattener::eval_compound(const ast::Expr& e, Scope s) {
                             shape_str(v.shape))});
         if (v.type == ScalarType::Real) r.type = ScalarType::Real;
         if (v.type == ScalarType::Boolean && i == 0) r.type = ScalarType::Boolean;
+        if (i == 0) r.enumeration = v.enumeration;
         r.elems.insert(r.elems.end(), v.elems.begin(), v.elems.end());
       }
       r.shape.push_back(static_cast<int>(e.args.size()));
@@ -494,8 +524,9 @@ Value Flattener::eval_compound(const ast::Expr& e, Scope s) {
       return r;
     }
     case K::Range: {
-      double a = structural(scalar_of(eval(*e.args[0], s), e.args[0]->span, "a range bound"),
-                            e.span, "a range bound");
+      const Value first = eval(*e.args[0], s);
+      double a =
+          structural(scalar_of(first, e.args[0]->span, "a range bound"), e.span, "a range bound");
       double step = 1, b;
       if (e.args.size() == 3) {
         step = structural(scalar_of(eval(*e.args[1], s), e.args[1]->span, "a range step"), e.span,
@@ -514,6 +545,7 @@ Value Flattener::eval_compound(const ast::Expr& e, Scope s) {
           (a == std::floor(a) && step == std::floor(step)) ? ScalarType::Integer : ScalarType::Real;
       for (long i = 0; i < static_cast<long>(count); ++i) r.elems.push_back(cx_.num(a + i * step));
       r.shape = std::vector<int>{static_cast<int>(r.elems.size())};
+      r.enumeration = first.enumeration;  // E.a:E.c
       return r;
     }
     case K::End:
@@ -547,7 +579,19 @@ Value Flattener::eval_call(const ast::Expr& e, Scope s) {
     v.type = ScalarType::Real;
     return v;
   };
+  if (name == "Integer" && e.ref.size() == 1 && e.arg_names.empty()) {
+    // Integer(e): the position of an enumeration value, from 1 (Modelica 3.6, 4.9.5.2)
+    need(1, 1);
+    Value v = arg(0);
+    if (!v.enumeration)
+      fail(DiagKind::type_error, e.args[0]->span,
+           {"the argument of 'Integer' must be an enumeration value, found " +
+            std::string(v.is_string ? "a String" : scalar_type_name(v.type))});
+    v.enumeration = nullptr;
+    return v;
+  }
   if (const ClassEntry* fn = user_function(e, s)) return call_function(e, s, fn).front();
+  if (name == "String" && e.ref.size() == 1) return string_call(e, s);
   for (size_t i = 0; i < e.arg_names.size(); ++i) {
     if (e.arg_names[i].empty()) continue;
     diags_.report(DiagKind::unsupported, e.arg_spans[i],
@@ -564,7 +608,13 @@ Value Flattener::eval_call(const ast::Expr& e, Scope s) {
   if (auto it = unary.find(name); it != unary.end()) {
     need(1, 1);
     sym::Op op = it->second;
-    Value v = map1(arg(0), [&](Expr x) { return cx_.unary(op, x); });
+    Value a = arg(0);
+    check_numeric_argument(full, a, e.args[0]->span);
+    const ScalarType in = a.type;
+    Value v = map1(std::move(a), [&](Expr x) { return cx_.unary(op, x); });
+    // sign is an Integer; abs keeps its argument's type (Modelica 3.6, 3.7.1)
+    if (name == "sign") v.type = ScalarType::Integer;
+    if (name == "abs") v.type = in;
     return v;
   }
   if (name == "der") {
@@ -574,7 +624,21 @@ Value Flattener::eval_call(const ast::Expr& e, Scope s) {
       diags_.help("a function maps its inputs to its outputs; pass the derivative as an input");
       throw BuildError{};
     }
-    return map1(arg(0), [&](Expr x) {
+    Value a = arg(0);
+    if (!a.is_string && a.type != ScalarType::Real) {
+      // Modelica 3.6, 3.7.4: der of a Real expression only (an Integer or Boolean is piecewise
+      // constant; its derivative is not defined)
+      diags_.report(DiagKind::type_error, e.args[0]->span,
+                    {fmt::format("the argument of 'der' must be a Real, found {}",
+                                 a.type == ScalarType::Integer ? "an Integer" : "a Boolean")});
+      if (a.size() == 1 && a.elems[0]->is_symbol())
+        if (auto it = flat_.var_of_symbol.find(a.elems[0]->symbol); it != flat_.var_of_symbol.end())
+          diags_.note(flat_.vars[it->second].span,
+                      fmt::format("'{}' is declared {} here", flat_.vars[it->second].name,
+                                  a.type == ScalarType::Integer ? "an Integer" : "a Boolean"));
+      throw BuildError{};
+    }
+    return map1(std::move(a), [&](Expr x) {
       for (uint32_t sy : sym::free_symbols(x))
         if (auto it = flat_.var_of_symbol.find(sy);
             it != flat_.var_of_symbol.end() && flat_.vars[it->second].role == VarRole::Input) {
@@ -606,7 +670,7 @@ Value Flattener::eval_call(const ast::Expr& e, Scope s) {
       sy = cx_.new_symbol(name + "()");
       ders_.set_constant(static_cast<uint32_t>(sy));
     }
-    return Value::of(cx_.symbol(static_cast<uint32_t>(sy)));
+    return Value::of(cx_.symbol(static_cast<uint32_t>(sy)), ScalarType::Boolean);
   }
   if (name == "sample" && e.ref.size() == 1) {
     // sample(start, interval): true at the event of each instant start + i interval (i >= 0)
@@ -657,6 +721,7 @@ Value Flattener::eval_call(const ast::Expr& e, Scope s) {
     Value x = arg(0);
     Value out = x;
     out.type = name == "pre" ? x.type : ScalarType::Boolean;
+    if (name == "pre") out.enumeration = x.enumeration;
     for (size_t i = 0; i < x.size(); ++i) {
       const Expr xe = x.elems[i];
       const auto it =
@@ -746,16 +811,24 @@ Value Flattener::eval_call(const ast::Expr& e, Scope s) {
   if (name == "min" || name == "max") {
     sym::Op op = name == "min" ? sym::Op::Min : sym::Op::Max;
     if (nargs == 2) {
-      Expr a = scalar_of(arg(0), e.args[0]->span, "an argument of min/max");
-      Expr b = scalar_of(arg(1), e.args[1]->span, "an argument of min/max");
-      return Value::of(cx_.binary(op, a, b));
+      const Value va = arg(0), vb = arg(1);
+      Expr a = scalar_of(va, e.args[0]->span, "an argument of min/max");
+      Expr b = scalar_of(vb, e.args[1]->span, "an argument of min/max");
+      const bool integers = va.type == ScalarType::Integer && vb.type == ScalarType::Integer;
+      if (va.enumeration || vb.enumeration) check_enumeration_operands(name, va, vb, e.span);
+      Value out =
+          Value::of(cx_.binary(op, a, b), integers ? ScalarType::Integer : ScalarType::Real);
+      out.enumeration = va.enumeration;
+      return out;
     }
     need(1, 1);
     Value v = arg(0);
     if (v.elems.empty()) fail(DiagKind::bad_call, e.span, {"'" + name + "' of an empty array"});
     Expr r = v.elems[0];
     for (size_t i = 1; i < v.size(); ++i) r = cx_.binary(op, r, v.elems[i]);
-    return Value::of(r, v.type);
+    Value out = Value::of(r, v.type);
+    out.enumeration = v.enumeration;
+    return out;
   }
   if (name == "size") {
     need(1, 2);

@@ -44,7 +44,9 @@ bool Flattener::add_switched_if(const ast::Equation& eq, Scope s, const std::str
   std::vector<Expr> conditions;
   bool switched = false;
   for (const auto& c : eq.conditions) {
-    conditions.push_back(scalar_of(eval(*c, s), c->span, "an if-equation condition"));
+    Value cv = eval(*c, s);
+    check_condition(cv, c->span, "an if-equation");
+    conditions.push_back(scalar_of(cv, c->span, "an if-equation condition"));
     switched |= varies_in_time(conditions.back());
   }
   if (!switched) return false;
@@ -103,7 +105,9 @@ void Flattener::add_when(const ast::Equation& eq, Scope s, const std::string& or
     FlatWhenBranch b;
     when_condition_ = true;
     try {
-      b.condition = scalar_of(eval(ce, s), ce.span, "a when-condition");
+      Value cv = eval(ce, s);
+      check_condition(cv, ce.span, "a when-equation");
+      b.condition = scalar_of(cv, ce.span, "a when-condition");
     } catch (...) {
       when_condition_ = false;
       throw;
@@ -215,6 +219,7 @@ void Flattener::add_assignment(const ast::Equation& eq, Scope s) {
                 ? "'" + expr_to_string(target) + "' is not a variable"
                 : "'" + flat_.vars[it->second].name + "' is a parameter, constant or input"});
     const std::string& name = flat_.vars[it->second].name;
+    check_value_type(it->second, value, eq.rhs->span, "the value");
     for (const FlatReinit& a : when_body_->assigns)
       if (a.var == e->symbol)
         fail(DiagKind::when_assign_twice, eq.span, {name, "twice by the same branch"});

@@ -18,6 +18,8 @@
 //   Connections.cpp  connect: connection sets and their equations
 //   Conditional.cpp  conditional components `A a if cond`: the condition, removed components and
 //                    the uses a conditional component does not allow
+//   Types.cpp        types and checking: sizes from bindings, type checks of bindings, equations,
+//                    conditions, built-in arguments and connections
 #pragma once
 
 #include <fmt/format.h>
@@ -44,6 +46,8 @@ namespace mbs::flattening {
 
 using sym::Expr;
 
+struct ClassEntry;
+
 // ------------------------------------------------------------------------------------------------
 // Values: scalars and arrays of symbolic expressions.
 
@@ -53,6 +57,8 @@ struct Value {
   ScalarType type = ScalarType::Real;
   bool is_string = false;
   std::string str;
+  // an enumeration value (type Integer, the literal's 1-based position): its type, else null
+  const ClassEntry* enumeration = nullptr;
 
   size_t size() const { return elems.size(); }
   bool scalar() const { return shape.empty() && !is_string; }
@@ -155,8 +161,10 @@ struct Instance {
   std::string type_name;
   const ClassEntry* cls = nullptr;  // Composite
   ScalarType scalar_type = ScalarType::Real;
-  int var = -1;                                  // Scalar: index into FlatModel::vars
-  std::vector<int> dims;                         // Array
+  const ClassEntry* enumeration = nullptr;  // Scalar of an enumeration type (an Integer)
+  bool is_string = false;  // Scalar: a String parameter or constant (no FlatVar, var = -1)
+  int var = -1;            // Scalar: index into FlatModel::vars
+  std::vector<int> dims;   // Array
   std::vector<std::unique_ptr<Instance>> elems;  // Array elements / Composite members (owned)
   std::vector<std::pair<std::string, Instance*>> members;  // Composite
   Instance* parent = nullptr;
@@ -290,6 +298,30 @@ class Flattener {
   // expression may not use it, present or removed.
   void check_conditional_use(const Instance* owner, const Instance* found, const std::string& name,
                              Span use);
+
+  // ---- types and checking (Types.cpp)
+  // The dimensions of a component, a `:` taken from its binding (`Real a[:] = {1, 2, 3}`).
+  std::vector<int> component_dims(const ast::Component& c, Instance& parent, const ModEntry& m);
+  // Reports an array whose binding has another size than the declared one.
+  void check_array_binding(const Instance& inst);
+  // Reports a value (binding, start, modifier) whose type the declaration of `var` does not take.
+  void check_value_type(size_t var, const Value& v, Span at, const std::string& what);
+  void check_condition(const Value& c, Span at, const char* what);
+  void check_equation_types(const Value& l, const Value& r, const ast::Equation& eq);
+  void check_connect_types(const FlatVar& a, const FlatVar& b, const ast::Equation& eq);
+  void check_numeric_argument(const std::string& fn, const Value& v, Span at);
+  // Enumerations (Types.cpp): the type of a variable; a literal `E.a` or the type `E` as the
+  // array of its literals; relations of enumeration values.
+  const ClassEntry* enumeration_of(size_t var) const { return scalars_[var]->enumeration; }
+  Value enumeration_value(const ClassEntry* e, const ast::Expr& ref, size_t part);
+  void check_enumeration_operands(const std::string& op, const Value& a, const Value& b, Span span);
+  // Strings (Types.cpp): the value of a String parameter or constant; String(x, ...) of a value
+  // known at compile time; the text of an expression that must be a String known at compile
+  // time (for messages: assert, terminate), reporting an error and throwing BuildError otherwise.
+  Value string_instance_value(Instance* inst, Span span);
+  [[gnu::noinline]] Value string_call(const ast::Expr& e, Scope s);
+  std::string compile_time_string(const ast::Expr& e, Scope s);
+  std::set<const Instance*> strings_in_progress_, strings_failed_;
 
   // ---- evaluation
   // eval recurses once per operator of an expression (up to kMaxExprDepth = 1000 deep), so its
@@ -498,6 +530,26 @@ class Flattener {
 };
 
 inline constexpr int kMaxDepth = 64;
+
+// The parts of a dotted name `A.'b.c'.D`: a '.' inside a quoted identifier does not split.
+inline std::vector<std::string> split_name(const std::string& dotted) {
+  std::vector<std::string> parts(1);
+  bool quoted = false;
+  for (size_t i = 0; i < dotted.size(); ++i) {
+    const char c = dotted[i];
+    if (quoted && c == '\\' && i + 1 < dotted.size()) {
+      parts.back() += c;
+      parts.back() += dotted[++i];
+      continue;
+    }
+    if (c == '\'') quoted = !quoted;
+    if (c == '.' && !quoted)
+      parts.emplace_back();
+    else
+      parts.back() += c;
+  }
+  return parts;
+}
 
 inline std::vector<std::string> member_names(const Instance* inst) {
   std::vector<std::string> r;

@@ -176,9 +176,7 @@ std::unique_ptr<Instance> Flattener::make_component(Instance& parent, const ast:
   if (!decl_scope) decl_scope = &parent;
   ModEntry decl = mod_from_ast(c.mod.get(), decl_scope);
   ModEntry m = merge(mod, merge(decl, carried));
-  std::vector<int> dims = eval_dims(c.type_dims, Scope{decl_scope, nullptr});
-  auto more = eval_dims(c.dims, Scope{decl_scope, nullptr});
-  dims.insert(dims.end(), more.begin(), more.end());
+  std::vector<int> dims = component_dims(c, *decl_scope, m);
   VarRole role = parent.role;
   if (c.variability == ast::Variability::Parameter && role == VarRole::Variable)
     role = VarRole::Parameter;
@@ -202,7 +200,24 @@ std::unique_ptr<Instance> Flattener::make_component(Instance& parent, const ast:
     if (!type && loader_.failed_to_load(tn.substr(0, tn.find('.')))) throw BuildError{};
     if (!type) fail(DiagKind::unknown_type, c.type_span, {c.type_name});
     if (type->def->kind == ast::ClassKind::Connector) connector = true;
+    if (type->def->is_enumeration) {
+      // an enumeration value is an Integer, the 1-based position of its literal (Types.cpp)
+      if (type->def->enumeration_open)
+        fail(DiagKind::unsupported, type->def->span,
+             {"'enumeration(:)', an enumeration left open for a redeclaration (Modelica 3.6, "
+              "section 4.9.5)"});
+      builtin = "Integer";
+      break;
+    }
     if (!type->def->short_base.empty()) {
+      // `type V = Real[3]`: the type's dimensions follow the component's (Modelica 3.6, 10.1)
+      if (!type->def->short_dims.empty()) {
+        for (const auto& d : type->def->short_dims)
+          if (d->kind == ast::ExprKind::Colon)
+            fail(DiagKind::unsupported, d->span, {"a size ':' in a short class definition"});
+        auto more = eval_dims(type->def->short_dims, Scope{&parent, nullptr});
+        dims.insert(dims.end(), more.begin(), more.end());
+      }
       type_mod = merge(type_mod, mod_from_ast(type->def->short_mod.get(), &parent));
       tn = type->def->short_base;
       continue;
@@ -243,8 +258,12 @@ std::unique_ptr<Instance> Flattener::make_typed(Instance* parent, const std::str
   inst->flow = flow;
   inst->is_connector = connector;
   if (dim_pos < dims.size()) {
+    if (builtin == "String")
+      fail(DiagKind::unsupported, c.type_span,
+           {"an array of Strings (Modelica 3.6, section 4.9.4)"});
     inst->kind = Instance::Kind::Array;
     inst->dims.assign(dims.begin() + dim_pos, dims.end());
+    inst->mod = mod;  // its binding's size is checked by check_array_binding
     int n = dims[dim_pos];
     for (int i = 1; i <= n; ++i) {
       std::string p = path;
@@ -263,11 +282,25 @@ std::unique_ptr<Instance> Flattener::make_typed(Instance* parent, const std::str
     return inst;
   }
   if (!builtin.empty()) {
-    if (builtin == "String") fail(DiagKind::unsupported, c.type_span, {"a String variable"});
+    if (builtin == "String") {
+      // a String parameter or constant: a compile-time text (Types.cpp), no variable
+      if (role != VarRole::Parameter && role != VarRole::Constant)
+        fail(DiagKind::unsupported, c.type_span,
+             {"a String variable that is not a parameter or constant (Modelica 3.6, section "
+              "4.9.4)"});
+      for (const auto& [k, v] : mod.sub)
+        if (k != "start" && k != "quantity")
+          fail(DiagKind::unknown_modifier, v.span.valid() ? v.span : c.span, {path, k});
+      inst->kind = Instance::Kind::Scalar;
+      inst->is_string = true;
+      inst->mod = mod;
+      return inst;
+    }
     inst->kind = Instance::Kind::Scalar;
     inst->scalar_type = builtin == "Real"      ? ScalarType::Real
                         : builtin == "Integer" ? ScalarType::Integer
                                                : ScalarType::Boolean;
+    if (type && type->def->is_enumeration) inst->enumeration = type;
     static const std::set<std::string> attrs = {"start",       "fixed",    "unit",
                                                 "min",         "max",      "nominal",
                                                 "displayUnit", "quantity", "stateSelect"};

@@ -103,16 +103,14 @@ const ClassEntry* Flattener::lookup_base(const ast::Extends& ext, const ClassEnt
 
 const ClassEntry* Flattener::lookup_class(const std::string& dotted, const ClassEntry* from,
                                           Span use) {
-  size_t start = 0;
+  // a global name `.A.B` (Modelica 3.6, 5.3.3) is looked up from the top level
+  const bool global = !dotted.empty() && dotted[0] == '.';
   const ClassEntry* cur = nullptr;
-  while (start <= dotted.size()) {
-    size_t dot = dotted.find('.', start);
-    std::string part =
-        dotted.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    cur = cur ? find_nested(cur, part) : lookup_first(part, from, use);
+  bool first = true;
+  for (const std::string& part : split_name(global ? dotted.substr(1) : dotted)) {
+    cur = first ? lookup_first(part, global ? nullptr : from, use) : find_nested(cur, part);
+    first = false;
     if (!cur) return nullptr;
-    if (dot == std::string::npos) break;
-    start = dot + 1;
   }
   return cur;
 }

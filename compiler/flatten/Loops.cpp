@@ -83,6 +83,7 @@ std::vector<int> Flattener::iterate(const ast::Expr& e, Scope s,
     const Value& range = ranges[k - 1];
     for (Expr x : range.elems) {
       Iterators it{outer, e.iterators[k - 1].name, Value::of(x, range.type)};
+      it.value.enumeration = range.enumeration;  // `for e in E`
       loop(k - 1, &it);
     }
   };

@@ -18,6 +18,8 @@ const char* class_kind_name(ClassKind k) {
       return "type";
     case ClassKind::Function:
       return "function";
+    case ClassKind::Class:
+      return "class";
   }
   return "class";
 }

@@ -172,7 +172,8 @@ struct Statement {
   std::vector<StatementList> branches;
 };
 
-enum class ClassKind { Model, Connector, Record, Block, Package, Type, Function };
+// Class: the general class of Modelica (`class A ... end A;`), treated like a model.
+enum class ClassKind { Model, Connector, Record, Block, Package, Type, Function, Class };
 
 struct ClassDef {
   ClassKind kind = ClassKind::Model;
@@ -195,6 +196,14 @@ struct ClassDef {
   // `type Length = Real(unit = "m");`  -> short_base "Real", short_mod its modification
   std::string short_base;
   std::unique_ptr<Modification> short_mod;
+  std::vector<ExprPtr> short_dims;  // `type V = Real[3];`: the type's array dimensions
+  // `type E = enumeration(a "first", b, c);`: is_enumeration, the literals in order (their values
+  // are 1, 2, ...), their spans and descriptions; `enumeration(:)` sets enumeration_open.
+  bool is_enumeration = false;
+  bool enumeration_open = false;
+  std::vector<std::string> enum_literals;
+  std::vector<Span> enum_spans;
+  std::vector<std::string> enum_descriptions;
   // `annotation(__mbs_element = "Revolute")`: a built-in multibody element or the frame
   // connector ("Frame"); empty for every other class.
   std::string mbs_element;

@@ -263,6 +263,11 @@ void print_class(std::ostream& os, const ast::ClassDef& c, int level) {
   os << ast::class_kind_name(c.kind) << ' ' << c.name << ' ' << location(c.span);
   if (!c.short_base.empty())
     os << " = " << c.short_base << (c.short_mod ? modification_to_string(*c.short_mod) : "");
+  if (c.is_enumeration) {
+    os << " = enumeration(";
+    for (size_t i = 0; i < c.enum_literals.size(); ++i) os << (i ? ", " : "") << c.enum_literals[i];
+    os << (c.enumeration_open ? ":" : "") << ")";
+  }
   os << description(c.description) << "\n";
   for (const auto& i : c.imports) {
     indent(os, level + 1);

@@ -773,11 +773,20 @@ class Builder {
       def->name = s->IDENT()->getText();
       def->span = r_.span(s->IDENT()->getSymbol());
       try {
-        def->short_base = dotted(s->typeSpecifier()->name());
-        if (s->arraySubscripts() != nullptr) {
-          r_.error(DiagKind::unsupported, r_.span(s->arraySubscripts()),
-                   {"an array dimension in a short class definition"});
+        if (s->ENUMERATION() != nullptr) {
+          def->is_enumeration = true;
+          def->enumeration_open = s->COLON() != nullptr;
+          if (auto* list = s->enumList())
+            for (auto* lit : list->enumerationLiteral()) {
+              def->enum_literals.push_back(lit->IDENT()->getText());
+              def->enum_spans.push_back(r_.span(lit->IDENT()->getSymbol()));
+              def->enum_descriptions.push_back(string_comment(lit->comment()->stringComment()));
+            }
+          def->description = string_comment(s->comment()->stringComment());
+          return def;
         }
+        def->short_base = type_name(s->typeSpecifier());
+        if (auto* d = s->arraySubscripts()) def->short_dims = subscripts(d);
         if (auto* m = s->classModification()) {
           def->short_mod = std::make_unique<ast::Modification>();
           def->short_mod->args = class_modification(m);
@@ -947,6 +956,8 @@ class Builder {
         return ast::ClassKind::Type;
       case P::FUNCTION:
         return ast::ClassKind::Function;
+      case P::CLASS:
+        return ast::ClassKind::Class;
       default:
         return ast::ClassKind::Model;
     }
@@ -968,7 +979,7 @@ class Builder {
         }
       } else if (auto* e = ctx->extendsClause()) {
         ast::Extends ext;
-        ext.base = dotted(e->typeSpecifier()->name());
+        ext.base = type_name(e->typeSpecifier());
         ext.span = r_.span(e->typeSpecifier());
         if (auto* m = e->classModification()) {
           ext.mod = std::make_unique<ast::Modification>();
@@ -1037,7 +1048,7 @@ class Builder {
     ast::Component proto;
     proto.is_protected = is_protected;
     prefixes(proto, ctx->typePrefix());
-    proto.type_name = dotted(ctx->typeSpecifier()->name());
+    proto.type_name = type_name(ctx->typeSpecifier());
     proto.type_span = r_.span(ctx->typeSpecifier());
     std::vector<ast::ExprPtr> type_dims;
     if (auto* s = ctx->arraySubscripts()) type_dims = subscripts(s);
@@ -1754,10 +1765,13 @@ class Builder {
     e->kind = ast::ExprKind::Ref;
     e->span = r_.span(ctx);
     int depth = 0;
+    // a global name `.A.b` (Modelica 3.6, 5.3.3): the first part keeps the leading '.'
+    const bool global = !ctx->children.empty() && type_of(ctx->children[0]) == P::DOT;
     for (ParseTree* child : ctx->children) {
       if (type_of(child) == P::IDENT) {
         Token* t = token_of(child);
-        e->ref.push_back(ast::RefPart{t->getText(), {}, r_.span(t)});
+        e->ref.push_back(
+            ast::RefPart{(global && e->ref.empty() ? "." : "") + t->getText(), {}, r_.span(t)});
       } else if (auto* s = dynamic_cast<P::ArraySubscriptsContext*>(child)) {
         ast::RefPart& part = e->ref.back();
         for (auto* sub : s->subscript()) {
@@ -1870,6 +1884,11 @@ class Builder {
     if (ctx == nullptr) return out;
     for (auto* s : ctx->STRING()) out += unescape(s->getSymbol());
     return out;
+  }
+
+  // A type name as written; a global name `.A.B` keeps its leading '.' (Flattener::lookup_class).
+  static std::string type_name(P::TypeSpecifierContext* ctx) {
+    return (ctx->DOT() != nullptr ? "." : "") + dotted(ctx->name());
   }
 
   static std::string dotted(P::NameContext* ctx) {

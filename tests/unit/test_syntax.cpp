@@ -894,10 +894,10 @@ TEST(SyntaxErrors, Table) {
        "e.mbs:3:7: error: a function name cannot have subscripts\n"
        "    x = a[1](2);\n"
        "        ^~~~\n"},
-      {"type V = Real[3];\n",
-       "e.mbs:1:14: error: an array dimension in a short class definition is not supported\n"
-       "  type V = Real[3];\n"
-       "               ^~~\n"},
+      {"type T = input Real;\n",
+       "e.mbs:1:10: error: unexpected 'input'\n"
+       "  type T = input Real;\n"
+       "           ^~~~~\n"},
       // Several independent errors in one file are all reported, without cascades.
       {"model M\n  Real 3;\n  parameter Real k = ;\nequation\n  x = ;\n  y = 1\nend M;\n",
        "e.mbs:2:8: error: expected a component name, found '3'\n"

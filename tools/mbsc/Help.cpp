@@ -327,7 +327,8 @@ int complete_command(int argc, char** argv) {
     const auto file = parse_file(sources, id, diags);
     if (!file) return kExitModelError;
     for (const auto& c : file->classes)
-      if (c->kind == ast::ClassKind::Model) std::cout << c->name << "\n";
+      if (c->kind == ast::ClassKind::Model || c->kind == ast::ClassKind::Class)
+        std::cout << c->name << "\n";
     return kExitOk;
   }
   if (what != "parameters" && what != "variables" && what != "names") return kExitUsage;

@@ -453,7 +453,8 @@ Status Repl::models(const Args& a) {
   std::vector<std::string> names;
   const auto walk = [&](const auto& self, const ast::ClassDef& c,
                         const std::string& prefix) -> void {
-    if (c.kind == ast::ClassKind::Model) names.push_back(prefix + c.name);
+    if (c.kind == ast::ClassKind::Model || c.kind == ast::ClassKind::Class)
+      names.push_back(prefix + c.name);
     for (const auto& n : c.classes) self(self, *n, prefix + c.name + ".");
   };
   for (const auto& c : ast->classes) walk(walk, *c, "");
