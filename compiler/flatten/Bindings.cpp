@@ -61,12 +61,14 @@ Value Flattener::eval_mod_value(const ModEntry& m) {
   // was evaluated again for every element: start = {f(i) for i in 1:n} took O(n^2)).
   Value v;
   if (m.pick.empty()) {
-    v = eval(*m.value, Scope{m.scope, nullptr});
+    v = eval(*m.value, Scope{m.scope, nullptr, nullptr, m.scope_cls});
   } else {
     const auto key = std::make_pair(m.value, m.scope);
     auto it = array_mod_values_.find(key);
     if (it == array_mod_values_.end())
-      it = array_mod_values_.emplace(key, eval(*m.value, Scope{m.scope, nullptr})).first;
+      it = array_mod_values_
+               .emplace(key, eval(*m.value, Scope{m.scope, nullptr, nullptr, m.scope_cls}))
+               .first;
     v = it->second;
   }
   for (int idx : m.pick) {

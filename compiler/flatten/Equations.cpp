@@ -111,8 +111,8 @@ void Flattener::elaborate(Instance& inst) {
     case Instance::Kind::Composite:
       for (auto& el : inst.elems) elaborate(*el);
       for (const ClassEntry* c : inst.equation_classes) {
-        add_equations(c->def->equations, Scope{&inst, nullptr}, inst.path);
-        if (!c->def->initial_equations.empty()) add_initial_equations(*c->def, inst);
+        add_equations(c->def->equations, Scope{&inst, nullptr, nullptr, c}, inst.path);
+        if (!c->def->initial_equations.empty()) add_initial_equations(c, inst);
         if (!c->def->algorithm_spans.empty() && algorithm_reported_.insert(c->def).second) {
           diags_.report(DiagKind::unsupported, c->def->algorithm_spans.front(),
                         {fmt::format("an algorithm section in {} '{}'",
@@ -129,7 +129,7 @@ void Flattener::elaborate(Instance& inst) {
 // `initial equation` sections (docs/language.md, "Initial equations"): flattened like equations,
 // into FlatModel::initial_equations; the DAE pass and the initial solve (compiler/dae/Initial)
 // take them from there.
-void Flattener::add_initial_equations(const ast::ClassDef& def, Instance& inst) {
+void Flattener::add_initial_equations(const ClassEntry* cls, Instance& inst) {
   struct Section {
     Flattener& f;
     std::vector<FlatEquation> model_equations;
@@ -143,7 +143,7 @@ void Flattener::add_initial_equations(const ast::ClassDef& def, Instance& inst) 
       for (auto& e : model_equations) f.flat_.initial_equations.push_back(std::move(e));
     }
   } section(*this);
-  add_equations(def.initial_equations, Scope{&inst, nullptr}, inst.path);
+  add_equations(cls->def->initial_equations, Scope{&inst, nullptr, nullptr, cls}, inst.path);
 }
 
 void Flattener::add_equations(const ast::EquationList& eqs, Scope s, const std::string& origin) {

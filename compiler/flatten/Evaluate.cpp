@@ -87,21 +87,30 @@ Value Flattener::eval_ref(const ast::Expr& e, Scope s) {
       return apply_subscripts(it->second.value, parts[0].subscripts, s, span, first);
     }
   }
-  // components, searching enclosing instances only for constants/parameters is not Modelica;
-  // names resolve in the instance the expression belongs to.
-  Instance* inst = s.inst ? s.inst->member(first) : nullptr;
+  // components: the elements of the class whose text this is (own or inherited, not those of a
+  // class that extends it), in the instance the expression belongs to
+  Instance* hidden = nullptr;
+  Instance* inst = s.inst ? visible_member(s.inst, first, s.cls, &hidden) : nullptr;
   if (!inst && !s.frame && first == "time" && parts.size() == 1 && parts[0].subscripts.empty())
     return Value::of(cx_.symbol(flat_.time_symbol));
   if (!inst) {
     // a constant in a package: P.c
-    const ClassEntry* from = s.frame ? s.frame->fn : s.inst && s.inst->cls ? s.inst->cls : nullptr;
+    const ClassEntry* from = s.frame                 ? s.frame->fn
+                             : s.cls                 ? s.cls
+                             : s.inst && s.inst->cls ? s.inst->cls
+                                                     : nullptr;
     const ClassEntry* pkg = nullptr;
     size_t k = 0;
     if (parts.size() == 1) {
-      // a constant of an enclosing class (lexical scope)
+      // a constant of an enclosing class (lexical scope; Modelica 3.6, section 5.3.1: only
+      // constants, the other components of an enclosing class are not found)
       for (const ClassEntry* c = from ? from->parent : nullptr; c && !pkg; c = c->parent)
         for (const auto& comp : c->def->components)
-          if (comp.name == first) pkg = c;
+          if (comp.name == first) {
+            if (comp.variability != ast::Variability::Constant)
+              check_enclosing_constant(first, comp, c, parts[0].span);
+            pkg = c;
+          }
     } else {
       pkg = lookup_first(first, from, span);
       k = 1;
@@ -114,6 +123,10 @@ Value Flattener::eval_ref(const ast::Expr& e, Scope s) {
     }
     if (!pkg) {
       diags_.report(DiagKind::unknown_name, parts[0].span, {first});
+      if (hidden) {
+        note_hidden(first, hidden, s.cls);
+        throw BuildError{};
+      }
       auto names = member_names(s.inst);
       if (s.frame)
         for (const auto& [n, l] : s.frame->locals) names.push_back(n);
@@ -139,6 +152,7 @@ Value Flattener::eval_ref(const ast::Expr& e, Scope s) {
     }
     inst = pinst->member(parts[k].name);
     if (!inst) fail(DiagKind::unknown_member, parts[k].span, {pkg->full_name, parts[k].name});
+    if (k > 0) check_class_member(inst, pkg, parts[k].span);
     // evaluate remaining parts against the package instance
     Instance* cur = pinst;
     Value val;
@@ -146,6 +160,7 @@ Value Flattener::eval_ref(const ast::Expr& e, Scope s) {
     for (size_t i = k; i < parts.size(); ++i) {
       Instance* m = cur->member(parts[i].name);
       if (!m) fail(DiagKind::unknown_member, parts[i].span, {cur->path, parts[i].name});
+      if (i > k) check_dot_access(m, cur->path, parts[i].span);
       cur = m;
       if (!parts[i].subscripts.empty() || i + 1 == parts.size()) {
         val = apply_subscripts(instance_value(cur, span), parts[i].subscripts, s, span, cur->path);
@@ -170,6 +185,7 @@ Value Flattener::eval_ref(const ast::Expr& e, Scope s) {
         help_did_you_mean(parts[i].name, member_names(cur));
         throw BuildError{};
       }
+      check_dot_access(m, cur->path, parts[i].span);
       cur = m;
     }
     const auto& subs = parts[i].subscripts;

@@ -15,6 +15,7 @@
 //   Equations.cpp    elaboration of scalars and equations (for, if, initial equations)
 //   Events.cpp       when-equations, reinit, pre, sample, event-generating floor, discrete checks
 //   Connections.cpp  connect: connection sets and their equations
+//   Legality.cpp     lookup and access legality: what a class sees, enclosing constants, protected
 #pragma once
 
 #include <fmt/format.h>
@@ -85,7 +86,9 @@ struct Instance;
 struct ModEntry {
   const ast::Expr* value = nullptr;
   Instance* scope = nullptr;  // the instance in which `value` is evaluated
-  std::vector<int> pick;      // element of an array value meant for this (array element) instance
+  // the class whose text `value` is (its names are looked up there: Scope::cls); null: any
+  const ClassEntry* scope_cls = nullptr;
+  std::vector<int> pick;  // element of an array value meant for this (array element) instance
   std::map<std::string, ModEntry> sub;
   Span span;
   bool each = false;
@@ -98,6 +101,7 @@ inline ModEntry merge(const ModEntry& outer, const ModEntry& inner) {
   if (outer.value) {
     r.value = outer.value;
     r.scope = outer.scope;
+    r.scope_cls = outer.scope_cls;
     r.pick = outer.pick;
     r.span = outer.span;
     r.each = outer.each;
@@ -126,6 +130,10 @@ struct Instance {
   std::vector<std::unique_ptr<Instance>> elems;  // Array elements / Composite members (owned)
   std::vector<std::pair<std::string, Instance*>> members;  // Composite
   Instance* parent = nullptr;
+  // the declaration that made this component and the class that holds it (null for the root, a
+  // package instance and array elements): what lookup and access control need (Lookup.cpp)
+  const ast::Component* decl = nullptr;
+  const ClassEntry* declared_in = nullptr;
   bool is_connector = false;
   std::string mbs_element;  // Composite: the multibody element kind of its class (or a base)
   VarRole role = VarRole::Variable;
@@ -161,7 +169,10 @@ struct Scope {
   Instance* inst = nullptr;
   const Iterators* iters = nullptr;
   FunctionFrame* frame = nullptr;  // inside the algorithm of a function being inlined
-  Scope with(const Iterators* it) const { return Scope{inst, it, frame}; }
+  // the class whose text is evaluated: a name is one of its elements (own or inherited), never
+  // an element of a class that extends it (Modelica 3.6, section 5.6); null: no restriction
+  const ClassEntry* cls = nullptr;
+  Scope with(const Iterators* it) const { return Scope{inst, it, frame, cls}; }
 };
 
 // The state of one call of a user-defined function while its algorithm is executed
@@ -203,6 +214,28 @@ class Flattener {
   const ClassEntry* lookup_class(const std::string& dotted, const ClassEntry* from, Span use);
   const ClassEntry* lookup_first(const std::string& name, const ClassEntry* from, Span use);
   const ClassEntry* find_nested(const ClassEntry* c, const std::string& name);
+  // ---- lookup and access control (Legality.cpp; Modelica 3.6, sections 4.1, 5.3, 5.6)
+  // whether an element declared in `owner` is an element of `from` (its own or inherited)
+  bool sees(const ClassEntry* from, const ClassEntry* owner);
+  // member `name` of `inst` as the text of class `from` sees it; null when there is none or
+  // when it belongs to a class that extends `from` (then *hidden is that member)
+  Instance* visible_member(Instance* inst, const std::string& name, const ClassEntry* from,
+                           Instance** hidden);
+  // explains why `name` is not found when `hidden` (a visible_member) holds it (a note)
+  void note_hidden(const std::string& name, const Instance* hidden, const ClassEntry* from);
+  // fails when `m`, reached through a dot after `through`, is a protected element
+  void check_dot_access(const Instance* m, const std::string& through, Span at);
+  // fails for a non-constant `comp` of the enclosing class `c` named by `name` (section 5.3.1)
+  [[noreturn]] void check_enclosing_constant(const std::string& name, const ast::Component& comp,
+                                             const ClassEntry* c, Span at);
+  // fails when `inst`, an element of class `cls` named through the class, is no constant or is
+  // protected (sections 5.3.2, 4.1)
+  void check_class_member(const Instance* inst, const ClassEntry* cls, Span at);
+  // fails when the modification `mod` applied from outside `cls` names a protected element
+  void check_protected_modifiers(
+      const ModEntry& mod, const ClassEntry* cls,
+      const std::vector<std::pair<const ast::Component*, const ClassEntry*>>& comps);
+  std::map<const ClassEntry*, std::set<const ClassEntry*>> bases_of_;  // sees(): the closure
 
   // ---- instantiation
   void instantiate_members(Instance& inst, const ClassEntry* cls, const ModEntry& mod, int depth);
@@ -216,7 +249,7 @@ class Flattener {
                                        const std::string& builtin, const ModEntry& mod,
                                        std::vector<int> dims, size_t dim_pos, VarRole role,
                                        bool flow, bool connector, int depth);
-  ModEntry mod_from_ast(const ast::Modification* m, Instance* scope);
+  ModEntry mod_from_ast(const ast::Modification* m, Instance* scope, const ClassEntry* scope_cls);
   ModEntry pick_element(const ModEntry& m, int index, bool last_dim);
   std::vector<int> eval_dims(const std::vector<ast::ExprPtr>& dims, Scope s);
 
@@ -290,7 +323,7 @@ class Flattener {
   uint32_t hidden_discrete(const std::string& name, Span span);
   void finish_discrete();
   void add_connect(const ast::Equation& eq, Scope s);
-  void add_initial_equations(const ast::ClassDef& def, Instance& inst);
+  void add_initial_equations(const ClassEntry* cls, Instance& inst);
   Instance* resolve_connector(const ast::Expr& ref, Scope s, bool& outside);
   void connect_pair(Instance* a, bool a_out, Instance* b, bool b_out, const ast::Equation& eq);
   void generate_connection_equations(Instance& root);

@@ -46,7 +46,10 @@ const ClassEntry* Flattener::user_function(const ast::Expr& call, Scope s) {
     const auto& builtin = function_names();
     if (std::find(builtin.begin(), builtin.end(), full) != builtin.end()) return nullptr;
   }
-  const ClassEntry* from = s.frame ? s.frame->fn : s.inst && s.inst->cls ? s.inst->cls : nullptr;
+  const ClassEntry* from = s.frame                 ? s.frame->fn
+                           : s.cls                 ? s.cls
+                           : s.inst && s.inst->cls ? s.inst->cls
+                                                   : nullptr;
   const ClassEntry* c = lookup_class(full, from, call.ref.front().span);
   if (!c) return nullptr;
   if (c->def->kind != ast::ClassKind::Function) {

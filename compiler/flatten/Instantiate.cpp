@@ -7,16 +7,18 @@ namespace mbs::flattening {
 // ------------------------------------------------------------------------------------------------
 // Modifications
 
-ModEntry Flattener::mod_from_ast(const ast::Modification* m, Instance* scope) {
+ModEntry Flattener::mod_from_ast(const ast::Modification* m, Instance* scope,
+                                 const ClassEntry* scope_cls) {
   ModEntry r;
   if (!m) return r;
   r.span = m->span;
   if (m->value) {
     r.value = m->value.get();
     r.scope = scope;
+    r.scope_cls = scope_cls;
   }
   for (const auto& a : m->args) {
-    ModEntry sub = mod_from_ast(a.mod.get(), scope);
+    ModEntry sub = mod_from_ast(a.mod.get(), scope, scope_cls);
     sub.each = a.each;
     if (!sub.span.valid()) sub.span = a.span;
     // a dotted path x.start = 1 nests
@@ -88,7 +90,7 @@ void Flattener::collect_elements(
       throw BuildError{};
     }
     if (base == cls) fail(DiagKind::recursive_class, ext.span, {cls->full_name});
-    ModEntry ext_mod = mod_from_ast(ext.mod.get(), &inst);
+    ModEntry ext_mod = mod_from_ast(ext.mod.get(), &inst, cls);
     effective = merge(effective, ext_mod);
     collect_elements(base, inst, comps, effective, depth + 1);
   }
@@ -107,6 +109,7 @@ void Flattener::instantiate_members(Instance& inst, const ClassEntry* cls, const
   for (const auto& [c, owner] : comps) {
     if (!names.insert(c->name).second) fail(DiagKind::duplicate_element, c->span, {c->name});
   }
+  check_protected_modifiers(mod, cls, comps);
   for (const auto& [k, v] : effective.sub) {
     if (names.count(k)) continue;
     diags_.report(DiagKind::unknown_modifier, v.span.valid() ? v.span : inst.span,
@@ -118,6 +121,8 @@ void Flattener::instantiate_members(Instance& inst, const ClassEntry* cls, const
     ModEntry m;
     if (auto it = effective.sub.find(c->name); it != effective.sub.end()) m = it->second;
     auto child = make_component(inst, *c, owner, m, depth + 1);
+    child->decl = c;
+    child->declared_in = owner;
     inst.members.emplace_back(c->name, child.get());
     inst.elems.push_back(std::move(child));
   }
@@ -127,10 +132,10 @@ std::unique_ptr<Instance> Flattener::make_component(Instance& parent, const ast:
                                                     const ClassEntry* owner, const ModEntry& mod,
                                                     int depth) {
   // declaration modification, evaluated in the parent's scope; outer `mod` overrides it
-  ModEntry decl = mod_from_ast(c.mod.get(), &parent);
+  ModEntry decl = mod_from_ast(c.mod.get(), &parent, owner);
   ModEntry m = merge(mod, decl);
-  std::vector<int> dims = eval_dims(c.type_dims, Scope{&parent, nullptr});
-  auto more = eval_dims(c.dims, Scope{&parent, nullptr});
+  std::vector<int> dims = eval_dims(c.type_dims, Scope{&parent, nullptr, nullptr, owner});
+  auto more = eval_dims(c.dims, Scope{&parent, nullptr, nullptr, owner});
   dims.insert(dims.end(), more.begin(), more.end());
   VarRole role = parent.role;
   if (c.variability == ast::Variability::Parameter && role == VarRole::Variable)
@@ -156,7 +161,7 @@ std::unique_ptr<Instance> Flattener::make_component(Instance& parent, const ast:
     if (!type) fail(DiagKind::unknown_type, c.type_span, {c.type_name});
     if (type->def->kind == ast::ClassKind::Connector) connector = true;
     if (!type->def->short_base.empty()) {
-      type_mod = merge(type_mod, mod_from_ast(type->def->short_mod.get(), &parent));
+      type_mod = merge(type_mod, mod_from_ast(type->def->short_mod.get(), &parent, nullptr));
       tn = type->def->short_base;
       continue;
     }

@@ -1,0 +1,125 @@
+// Lookup and access legality (Modelica 3.6, sections 4.1, 5.3 and 5.6): which elements a class's
+// text sees (its own and inherited ones, never those of a class that extends it), the constants
+// of enclosing classes, and protected elements, which are used only by their simple name and
+// modified only by their declaration and by extends clauses.
+#include "compiler/flatten/Flattener.h"
+
+namespace mbs::flattening {
+
+namespace {
+
+const char* variability_name(const ast::Component& c) {
+  switch (c.variability) {
+    case ast::Variability::Parameter:
+      return "parameter";
+    case ast::Variability::Discrete:
+      return "discrete variable";
+    case ast::Variability::Constant:
+      return "constant";
+    case ast::Variability::Continuous:
+      break;
+  }
+  return "variable";
+}
+
+}  // namespace
+
+bool Flattener::sees(const ClassEntry* from, const ClassEntry* owner) {
+  if (!from || !owner || from == owner) return true;
+  auto it = bases_of_.find(from);
+  if (it == bases_of_.end()) {
+    // the classes `from` inherits from, transitively (their lookups succeeded when the instance
+    // was made; one that fails now was reported there)
+    std::set<const ClassEntry*> all;
+    std::vector<const ClassEntry*> todo{from};
+    while (!todo.empty()) {
+      const ClassEntry* c = todo.back();
+      todo.pop_back();
+      for (const auto& ext : c->def->extends) {
+        const ClassEntry* b = nullptr;
+        try {
+          b = lookup_base(ext, c);
+        } catch (const BuildError&) {
+        }
+        if (b && all.insert(b).second) todo.push_back(b);
+      }
+    }
+    it = bases_of_.emplace(from, std::move(all)).first;
+  }
+  return it->second.count(owner) > 0;
+}
+
+Instance* Flattener::visible_member(Instance* inst, const std::string& name, const ClassEntry* from,
+                                    Instance** hidden) {
+  Instance* m = inst->member(name);
+  if (m && !sees(from, m->declared_in)) {
+    if (hidden) *hidden = m;
+    return nullptr;
+  }
+  return m;
+}
+
+void Flattener::note_hidden(const std::string& name, const Instance* hidden,
+                            const ClassEntry* from) {
+  diags_.note(hidden->decl ? hidden->decl->span : hidden->span,
+              fmt::format("'{}' is declared here, in '{}', which extends '{}': the names in the "
+                          "text of '{}' are looked up where '{}' is defined, never in a class "
+                          "that extends it (Modelica 3.6, section 5.6.1)",
+                          name, hidden->declared_in ? hidden->declared_in->full_name : "?",
+                          from ? from->full_name : "?", from ? from->def->name : "?",
+                          from ? from->def->name : "?"));
+}
+
+void Flattener::check_enclosing_constant(const std::string& name, const ast::Component& comp,
+                                         const ClassEntry* c, Span at) {
+  diags_.report(DiagKind::enclosing_not_constant, at, {name, variability_name(comp), c->full_name});
+  diags_.note(comp.span,
+              "declared here; a name found in an enclosing class must be a constant (Modelica "
+              "3.6, section 5.3.1): pass the value in with a parameter and a modifier instead");
+  throw BuildError{};
+}
+
+void Flattener::check_class_member(const Instance* inst, const ClassEntry* cls, Span at) {
+  if (!inst->decl) return;
+  if (inst->decl->is_protected) {
+    diags_.report(DiagKind::protected_access, at, {inst->decl->name, cls->full_name});
+    diags_.note(inst->decl->span,
+                "declared protected here (Modelica 3.6, section 4.1: a protected element is "
+                "used only by its simple name, in its class and the classes that extend it)");
+    throw BuildError{};
+  }
+  if (inst->decl->variability == ast::Variability::Constant) return;
+  diags_.report(DiagKind::class_member_not_constant, at,
+                {inst->decl->name, variability_name(*inst->decl), cls->full_name});
+  diags_.note(inst->decl->span,
+              "declared here; through a class name only the constants of the class are found "
+              "(Modelica 3.6, section 5.3.2)");
+  throw BuildError{};
+}
+
+void Flattener::check_dot_access(const Instance* m, const std::string& through, Span at) {
+  if (!m->decl || !m->decl->is_protected) return;
+  diags_.report(DiagKind::protected_access, at,
+                {m->decl->name, m->declared_in ? m->declared_in->full_name : through});
+  diags_.note(m->decl->span,
+              "declared protected here (Modelica 3.6, section 4.1: a protected element is used "
+              "only by its simple name, in its class and the classes that extend it)");
+  throw BuildError{};
+}
+
+void Flattener::check_protected_modifiers(
+    const ModEntry& mod, const ClassEntry* cls,
+    const std::vector<std::pair<const ast::Component*, const ClassEntry*>>& comps) {
+  for (const auto& [name, sub] : mod.sub)
+    for (const auto& [c, owner] : comps) {
+      if (c->name != name || !c->is_protected) continue;
+      diags_.report(DiagKind::protected_modifier, sub.span.valid() ? sub.span : c->span,
+                    {name, owner ? owner->full_name : cls->full_name});
+      diags_.note(c->span,
+                  "declared protected here (Modelica 3.6, section 4.1: a protected element is "
+                  "modified only by its declaration and by the modifier of an extends clause)");
+      throw BuildError{};
+    }
+}
+
+}  // namespace mbs::flattening
