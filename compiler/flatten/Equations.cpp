@@ -191,10 +191,14 @@ void Flattener::add_equation(const ast::Equation& eq, Scope s, const std::string
         add_assignment(eq, s);
         return;
       }
-      Value l = eval(*eq.lhs, s);
-      Value r = eval(*eq.rhs, s);
+      Value l = eval_whole(*eq.lhs, s);
+      Value r = eval_whole(*eq.rhs, s);
       if (l.is_string || r.is_string)
         fail(DiagKind::type_error, eq.span, {"an equation cannot relate strings"});
+      if (l.record || r.record) {  // member by member (docs/language.md, "Records")
+        as_record(l, r.record, eq.span, "the left side of the equation");
+        r = as_record(r, l.record, eq.span, "the right side of the equation");
+      }
       if (l.shape != r.shape)
         fail(DiagKind::shape_mismatch, eq.span,
              {fmt::format("the two sides of the equation have shapes {} and {}", shape_str(l.shape),
@@ -255,8 +259,13 @@ void Flattener::add_equation(const ast::Equation& eq, Scope s, const std::string
       std::string text = source_text(eq.span);
       for (size_t k = 0; k < eq.targets.size(); ++k) {
         if (!eq.targets[k]) continue;
-        Value l = eval(*eq.targets[k], s);
-        const Value& r = outs[k];
+        Value l = eval_whole(*eq.targets[k], s);
+        Value r = outs[k];
+        if (l.record || r.record) {
+          as_record(l, r.record, eq.targets[k]->span, "'" + expr_to_string(*eq.targets[k]) + "'");
+          r = as_record(r, l.record, eq.targets[k]->span,
+                        fmt::format("output {} of '{}'", k + 1, fn->full_name));
+        }
         if (l.is_string || l.shape != r.shape)
           fail(DiagKind::shape_mismatch, eq.targets[k]->span,
                {fmt::format("'{}' has shape {}, output {} of '{}' has shape {}",

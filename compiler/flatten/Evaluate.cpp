@@ -76,13 +76,25 @@ Value Flattener::eval_ref(const ast::Expr& e, Scope s) {
   // the inputs, outputs and protected variables of a function
   if (s.frame) {
     if (auto it = s.frame->locals.find(first); it != s.frame->locals.end()) {
-      if (parts.size() > 1) fail(DiagKind::unknown_member, parts[1].span, {first, parts[1].name});
+      if (parts.size() > 1 && !it->second.record)
+        fail(DiagKind::unknown_member, parts[1].span, {first, parts[1].name});
       if (!it->second.defined) {
         diags_.report(DiagKind::unassigned_use, parts[0].span, {first});
         diags_.note(it->second.decl->span, it->second.has_value
                                                ? "'" + first + "' is assigned on some paths only"
                                                : "'" + first + "' is declared here");
         throw BuildError{};
+      }
+      if (parts.size() > 1) {
+        // a member of a record input, output or local: r.a, r.b.c[2]
+        Value v = it->second.value;
+        for (size_t i = 1; i < parts.size(); ++i) {
+          if (!parts[i - 1].subscripts.empty())
+            fail(DiagKind::unsupported, parts[i - 1].span, {"a subscript before a record member"});
+          if (!v.record) fail(DiagKind::unknown_member, parts[i].span, {first, parts[i].name});
+          v = record_field(v, parts[i].name, parts[i].span);
+        }
+        return apply_subscripts(v, parts.back().subscripts, s, span, first);
       }
       return apply_subscripts(it->second.value, parts[0].subscripts, s, span, first);
     }
@@ -365,9 +377,9 @@ Value Flattener::eval(const ast::Expr& e, Scope s) {
   using K = ast::ExprKind;
   switch (e.kind) {
     case K::Ref:
-      return eval_ref(e, s);
+      return no_stray_record(eval_ref(e, s), e);
     case K::Call:
-      return eval_call(e, s);
+      return no_stray_record(eval_call(e, s), e);
     case K::Unary:
     case K::Binary:
       return eval_operator(e, s);
@@ -561,7 +573,9 @@ Value Flattener::eval_call(const ast::Expr& e, Scope s) {
     v.type = ScalarType::Real;
     return v;
   };
-  if (const ClassEntry* fn = user_function(e, s)) return call_function(e, s, fn).front();
+  if (const ClassEntry* fn = user_function(e, s))
+    return fn->def->kind == ast::ClassKind::Record ? construct_record(e, s, fn)
+                                                   : call_function(e, s, fn).front();
   for (size_t i = 0; i < e.arg_names.size(); ++i) {
     if (e.arg_names[i].empty()) continue;
     diags_.report(DiagKind::unsupported, e.arg_spans[i],

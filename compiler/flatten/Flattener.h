@@ -16,6 +16,7 @@
 //   Events.cpp       when-equations, reinit, pre, sample, event-generating floor, discrete checks
 //   Connections.cpp  connect: connection sets and their equations
 //   Legality.cpp     lookup and access legality: what a class sees, enclosing constants, protected
+//   Records.cpp      records: layouts, constructors, record values in bindings and equations
 #pragma once
 
 #include <fmt/format.h>
@@ -45,21 +46,48 @@ using sym::Expr;
 // ------------------------------------------------------------------------------------------------
 // Values: scalars and arrays of symbolic expressions.
 
+struct RecordLayout;
+struct ClassEntry;
+
 struct Value {
   std::vector<int> shape;  // empty: scalar
   std::vector<Expr> elems;
   ScalarType type = ScalarType::Real;
   bool is_string = false;
   std::string str;
+  // a record (shape empty): elems are its scalar members in declaration order (Records.cpp)
+  const RecordLayout* record = nullptr;
 
   size_t size() const { return elems.size(); }
-  bool scalar() const { return shape.empty() && !is_string; }
+  bool scalar() const { return shape.empty() && !is_string && !record; }
   static Value of(Expr e, ScalarType t = ScalarType::Real) {
     Value v;
     v.elems.push_back(e);
     v.type = t;
     return v;
   }
+  static Value of_record(const RecordLayout* r) {  // the type only (no members)
+    Value v;
+    v.record = r;
+    return v;
+  }
+};
+
+// The members of a record class in declaration order (inherited ones first), each a run of
+// scalars of a record Value (Records.cpp; docs/language.md, "Records").
+struct RecordLayout {
+  const ClassEntry* cls = nullptr;
+  struct Field {
+    std::string name;
+    size_t offset = 0, size = 1;
+    std::vector<int> shape;  // a scalar or array member
+    ScalarType type = ScalarType::Real;
+    const RecordLayout* record = nullptr;  // a record member (scalar)
+    const ast::Component* decl = nullptr;
+    const ClassEntry* owner = nullptr;  // the class that declares it
+  };
+  std::vector<Field> fields;
+  size_t size = 0;
 };
 
 inline std::string shape_str(const std::vector<int>& s) {
@@ -68,6 +96,9 @@ inline std::string shape_str(const std::vector<int>& s) {
   for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
   return r + "]";
 }
+
+const char* scalar_type_name(ScalarType t);  // Functions.cpp
+std::string describe_value(const Value& v);  // "a Real", "an Integer array of shape [2]", ...
 
 // ------------------------------------------------------------------------------------------------
 // Classes with their lexical parents.
@@ -92,6 +123,10 @@ struct ModEntry {
   std::map<std::string, ModEntry> sub;
   Span span;
   bool each = false;
+  // a member of a record bound as a whole (`R r = R(1, 2)`): `value` is the record's and this is
+  // the index of the member's scalar in it (-1: the value is the member's own)
+  int leaf = -1;
+  const RecordLayout* whole = nullptr;  // with leaf: the record the value must be
 };
 using ModMap = std::map<std::string, ModEntry>;
 
@@ -102,6 +137,8 @@ inline ModEntry merge(const ModEntry& outer, const ModEntry& inner) {
     r.value = outer.value;
     r.scope = outer.scope;
     r.scope_cls = outer.scope_cls;
+    r.leaf = outer.leaf;
+    r.whole = outer.whole;
     r.pick = outer.pick;
     r.span = outer.span;
     r.each = outer.each;
@@ -184,10 +221,11 @@ struct FunctionFrame {
   struct Local {
     const ast::Component* decl = nullptr;
     ScalarType type = ScalarType::Real;
-    std::vector<int> dims;   // declared shape; -1 for `:` (taken from the first value)
-    Value value;             // meaningful when has_value
-    bool has_value = false;  // assigned on some path
-    bool defined = false;    // assigned on every path that has not returned
+    std::vector<int> dims;  // declared shape; -1 for `:` (taken from the first value)
+    const RecordLayout* record = nullptr;  // a record input, output or local
+    Value value;                           // meaningful when has_value
+    bool has_value = false;                // assigned on some path
+    bool defined = false;                  // assigned on every path that has not returned
   };
   std::map<std::string, Local> locals;
   Expr returned;
@@ -214,6 +252,29 @@ class Flattener {
   const ClassEntry* lookup_class(const std::string& dotted, const ClassEntry* from, Span use);
   const ClassEntry* lookup_first(const std::string& name, const ClassEntry* from, Span use);
   const ClassEntry* find_nested(const ClassEntry* c, const std::string& name);
+  // ---- records (Records.cpp)
+  // eval where a record value may be the result (an equation's side, a binding, an argument, an
+  // assignment); everywhere else a record is refused by name (no_stray_record)
+  Value eval_whole(const ast::Expr& e, Scope s);
+  Value no_stray_record(Value&& v, const ast::Expr& e) {
+    if (v.record && allow_record_ != &e) refuse_record(v, e);
+    return std::move(v);
+  }
+  [[noreturn]] void refuse_record(const Value& v, const ast::Expr& e);
+  const ast::Expr* allow_record_ = nullptr;
+  const RecordLayout* record_layout(const ClassEntry* cls, Span use);
+  Value record_value(Instance* inst, Span span);  // a record instance's members as one value
+  Value construct_record(const ast::Expr& call, Scope s, const ClassEntry* cls);
+  // member `name` of the record value `v` (a scalar, an array or a record)
+  Value record_field(const Value& v, const std::string& name, Span at);
+  // binds the scalars of the record instance `inst` to the members of the value of `mod`
+  void bind_record(Instance& inst, const ModEntry& mod, Span at);
+  // `v` as a value of the record `target`: its members picked by name (records are compatible
+  // when they have the members of the same names and types, Modelica 3.6, section 6.4); fails
+  // naming `what` otherwise
+  Value as_record(const Value& v, const RecordLayout* target, Span at, const std::string& what);
+  std::set<std::pair<const ast::Expr*, Instance*>> failed_whole_;  // reported once
+  std::map<const ClassEntry*, std::unique_ptr<RecordLayout>> layouts_;
   // ---- lookup and access control (Legality.cpp; Modelica 3.6, sections 4.1, 5.3, 5.6)
   // whether an element declared in `owner` is an element of `from` (its own or inherited)
   bool sees(const ClassEntry* from, const ClassEntry* owner);

@@ -268,8 +268,11 @@ std::unique_ptr<Instance> Flattener::make_typed(Instance* parent, const std::str
     }
   if (!inst->mbs_element.empty())
     flat_.mech_elements.push_back(MechElement{inst->mbs_element, path, c.type_name, c.span});
-  if (mod.value) {
-    // a record-valued binding `R r = R(...)` is not supported; a value for a model is an error
+  if (mod.value && type->def->kind == ast::ClassKind::Record && mod.pick.empty()) {
+    // `R r = R(1, 2)`: each member is bound to its part of the value (Records.cpp)
+    bind_record(*inst, mod, mod.span.valid() ? mod.span : c.span);
+  } else if (mod.value) {
+    // a value for a model, or for an element of an array of records, is not supported
     fail(DiagKind::unsupported, mod.span.valid() ? mod.span : c.span,
          {"a value binding for component '" + path + "' of type '" + c.type_name + "'"});
   }

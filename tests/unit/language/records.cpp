@@ -58,5 +58,71 @@ end Derived;
   EXPECT_NEAR(last(*m, r, "y"), 6.0, 1e-12);
 }
 
+// Record parameters from the constructor, named with a default (R(a = 3): b = 2) and
+// positional (R(1, 5)), a nested record, a record input of a function, equations between records
+// and with the constructor, a function that returns a record, and an array of records. Every
+// value below follows from the declarations by hand; x' = -y x + q.b checks that the members are
+// unknowns of the simulated system like any variable (y = 5, q.b = 2 t; solved below).
+TEST(Records, ConstructorsBindingsEquationsAndFunctions) {
+  auto m = compile_source("records_basic", R"mbs(
+model T
+  record R
+    Real a;
+    Real b = 2;
+  end R;
+  record R2
+    Real a;
+    Real b;
+  end R2;
+  record Outer
+    R2 sub;
+    Real c;
+  end Outer;
+  function mk
+    input Real x;
+    output R2 r;
+  algorithm
+    r := R2(x, 2*x);
+  end mk;
+  function total
+    input R r;
+    output Real y;
+  algorithm
+    y := r.a + r.b;
+  end total;
+  parameter R p = R(a = 3);
+  parameter R p2 = R(1, 5);
+  parameter Outer o = Outer(R2(1, 2), 3);
+  R2 q;
+  R2 r1, r2;
+  R2 s = mk(time);
+  R2 rs[2];
+  Real y = p.a + p.b;
+  Real z = total(p2) + o.sub.b + o.c;
+  Real x(start = 1, fixed = true);
+equation
+  q = R2(time, 2*time);
+  r2 = R2(1, time);
+  r1 = r2;
+  rs[1] = R2(1, 2);
+  rs[2] = rs[1];
+  der(x) = -y*x + q.b;
+end T;
+)mbs");
+  ASSERT_TRUE(m);
+  auto r = run(*m, 0.5, 1e-3, rt::SolverKind::Dopri5);
+  const double t = 0.5;
+  EXPECT_NEAR(last(*m, r, "y"), 3.0 + 2.0, 1e-12);  // p.b = 2: the default of the constructor
+  EXPECT_NEAR(last(*m, r, "z"), 1.0 + 5.0 + 2.0 + 3.0, 1e-12);  // p2 = R(1, 5), o.sub.b, o.c
+  EXPECT_NEAR(last(*m, r, "q.a"), t, 1e-12);
+  EXPECT_NEAR(last(*m, r, "q.b"), 2 * t, 1e-12);
+  EXPECT_NEAR(last(*m, r, "r1.a"), 1.0, 1e-12);
+  EXPECT_NEAR(last(*m, r, "r1.b"), t, 1e-12);
+  EXPECT_NEAR(last(*m, r, "s.b"), 2 * t, 1e-12);
+  EXPECT_NEAR(last(*m, r, "rs[2].b"), 2.0, 1e-12);
+  // x' = -5 x + 2 t, x(0) = 1: x = (1 + 2/25) e^{-5t} + 2t/5 - 2/25
+  EXPECT_NEAR(last(*m, r, "x"), (1 + 2.0 / 25) * std::exp(-5 * t) + 2 * t / 5 - 2.0 / 25, 1e-6);
+}
+
 }  // namespace
 }  // namespace mbs
