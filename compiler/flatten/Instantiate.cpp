@@ -176,7 +176,10 @@ std::unique_ptr<Instance> Flattener::make_component(Instance& parent, const ast:
            {path, builtin.empty() ? "a component of type '" + c.type_name + "'" : "an " + builtin});
     role = VarRole::Input;
   }
-  return make_typed(&parent, path, c, type, builtin, m, dims, 0, role, c.flow, connector, depth);
+  // a flow prefix on a structured component (a record) applies to its members (Modelica 3.6,
+  // section 4.4.2.2, "Prefix Rules")
+  return make_typed(&parent, path, c, type, builtin, m, dims, 0, role, c.flow || parent.flow,
+                    connector, depth);
 }
 
 std::unique_ptr<Instance> Flattener::make_typed(Instance* parent, const std::string& path,

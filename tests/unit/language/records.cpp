@@ -124,5 +124,51 @@ end T;
   EXPECT_NEAR(last(*m, r, "x"), (1 + 2.0 / 25) * std::exp(-5 * t) + 2 * t / 5 - 2.0 / 25, 1e-6);
 }
 
+// A record with the `flow` prefix in a connector: the prefix applies to its members, so the
+// connected pair's members sum to zero (k.p.f = -s.p.f = (1, 2 t): x' = 1 + 2 t, x = t + t^2)
+// and an unconnected connector's members are zero (o.y = 0 + 0 + 5).
+TEST(Records, AFlowRecordInAConnectorSumsToZeroAndIsZeroWhenUnconnected) {
+  auto m = compile_source("records_flow", R"mbs(
+model C
+  record F
+    Real f1;
+    Real f2;
+  end F;
+  connector P
+    Real v;
+    flow F f;
+  end P;
+  model Src
+    P p;
+  equation
+    p.f = F(-1, -2*time);
+    p.v = 1;
+  end Src;
+  model Snk
+    P p;
+    Real x(start = 0, fixed = true);
+  equation
+    der(x) = p.f.f1 + p.f.f2;
+  end Snk;
+  model Open
+    P p;
+    Real y;
+  equation
+    y = p.f.f1 + p.f.f2 + 5;
+    p.v = 0;
+  end Open;
+  Src s;
+  Snk k;
+  Open o;
+equation
+  connect(s.p, k.p);
+end C;
+)mbs");
+  ASSERT_TRUE(m);
+  auto r = run(*m, 0.5, 1e-3, rt::SolverKind::Dopri5);
+  EXPECT_NEAR(last(*m, r, "k.x"), 0.5 + 0.25, 1e-9);
+  EXPECT_NEAR(last(*m, r, "o.y"), 5.0, 1e-12);
+}
+
 }  // namespace
 }  // namespace mbs
