@@ -297,6 +297,11 @@ class Flattener {
       const ModEntry& mod, const ClassEntry* cls,
       const std::vector<std::pair<const ast::Component*, const ClassEntry*>>& comps);
   std::map<const ClassEntry*, std::set<const ClassEntry*>> bases_of_;  // sees(): the closure
+  // the restrictions of the specialised classes (Modelica 3.6, section 4.6), once per class
+  void check_class_restrictions(const ClassEntry* cls);
+  std::set<const ClassEntry*> restrictions_checked_;
+  // the kinds of class a class may extend (section 7.1.3)
+  void check_base_kind(const ClassEntry* cls, const ClassEntry* base, Span at);
 
   // ---- instantiation
   void instantiate_members(Instance& inst, const ClassEntry* cls, const ModEntry& mod, int depth);

@@ -69,6 +69,7 @@ void Flattener::collect_elements(
     std::vector<std::pair<const ast::Component*, const ClassEntry*>>& comps, ModEntry& effective,
     int depth) {
   if (depth > kMaxDepth) fail(DiagKind::recursive_class, cls->def->span, {cls->full_name});
+  check_class_restrictions(cls);
   // extends first: base elements come before the class's own
   for (const auto& ext : cls->def->extends) {
     const ClassEntry* base = lookup_base(ext, cls);
@@ -90,6 +91,7 @@ void Flattener::collect_elements(
       throw BuildError{};
     }
     if (base == cls) fail(DiagKind::recursive_class, ext.span, {cls->full_name});
+    check_base_kind(cls, base, ext.span);
     ModEntry ext_mod = mod_from_ast(ext.mod.get(), &inst, cls);
     effective = merge(effective, ext_mod);
     collect_elements(base, inst, comps, effective, depth + 1);
@@ -168,6 +170,14 @@ std::unique_ptr<Instance> Flattener::make_component(Instance& parent, const ast:
     break;
   }
   m = merge(m, type_mod);
+  if (c.flow && !builtin.empty() && builtin != "Real") {
+    diags_.report(DiagKind::flow_not_real, c.span,
+                  {path, (builtin == "Integer" ? "an " : "a ") + builtin});
+    diags_.note(c.type_span,
+                "Modelica 3.6, section 4.4.2.2: variables declared with the flow prefix shall be a "
+                "subtype of Real");
+    throw BuildError{};
+  }
   // an input of the model itself (not of one of its components): a known function of time
   if (c.causality == ast::Causality::Input && parent.parent == nullptr &&
       role == VarRole::Variable) {

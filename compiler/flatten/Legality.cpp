@@ -122,4 +122,64 @@ void Flattener::check_protected_modifiers(
     }
 }
 
+void Flattener::check_class_restrictions(const ClassEntry* cls) {
+  if (!restrictions_checked_.insert(cls).second) return;
+  const ast::ClassDef& d = *cls->def;
+  const char* kind = ast::class_kind_name(d.kind);
+  const auto refuse = [&](Span at, const std::string& what, const std::string& rule) {
+    diags_.report(DiagKind::class_restriction, at, {kind, cls->full_name, what});
+    diags_.note(d.span, fmt::format("'{}' is declared as a {} here; Modelica 3.6, section {}",
+                                    d.name, kind, rule));
+    throw BuildError{};
+  };
+  const bool record = d.kind == ast::ClassKind::Record;
+  if (record || d.kind == ast::ClassKind::Connector) {
+    const char* rule = record ? "4.6: a record has no equations or algorithms"
+                              : "4.6: a connector has no equations or algorithms";
+    if (!d.equations.empty()) refuse(d.equations.front().span, "cannot have equations", rule);
+    if (!d.initial_spans.empty())
+      refuse(d.initial_spans.front(), "cannot have initial equations", rule);
+    if (!d.algorithm_spans.empty())
+      refuse(d.algorithm_spans.front(), "cannot have an algorithm section", rule);
+  }
+  for (const auto& c : d.components) {
+    if (record && c.is_protected)
+      refuse(c.span, "cannot have protected elements ('" + c.name + "')",
+             "4.6: only public sections are allowed in a record");
+    if (record && (c.flow || c.stream || c.causality != ast::Causality::None))
+      refuse(c.span,
+             fmt::format("cannot have an element with the prefix '{}' ('{}')",
+                         c.flow                                 ? "flow"
+                         : c.stream                             ? "stream"
+                         : c.causality == ast::Causality::Input ? "input"
+                                                                : "output",
+                         c.name),
+             "4.6: the elements of a record shall not have the prefixes input, output, stream "
+             "or flow (give the prefix to the record component instead)");
+    if (d.kind == ast::ClassKind::Package && c.variability != ast::Variability::Constant)
+      refuse(c.span, "can only contain classes and constants, not '" + c.name + "'",
+             "4.6: a package may only contain declarations of classes and constants");
+  }
+}
+
+void Flattener::check_base_kind(const ClassEntry* cls, const ClassEntry* base, Span at) {
+  using K = ast::ClassKind;
+  const K d = cls->def->kind, b = base->def->kind;
+  bool ok = d == b;
+  if (d == K::Connector) ok = ok || b == K::Type || b == K::Record;
+  if (d == K::Block) ok = ok || b == K::Record;
+  if (d == K::Model) ok = ok || b == K::Record || b == K::Block;
+  if (ok) return;
+  diags_.report(
+      DiagKind::base_class_kind, at,
+      {ast::class_kind_name(d), cls->full_name, ast::class_kind_name(b), base->full_name});
+  diags_.note(base->def->span,
+              fmt::format("'{}' is declared as a {} here; Modelica 3.6, section 7.1.3: a model "
+                          "extends models, blocks and records, a block blocks and records, a "
+                          "connector connectors, records and types, and every other kind only "
+                          "its own kind",
+                          base->def->name, ast::class_kind_name(b)));
+  throw BuildError{};
+}
+
 }  // namespace mbs::flattening
