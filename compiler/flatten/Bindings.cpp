@@ -122,6 +122,9 @@ Value Flattener::instance_value(Instance* inst, Span span) {
     bool first = true;
     for (auto& el : inst->elems) {
       Value e = instance_value(el.get(), span);
+      if (e.record)  // docs/language.md, "Records": arrays of records are used element by element
+        fail(DiagKind::unsupported, span,
+             {"the array of records '" + inst->path + "' used as a whole (use its elements)"});
       if (first) {
         r.shape.insert(r.shape.end(), e.shape.begin(), e.shape.end());
         r.type = e.type;
