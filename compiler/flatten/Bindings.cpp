@@ -9,10 +9,10 @@ namespace mbs::flattening {
 // Evaluation
 
 Expr Flattener::scalar_of(const Value& v, Span span, const char* what) {
-  if (v.is_string || v.elems.size() != 1 || !v.shape.empty())
+  if (v.is_string || v.record || v.elems.size() != 1 || !v.shape.empty())
     fail(DiagKind::shape_mismatch, span,
          {fmt::format("{} must be a scalar, found {}", what,
-                      v.is_string ? std::string("a string") : shape_str(v.shape))});
+                      v.is_string || v.record ? describe_value(v) : shape_str(v.shape))});
   return v.elems[0];
 }
 
@@ -62,13 +62,34 @@ Value Flattener::eval_mod_value(const ModEntry& m) {
   // The value of a modifier of an array is evaluated once and each element picks its part (it
   // was evaluated again for every element: start = {f(i) for i in 1:n} took O(n^2)).
   Value v;
+  if (m.leaf >= 0) {
+    // a member of a record bound as a whole: its scalar of the record's value
+    const auto key = std::make_pair(m.value, m.scope);
+    auto it = array_mod_values_.find(key);
+    if (it == array_mod_values_.end()) {
+      if (failed_whole_.count(key)) throw BuildError{};  // reported for another member
+      try {
+        Value whole = eval_whole(*m.value, Scope{m.scope, nullptr, nullptr, m.scope_cls});
+        whole = as_record(whole, m.whole, m.value->span, "the value of the record component");
+        it = array_mod_values_.emplace(key, std::move(whole)).first;
+      } catch (const BuildError&) {
+        failed_whole_.insert(key);
+        throw;
+      }
+    }
+    if (static_cast<size_t>(m.leaf) >= it->second.elems.size())
+      fail(DiagKind::type_error, m.value->span, {"the value of a record component is too short"});
+    return Value::of(it->second.elems[static_cast<size_t>(m.leaf)], it->second.type);
+  }
   if (m.pick.empty()) {
-    v = eval(*m.value, Scope{m.scope, nullptr});
+    v = eval(*m.value, Scope{m.scope, nullptr, nullptr, m.scope_cls});
   } else {
     const auto key = std::make_pair(m.value, m.scope);
     auto it = array_mod_values_.find(key);
     if (it == array_mod_values_.end())
-      it = array_mod_values_.emplace(key, eval(*m.value, Scope{m.scope, nullptr})).first;
+      it = array_mod_values_
+               .emplace(key, eval(*m.value, Scope{m.scope, nullptr, nullptr, m.scope_cls}))
+               .first;
     v = it->second;
   }
   for (int idx : m.pick) {
@@ -110,6 +131,9 @@ Value Flattener::instance_value(Instance* inst, Span span) {
     bool first = true;
     for (auto& el : inst->elems) {
       Value e = instance_value(el.get(), span);
+      if (e.record)  // docs/language.md, "Records": arrays of records are used element by element
+        fail(DiagKind::unsupported, span,
+             {"the array of records '" + inst->path + "' used as a whole (use its elements)"});
       if (first) {
         r.shape.insert(r.shape.end(), e.shape.begin(), e.shape.end());
         r.type = e.type;
@@ -120,6 +144,7 @@ Value Flattener::instance_value(Instance* inst, Span span) {
     }
     return r;
   }
+  if (inst->cls && inst->cls->def->kind == ast::ClassKind::Record) return record_value(inst, span);
   fail(DiagKind::not_a_value, span, {inst->path, inst->type_name});
 }
 

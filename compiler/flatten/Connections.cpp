@@ -12,12 +12,19 @@ Instance* Flattener::resolve_connector(const ast::Expr& ref, Scope s, bool& outs
   outside = false;
   for (size_t i = 0; i < ref.ref.size(); ++i) {
     const auto& part = ref.ref[i];
-    Instance* m = cur->kind == Instance::Kind::Composite ? cur->member(part.name) : nullptr;
+    Instance* hidden = nullptr;
+    Instance* m = cur->kind != Instance::Kind::Composite ? nullptr
+                  : i == 0 ? visible_member(cur, part.name, s.cls, &hidden)
+                           : cur->member(part.name);
     if (!m && removed_member(cur, part.name)) return nullptr;  // a conditional component, removed
-    if (!m)
-      fail(i == 0 ? DiagKind::unknown_name : DiagKind::unknown_member, part.span,
-           i == 0 ? std::vector<std::string>{part.name}
-                  : std::vector<std::string>{cur->path, part.name});
+    if (!m) {
+      diags_.report(i == 0 ? DiagKind::unknown_name : DiagKind::unknown_member, part.span,
+                    i == 0 ? std::vector<std::string>{part.name}
+                           : std::vector<std::string>{cur->path, part.name});
+      if (hidden) note_hidden(part.name, hidden, s.cls);
+      throw BuildError{};
+    }
+    if (i > 0) check_dot_access(m, cur->path, part.span);
     cur = m;
     for (const auto& sx : part.subscripts) {
       if (cur->kind != Instance::Kind::Array)

@@ -123,8 +123,8 @@ void Flattener::elaborate(Instance& inst) {
     case Instance::Kind::Composite:
       for (auto& el : inst.elems) elaborate(*el);
       for (const ClassEntry* c : inst.equation_classes) {
-        add_equations(c->def->equations, Scope{&inst, nullptr}, inst.path);
-        if (!c->def->initial_equations.empty()) add_initial_equations(*c->def, inst);
+        add_equations(c->def->equations, Scope{&inst, nullptr, nullptr, c}, inst.path);
+        if (!c->def->initial_equations.empty()) add_initial_equations(c, inst);
         if (!c->def->algorithm_starts.empty()) add_algorithms(*c->def, inst, false);
         if (!c->def->initial_algorithm_starts.empty()) add_algorithms(*c->def, inst, true);
       }
@@ -135,7 +135,7 @@ void Flattener::elaborate(Instance& inst) {
 // `initial equation` sections (docs/language.md, "Initial equations"): flattened like equations,
 // into FlatModel::initial_equations; the DAE pass and the initial solve (compiler/dae/Initial)
 // take them from there.
-void Flattener::add_initial_equations(const ast::ClassDef& def, Instance& inst) {
+void Flattener::add_initial_equations(const ClassEntry* cls, Instance& inst) {
   struct Section {
     Flattener& f;
     std::vector<FlatEquation> model_equations;
@@ -149,7 +149,7 @@ void Flattener::add_initial_equations(const ast::ClassDef& def, Instance& inst) 
       for (auto& e : model_equations) f.flat_.initial_equations.push_back(std::move(e));
     }
   } section(*this);
-  add_equations(def.initial_equations, Scope{&inst, nullptr}, inst.path);
+  add_equations(cls->def->initial_equations, Scope{&inst, nullptr, nullptr, cls}, inst.path);
 }
 
 void Flattener::add_equations(const ast::EquationList& eqs, Scope s, const std::string& origin) {
@@ -197,10 +197,14 @@ void Flattener::add_equation(const ast::Equation& eq, Scope s, const std::string
         add_assignment(eq, s);
         return;
       }
-      Value l = eval(*eq.lhs, s);
-      Value r = eval(*eq.rhs, s);
+      Value l = eval_whole(*eq.lhs, s);
+      Value r = eval_whole(*eq.rhs, s);
       if (l.is_string || r.is_string)
         fail(DiagKind::type_error, eq.span, {"an equation cannot relate strings"});
+      if (l.record || r.record) {  // member by member (docs/language.md, "Records")
+        as_record(l, r.record, eq.span, "the left side of the equation");
+        r = as_record(r, l.record, eq.span, "the right side of the equation");
+      }
       if (l.shape != r.shape)
         fail(DiagKind::shape_mismatch, eq.span,
              {fmt::format("the two sides of the equation have shapes {} and {}", shape_str(l.shape),
@@ -262,8 +266,13 @@ void Flattener::add_equation(const ast::Equation& eq, Scope s, const std::string
       std::string text = source_text(eq.span);
       for (size_t k = 0; k < eq.targets.size(); ++k) {
         if (!eq.targets[k]) continue;
-        Value l = eval(*eq.targets[k], s);
-        const Value& r = outs[k];
+        Value l = eval_whole(*eq.targets[k], s);
+        Value r = outs[k];
+        if (l.record || r.record) {
+          as_record(l, r.record, eq.targets[k]->span, "'" + expr_to_string(*eq.targets[k]) + "'");
+          r = as_record(r, l.record, eq.targets[k]->span,
+                        fmt::format("output {} of '{}'", k + 1, fn->full_name));
+        }
         if (l.is_string || l.shape != r.shape)
           fail(DiagKind::shape_mismatch, eq.targets[k]->span,
                {fmt::format("'{}' has shape {}, output {} of '{}' has shape {}",

@@ -80,7 +80,8 @@ Value Flattener::eval_ref(const ast::Expr& e, Scope s) {
   // the inputs, outputs and protected variables of a function
   if (s.frame && !global) {
     if (auto it = s.frame->locals.find(first); it != s.frame->locals.end()) {
-      if (parts.size() > 1) fail(DiagKind::unknown_member, parts[1].span, {first, parts[1].name});
+      if (parts.size() > 1 && !it->second.record)
+        fail(DiagKind::unknown_member, parts[1].span, {first, parts[1].name});
       if (!it->second.defined) {
         diags_.report(DiagKind::unassigned_use, parts[0].span, {first});
         diags_.note(it->second.decl->span, it->second.has_value
@@ -88,12 +89,24 @@ Value Flattener::eval_ref(const ast::Expr& e, Scope s) {
                                                : "'" + first + "' is declared here");
         throw BuildError{};
       }
+      if (parts.size() > 1) {
+        // a member of a record input, output or local: r.a, r.b.c[2]
+        Value v = it->second.value;
+        for (size_t i = 1; i < parts.size(); ++i) {
+          if (!parts[i - 1].subscripts.empty())
+            fail(DiagKind::unsupported, parts[i - 1].span, {"a subscript before a record member"});
+          if (!v.record) fail(DiagKind::unknown_member, parts[i].span, {first, parts[i].name});
+          v = record_field(v, parts[i].name, parts[i].span);
+        }
+        return apply_subscripts(v, parts.back().subscripts, s, span, first);
+      }
       return apply_subscripts(it->second.value, parts[0].subscripts, s, span, first);
     }
   }
-  // components, searching enclosing instances only for constants/parameters is not Modelica;
-  // names resolve in the instance the expression belongs to.
-  Instance* inst = s.inst && !global ? s.inst->member(first) : nullptr;
+  // components: the elements of the class whose text this is (own or inherited, not those of a
+  // class that extends it), in the instance the expression belongs to
+  Instance* hidden = nullptr;
+  Instance* inst = s.inst && !global ? visible_member(s.inst, first, s.cls, &hidden) : nullptr;
   if (s.inst && !s.frame && !global) check_conditional_use(s.inst, inst, first, parts[0].span);
   if (!inst && !global && !s.frame && first == "time" && parts.size() == 1 &&
       parts[0].subscripts.empty())
@@ -102,15 +115,21 @@ Value Flattener::eval_ref(const ast::Expr& e, Scope s) {
     // a constant in a package: P.c
     const ClassEntry* from = global                  ? nullptr
                              : s.frame               ? s.frame->fn
+                             : s.cls                 ? s.cls
                              : s.inst && s.inst->cls ? s.inst->cls
                                                      : nullptr;
     const ClassEntry* pkg = nullptr;
     size_t k = 0;
     if (parts.size() == 1) {
-      // a constant of an enclosing class (lexical scope)
+      // a constant of an enclosing class (lexical scope; Modelica 3.6, section 5.3.1: only
+      // constants, the other components of an enclosing class are not found)
       for (const ClassEntry* c = from ? from->parent : nullptr; c && !pkg; c = c->parent)
         for (const auto& comp : c->def->components)
-          if (comp.name == first) pkg = c;
+          if (comp.name == first) {
+            if (comp.variability != ast::Variability::Constant)
+              check_enclosing_constant(first, comp, c, parts[0].span);
+            pkg = c;
+          }
     } else {
       pkg = lookup_first(first, from, span);
       k = 1;
@@ -134,6 +153,10 @@ Value Flattener::eval_ref(const ast::Expr& e, Scope s) {
         return enumeration_value(t, e, parts.size());
     if (!pkg) {
       diags_.report(DiagKind::unknown_name, parts[0].span, {first});
+      if (hidden) {
+        note_hidden(first, hidden, s.cls);
+        throw BuildError{};
+      }
       auto names = member_names(s.inst);
       if (s.frame)
         for (const auto& [n, l] : s.frame->locals) names.push_back(n);
@@ -159,6 +182,7 @@ Value Flattener::eval_ref(const ast::Expr& e, Scope s) {
     }
     inst = pinst->member(parts[k].name);
     if (!inst) fail(DiagKind::unknown_member, parts[k].span, {pkg->full_name, parts[k].name});
+    if (k > 0) check_class_member(inst, pkg, parts[k].span);
     // evaluate remaining parts against the package instance
     Instance* cur = pinst;
     Value val;
@@ -166,6 +190,7 @@ Value Flattener::eval_ref(const ast::Expr& e, Scope s) {
     for (size_t i = k; i < parts.size(); ++i) {
       Instance* m = cur->member(parts[i].name);
       if (!m) fail(DiagKind::unknown_member, parts[i].span, {cur->path, parts[i].name});
+      if (i > k) check_dot_access(m, cur->path, parts[i].span);
       cur = m;
       if (!parts[i].subscripts.empty() || i + 1 == parts.size()) {
         val = apply_subscripts(instance_value(cur, span), parts[i].subscripts, s, span, cur->path);
@@ -191,6 +216,7 @@ Value Flattener::eval_ref(const ast::Expr& e, Scope s) {
         help_did_you_mean(parts[i].name, member_names(cur));
         throw BuildError{};
       }
+      check_dot_access(m, cur->path, parts[i].span);
       cur = m;
     }
     const auto& subs = parts[i].subscripts;
@@ -375,9 +401,9 @@ Value Flattener::eval(const ast::Expr& e, Scope s) {
   using K = ast::ExprKind;
   switch (e.kind) {
     case K::Ref:
-      return eval_ref(e, s);
+      return no_stray_record(eval_ref(e, s), e);
     case K::Call:
-      return eval_call(e, s);
+      return no_stray_record(eval_call(e, s), e);
     case K::Unary:
     case K::Binary:
       return eval_operator(e, s);
@@ -590,7 +616,9 @@ Value Flattener::eval_call(const ast::Expr& e, Scope s) {
     v.enumeration = nullptr;
     return v;
   }
-  if (const ClassEntry* fn = user_function(e, s)) return call_function(e, s, fn).front();
+  if (const ClassEntry* fn = user_function(e, s))
+    return fn->def->kind == ast::ClassKind::Record ? construct_record(e, s, fn)
+                                                   : call_function(e, s, fn).front();
   if (name == "String" && e.ref.size() == 1) return string_call(e, s);
   for (size_t i = 0; i < e.arg_names.size(); ++i) {
     if (e.arg_names[i].empty()) continue;

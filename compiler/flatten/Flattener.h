@@ -20,6 +20,8 @@
 //                    the uses a conditional component does not allow
 //   Types.cpp        types and checking: sizes from bindings, type checks of bindings, equations,
 //                    conditions, built-in arguments and connections
+//   Legality.cpp     lookup and access legality: what a class sees, enclosing constants, protected
+//   Records.cpp      records: layouts, constructors, record values in bindings and equations
 #pragma once
 
 #include <fmt/format.h>
@@ -51,6 +53,9 @@ struct ClassEntry;
 // ------------------------------------------------------------------------------------------------
 // Values: scalars and arrays of symbolic expressions.
 
+struct RecordLayout;
+struct ClassEntry;
+
 struct Value {
   std::vector<int> shape;  // empty: scalar
   std::vector<Expr> elems;
@@ -59,15 +64,39 @@ struct Value {
   std::string str;
   // an enumeration value (type Integer, the literal's 1-based position): its type, else null
   const ClassEntry* enumeration = nullptr;
+  // a record (shape empty): elems are its scalar members in declaration order (Records.cpp)
+  const RecordLayout* record = nullptr;
 
   size_t size() const { return elems.size(); }
-  bool scalar() const { return shape.empty() && !is_string; }
+  bool scalar() const { return shape.empty() && !is_string && !record; }
   static Value of(Expr e, ScalarType t = ScalarType::Real) {
     Value v;
     v.elems.push_back(e);
     v.type = t;
     return v;
   }
+  static Value of_record(const RecordLayout* r) {  // the type only (no members)
+    Value v;
+    v.record = r;
+    return v;
+  }
+};
+
+// The members of a record class in declaration order (inherited ones first), each a run of
+// scalars of a record Value (Records.cpp; docs/language.md, "Records").
+struct RecordLayout {
+  const ClassEntry* cls = nullptr;
+  struct Field {
+    std::string name;
+    size_t offset = 0, size = 1;
+    std::vector<int> shape;  // a scalar or array member
+    ScalarType type = ScalarType::Real;
+    const RecordLayout* record = nullptr;  // a record member (scalar)
+    const ast::Component* decl = nullptr;
+    const ClassEntry* owner = nullptr;  // the class that declares it
+  };
+  std::vector<Field> fields;
+  size_t size = 0;
 };
 
 inline std::string shape_str(const std::vector<int>& s) {
@@ -100,7 +129,9 @@ struct Instance;
 struct ModEntry {
   const ast::Expr* value = nullptr;
   Instance* scope = nullptr;  // the instance in which `value` is evaluated
-  std::vector<int> pick;      // element of an array value meant for this (array element) instance
+  // the class whose text `value` is (its names are looked up there: Scope::cls); null: any
+  const ClassEntry* scope_cls = nullptr;
+  std::vector<int> pick;  // element of an array value meant for this (array element) instance
   std::map<std::string, ModEntry> sub;
   Span span;
   bool each = false;
@@ -112,6 +143,10 @@ struct ModEntry {
   // tried to change it (checked by make_element)
   bool final_ = false;
   Span final_span, overridden;
+  // a member of a record bound as a whole (`R r = R(1, 2)`): `value` is the record's and this is
+  // the index of the member's scalar in it (-1: the value is the member's own)
+  int leaf = -1;
+  const RecordLayout* whole = nullptr;  // with leaf: the record the value must be
 };
 using ModMap = std::map<std::string, ModEntry>;
 
@@ -134,6 +169,9 @@ inline ModEntry merge(const ModEntry& outer, const ModEntry& inner) {
   if (outer.value) {
     r.value = outer.value;
     r.scope = outer.scope;
+    r.scope_cls = outer.scope_cls;
+    r.leaf = outer.leaf;
+    r.whole = outer.whole;
     r.pick = outer.pick;
     r.span = outer.span;
     r.each = outer.each;
@@ -168,6 +206,10 @@ struct Instance {
   std::vector<std::unique_ptr<Instance>> elems;  // Array elements / Composite members (owned)
   std::vector<std::pair<std::string, Instance*>> members;  // Composite
   Instance* parent = nullptr;
+  // the declaration that made this component and the class that holds it (null for the root, a
+  // package instance and array elements): what lookup and access control need (Lookup.cpp)
+  const ast::Component* decl = nullptr;
+  const ClassEntry* declared_in = nullptr;
   bool is_connector = false;
   std::string mbs_element;  // Composite: the multibody element kind of its class (or a base)
   VarRole role = VarRole::Variable;
@@ -209,7 +251,10 @@ struct Scope {
   Instance* inst = nullptr;
   const Iterators* iters = nullptr;
   FunctionFrame* frame = nullptr;  // inside the algorithm of a function being inlined
-  Scope with(const Iterators* it) const { return Scope{inst, it, frame}; }
+  // the class whose text is evaluated: a name is one of its elements (own or inherited), never
+  // an element of a class that extends it (Modelica 3.6, section 5.6); null: no restriction
+  const ClassEntry* cls = nullptr;
+  Scope with(const Iterators* it) const { return Scope{inst, it, frame, cls}; }
 };
 
 // The state of one call of a user-defined function while its algorithm is executed
@@ -221,10 +266,11 @@ struct FunctionFrame {
   struct Local {
     const ast::Component* decl = nullptr;
     ScalarType type = ScalarType::Real;
-    std::vector<int> dims;   // declared shape; -1 for `:` (taken from the first value)
-    Value value;             // meaningful when has_value
-    bool has_value = false;  // assigned on some path
-    bool defined = false;    // assigned on every path that has not returned
+    std::vector<int> dims;  // declared shape; -1 for `:` (taken from the first value)
+    const RecordLayout* record = nullptr;  // a record input, output or local
+    Value value;                           // meaningful when has_value
+    bool has_value = false;                // assigned on some path
+    bool defined = false;                  // assigned on every path that has not returned
   };
   std::map<std::string, Local> locals;
   Expr returned;
@@ -260,6 +306,56 @@ class Flattener {
   const ClassEntry* lookup_class(const std::string& dotted, const ClassEntry* from, Span use);
   const ClassEntry* lookup_first(const std::string& name, const ClassEntry* from, Span use);
   const ClassEntry* find_nested(const ClassEntry* c, const std::string& name);
+  // ---- records (Records.cpp)
+  // eval where a record value may be the result (an equation's side, a binding, an argument, an
+  // assignment); everywhere else a record is refused by name (no_stray_record)
+  Value eval_whole(const ast::Expr& e, Scope s);
+  Value no_stray_record(Value&& v, const ast::Expr& e) {
+    if (v.record && allow_record_ != &e) refuse_record(v, e);
+    return std::move(v);
+  }
+  [[noreturn]] void refuse_record(const Value& v, const ast::Expr& e);
+  const ast::Expr* allow_record_ = nullptr;
+  const RecordLayout* record_layout(const ClassEntry* cls, Span use);
+  Value record_value(Instance* inst, Span span);  // a record instance's members as one value
+  Value construct_record(const ast::Expr& call, Scope s, const ClassEntry* cls);
+  // member `name` of the record value `v` (a scalar, an array or a record)
+  Value record_field(const Value& v, const std::string& name, Span at);
+  // binds the scalars of the record instance `inst` to the members of the value of `mod`
+  void bind_record(Instance& inst, const ModEntry& mod, Span at);
+  // `v` as a value of the record `target`: its members picked by name (records are compatible
+  // when they have the members of the same names and types, Modelica 3.6, section 6.4); fails
+  // naming `what` otherwise
+  Value as_record(const Value& v, const RecordLayout* target, Span at, const std::string& what);
+  std::set<std::pair<const ast::Expr*, Instance*>> failed_whole_;  // reported once
+  std::map<const ClassEntry*, std::unique_ptr<RecordLayout>> layouts_;
+  // ---- lookup and access control (Legality.cpp; Modelica 3.6, sections 4.1, 5.3, 5.6)
+  // whether an element declared in `owner` is an element of `from` (its own or inherited)
+  bool sees(const ClassEntry* from, const ClassEntry* owner);
+  // member `name` of `inst` as the text of class `from` sees it; null when there is none or
+  // when it belongs to a class that extends `from` (then *hidden is that member)
+  Instance* visible_member(Instance* inst, const std::string& name, const ClassEntry* from,
+                           Instance** hidden);
+  // explains why `name` is not found when `hidden` (a visible_member) holds it (a note)
+  void note_hidden(const std::string& name, const Instance* hidden, const ClassEntry* from);
+  // fails when `m`, reached through a dot after `through`, is a protected element
+  void check_dot_access(const Instance* m, const std::string& through, Span at);
+  // fails for a non-constant `comp` of the enclosing class `c` named by `name` (section 5.3.1)
+  [[noreturn]] void check_enclosing_constant(const std::string& name, const ast::Component& comp,
+                                             const ClassEntry* c, Span at);
+  // fails when `inst`, an element of class `cls` named through the class, is no constant or is
+  // protected (sections 5.3.2, 4.1)
+  void check_class_member(const Instance* inst, const ClassEntry* cls, Span at);
+  // fails when the modification `mod` applied from outside `cls` names a protected element
+  void check_protected_modifiers(
+      const ModEntry& mod, const ClassEntry* cls,
+      const std::vector<std::pair<const ast::Component*, const ClassEntry*>>& comps);
+  std::map<const ClassEntry*, std::set<const ClassEntry*>> bases_of_;  // sees(): the closure
+  // the restrictions of the specialised classes (Modelica 3.6, section 4.6), once per class
+  void check_class_restrictions(const ClassEntry* cls);
+  std::set<const ClassEntry*> restrictions_checked_;
+  // the kinds of class a class may extend (section 7.1.3)
+  void check_base_kind(const ClassEntry* cls, const ClassEntry* base, Span at);
 
   // ---- instantiation
   void instantiate_members(Instance& inst, const ClassEntry* cls, const ModEntry& mod, int depth);
@@ -277,7 +373,7 @@ class Flattener {
                                        const std::string& builtin, const ModEntry& mod,
                                        std::vector<int> dims, size_t dim_pos, VarRole role,
                                        bool flow, bool connector, int depth);
-  ModEntry mod_from_ast(const ast::Modification* m, Instance* scope);
+  ModEntry mod_from_ast(const ast::Modification* m, Instance* scope, const ClassEntry* scope_cls);
   ModEntry pick_element(const ModEntry& m, int index, bool last_dim);
   std::vector<int> eval_dims(const std::vector<ast::ExprPtr>& dims, Scope s);
   // ---- redeclare, final, inner/outer (Modularity.cpp)
@@ -301,7 +397,8 @@ class Flattener {
 
   // ---- types and checking (Types.cpp)
   // The dimensions of a component, a `:` taken from its binding (`Real a[:] = {1, 2, 3}`).
-  std::vector<int> component_dims(const ast::Component& c, Instance& parent, const ModEntry& m);
+  std::vector<int> component_dims(const ast::Component& c, Instance& parent,
+                                  const ClassEntry* owner, const ModEntry& m);
   // Reports an array whose binding has another size than the declared one.
   void check_array_binding(const Instance& inst);
   // Reports a value (binding, start, modifier) whose type the declaration of `var` does not take.
@@ -417,7 +514,7 @@ class Flattener {
   uint32_t hidden_discrete(const std::string& name, Span span);
   void finish_discrete();
   void add_connect(const ast::Equation& eq, Scope s);
-  void add_initial_equations(const ast::ClassDef& def, Instance& inst);
+  void add_initial_equations(const ClassEntry* cls, Instance& inst);
   // null when the reference names a removed conditional component
   Instance* resolve_connector(const ast::Expr& ref, Scope s, bool& outside);
   void connect_pair(Instance* a, bool a_out, Instance* b, bool b_out, const ast::Equation& eq);

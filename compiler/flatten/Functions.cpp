@@ -33,6 +33,7 @@ const char* scalar_type_name(ScalarType t) {
 
 std::string describe_value(const Value& v) {
   if (v.is_string) return "a string";
+  if (v.record) return "a record '" + v.record->cls->full_name + "'";
   std::string article = v.type == ScalarType::Integer ? "an " : "a ";
   if (v.shape.empty()) return article + scalar_type_name(v.type);
   return article + scalar_type_name(v.type) + " array of shape " + shape_str(v.shape);
@@ -46,10 +47,13 @@ const ClassEntry* Flattener::user_function(const ast::Expr& call, Scope s) {
     const auto& builtin = function_names();
     if (std::find(builtin.begin(), builtin.end(), full) != builtin.end()) return nullptr;
   }
-  const ClassEntry* from = s.frame ? s.frame->fn : s.inst && s.inst->cls ? s.inst->cls : nullptr;
+  const ClassEntry* from = s.frame                 ? s.frame->fn
+                           : s.cls                 ? s.cls
+                           : s.inst && s.inst->cls ? s.inst->cls
+                                                   : nullptr;
   const ClassEntry* c = lookup_class(full, from, call.ref.front().span);
   if (!c) return nullptr;
-  if (c->def->kind != ast::ClassKind::Function) {
+  if (c->def->kind != ast::ClassKind::Function && c->def->kind != ast::ClassKind::Record) {
     diags_.report(
         DiagKind::bad_call, call.ref.front().span,
         {fmt::format("'{}' is a {}, not a function", full, ast::class_kind_name(c->def->kind))});
@@ -71,6 +75,9 @@ std::vector<Value> Flattener::call_function(const ast::Expr& call, Scope s, cons
     diags_.help("functions are inlined while compiling, so they cannot be recursive");
     throw BuildError{};
   }
+  if (def.kind == ast::ClassKind::Record)
+    fail(DiagKind::bad_call, call.span,
+         {fmt::format("'{}' is a record: its constructor has one result", fname)});
   if (!def.extends.empty())
     fail(DiagKind::unsupported, def.extends.front().span, {"'extends' in a function"});
   if (!def.equations.empty())
@@ -124,7 +131,7 @@ std::vector<Value> Flattener::call_function(const ast::Expr& call, Scope s, cons
   }
   std::vector<std::optional<Value>> args(inputs.size());
   for (size_t k = 0; k < inputs.size(); ++k)
-    if (given[k]) args[k] = eval(*given[k], s);
+    if (given[k]) args[k] = eval_whole(*given[k], s);
 
   if (call_stack_.size() >= static_cast<size_t>(kMaxDepth))
     fail(DiagKind::unsupported, call.span,
@@ -148,6 +155,9 @@ std::vector<Value> Flattener::call_function(const ast::Expr& call, Scope s, cons
       l.type = ScalarType::Integer;
     else if (c.type_name == "Boolean")
       l.type = ScalarType::Boolean;
+    else if (const ClassEntry* t = lookup_class(c.type_name, fn, c.type_span);
+             t && t->def->kind == ast::ClassKind::Record)
+      l.record = record_layout(t, c.type_span);  // a record (docs/language.md, "Records")
     else
       fail(DiagKind::unsupported, c.type_span,
            {"a variable of type '" + c.type_name +
@@ -166,6 +176,7 @@ std::vector<Value> Flattener::call_function(const ast::Expr& call, Scope s, cons
                 : static_cast<int>(structural_int(eval(*d, fs), d->span, "an array dimension")));
   };
   auto fits = [&](const FunctionFrame::Local& l, const Value& v) {
+    if (l.record || v.record) return l.record == v.record && l.dims.empty();
     if (v.is_string || v.shape.size() != l.dims.size()) return false;
     for (size_t d = 0; d < l.dims.size(); ++d)
       if (l.dims[d] >= 0 && l.dims[d] != v.shape[d]) return false;
@@ -174,6 +185,7 @@ std::vector<Value> Flattener::call_function(const ast::Expr& call, Scope s, cons
     return l.type == ScalarType::Real || v.type == ScalarType::Integer;
   };
   auto declared = [&](const FunctionFrame::Local& l) {
+    if (l.record) return "a record '" + l.record->cls->full_name + "'";
     std::string dims;
     for (int d : l.dims) dims += (dims.empty() ? "" : ", ") + (d < 0 ? ":" : std::to_string(d));
     return std::string(scalar_type_name(l.type)) + (dims.empty() ? "" : "[" + dims + "]");
@@ -187,7 +199,7 @@ std::vector<Value> Flattener::call_function(const ast::Expr& call, Scope s, cons
       v = std::move(*args[k]);
       where = given[k]->span;
     } else if (inputs[k]->mod && inputs[k]->mod->value) {
-      v = eval(*inputs[k]->mod->value, fs);
+      v = eval_whole(*inputs[k]->mod->value, fs);
       where = inputs[k]->mod->value->span;
     } else {
       diags_.report(DiagKind::bad_call, call.span,
@@ -195,6 +207,9 @@ std::vector<Value> Flattener::call_function(const ast::Expr& call, Scope s, cons
       diags_.note(inputs[k]->span, "declared here without a default");
       throw BuildError{};
     }
+    if (l.record && v.record)
+      v = as_record(v, l.record, where,
+                    fmt::format("the argument of input '{}' of '{}'", inputs[k]->name, fname));
     if (!fits(l, v)) {
       diags_.report(DiagKind::type_error, where,
                     {fmt::format("input '{}' of '{}' is {}, the argument is {}", inputs[k]->name,
@@ -220,7 +235,7 @@ std::vector<Value> Flattener::call_function(const ast::Expr& call, Scope s, cons
       target.kind = ast::ExprKind::Ref;
       target.span = c.span;
       target.ref.push_back(ast::RefPart{c.name, {}, c.span});
-      assign(target, eval(*c.mod->value, fs), frame, nullptr);
+      assign(target, eval_whole(*c.mod->value, fs), frame, nullptr);
     }
     exec(def.algorithm, frame, nullptr);
     check_outputs_assigned(frame, def.span, "");
@@ -293,7 +308,7 @@ void Flattener::exec_statement(const ast::Statement& st, FunctionFrame& f, const
                       10 * options_.max_instances)});
   switch (st.kind) {
     case ast::StatementKind::Assign:
-      assign(*st.target, read(*st.value, f, iters), f, iters);
+      assign(*st.target, current(eval_whole(*st.value, fs), f), f, iters);
       return;
     case ast::StatementKind::MultiAssign: {
       const ClassEntry* fn =
@@ -461,7 +476,8 @@ void Flattener::assign(const ast::Expr& target, Value v, FunctionFrame& f, const
     help_did_you_mean(name, names);
     throw BuildError{};
   }
-  if (parts.size() > 1) fail(DiagKind::unknown_member, parts[1].span, {name, parts[1].name});
+  if (parts.size() > 1 && !it->second.record)
+    fail(DiagKind::unknown_member, parts[1].span, {name, parts[1].name});
   FunctionFrame::Local& l = it->second;
   if (l.decl->causality == ast::Causality::Input) {
     diags_.report(DiagKind::assign_to_input, target.span, {name, f.fn->full_name});
@@ -470,6 +486,15 @@ void Flattener::assign(const ast::Expr& target, Value v, FunctionFrame& f, const
     throw BuildError{};
   }
   if (v.is_string) fail(DiagKind::type_error, target.span, {"strings cannot be assigned"});
+  if (l.record || v.record) {
+    // a record is assigned whole (docs/language.md, "Records")
+    if (parts.size() > 1 || !parts[0].subscripts.empty() || !l.dims.empty())
+      fail(DiagKind::unsupported, target.span,
+           {"assigning a member or an element of a record in an algorithm"});
+    l.value = as_record(v, l.record, target.span, "the value assigned to '" + name + "'");
+    l.has_value = l.defined = true;
+    return;
+  }
   if ((l.type == ScalarType::Boolean) != (v.type == ScalarType::Boolean) ||
       (l.type == ScalarType::Integer && v.type == ScalarType::Real))
     fail(DiagKind::type_error, target.span,

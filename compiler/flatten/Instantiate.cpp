@@ -7,16 +7,18 @@ namespace mbs::flattening {
 // ------------------------------------------------------------------------------------------------
 // Modifications
 
-ModEntry Flattener::mod_from_ast(const ast::Modification* m, Instance* scope) {
+ModEntry Flattener::mod_from_ast(const ast::Modification* m, Instance* scope,
+                                 const ClassEntry* scope_cls) {
   ModEntry r;
   if (!m) return r;
   r.span = m->span;
   if (m->value) {
     r.value = m->value.get();
     r.scope = scope;
+    r.scope_cls = scope_cls;
   }
   for (const auto& a : m->args) {
-    ModEntry sub = mod_from_ast(a.mod.get(), scope);
+    ModEntry sub = mod_from_ast(a.mod.get(), scope, scope_cls);
     sub.each = a.each;
     if (a.final_) {
       sub.final_ = true;
@@ -75,6 +77,7 @@ void Flattener::collect_elements(
     std::vector<std::pair<const ast::Component*, const ClassEntry*>>& comps, ModEntry& effective,
     int depth) {
   if (depth > kMaxDepth) fail(DiagKind::recursive_class, cls->def->span, {cls->full_name});
+  check_class_restrictions(cls);
   // extends first: base elements come before the class's own
   for (const auto& ext : cls->def->extends) {
     const ClassEntry* base = lookup_base(ext, cls);
@@ -96,7 +99,8 @@ void Flattener::collect_elements(
       throw BuildError{};
     }
     if (base == cls) fail(DiagKind::recursive_class, ext.span, {cls->full_name});
-    ModEntry ext_mod = mod_from_ast(ext.mod.get(), &inst);
+    check_base_kind(cls, base, ext.span);
+    ModEntry ext_mod = mod_from_ast(ext.mod.get(), &inst, cls);
     effective = merge(effective, ext_mod);
     collect_elements(base, inst, comps, effective, depth + 1);
   }
@@ -128,6 +132,7 @@ void Flattener::instantiate_members(Instance& inst, const ClassEntry* cls, const
   for (const auto& [c, owner] : comps) {
     if (!names.insert(c->name).second) fail(DiagKind::duplicate_element, c->span, {c->name});
   }
+  check_protected_modifiers(mod, cls, comps);
   for (const auto& [k, v] : effective.sub) {
     if (names.count(k)) continue;
     diags_.report(DiagKind::unknown_modifier, v.span.valid() ? v.span : inst.span,
@@ -152,6 +157,10 @@ void Flattener::instantiate_members(Instance& inst, const ClassEntry* cls, const
       auto [member, own] =
           make_element(inst, *c, owner, m, r == replaced.end() ? nullptr : &r->second, depth + 1);
       member->conditional = c->condition ? c : nullptr;
+      if (own) {  // not an outer component, which is the inner's instance
+        own->decl = c;
+        own->declared_in = owner;
+      }
       inst.members.emplace_back(c->name, member);
       owned[k] = std::move(own);
     }
@@ -174,9 +183,12 @@ std::unique_ptr<Instance> Flattener::make_component(Instance& parent, const ast:
                                                     const ModEntry& carried) {
   // declaration modification, evaluated in the parent's scope; outer `mod` overrides it
   if (!decl_scope) decl_scope = &parent;
-  ModEntry decl = mod_from_ast(c.mod.get(), decl_scope);
+  // the class whose text the declaration is (for lookup legality); unknown for a redeclaration
+  // written elsewhere, whose names are then looked up without that check
+  const ClassEntry* text_cls = decl_scope == &parent ? owner : nullptr;
+  ModEntry decl = mod_from_ast(c.mod.get(), decl_scope, text_cls);
   ModEntry m = merge(mod, merge(decl, carried));
-  std::vector<int> dims = component_dims(c, *decl_scope, m);
+  std::vector<int> dims = component_dims(c, *decl_scope, text_cls, m);
   VarRole role = parent.role;
   if (c.variability == ast::Variability::Parameter && role == VarRole::Variable)
     role = VarRole::Parameter;
@@ -218,13 +230,21 @@ std::unique_ptr<Instance> Flattener::make_component(Instance& parent, const ast:
         auto more = eval_dims(type->def->short_dims, Scope{&parent, nullptr});
         dims.insert(dims.end(), more.begin(), more.end());
       }
-      type_mod = merge(type_mod, mod_from_ast(type->def->short_mod.get(), &parent));
+      type_mod = merge(type_mod, mod_from_ast(type->def->short_mod.get(), &parent, nullptr));
       tn = type->def->short_base;
       continue;
     }
     break;
   }
   m = merge(m, type_mod);
+  if (c.flow && !builtin.empty() && builtin != "Real") {
+    diags_.report(DiagKind::flow_not_real, c.span,
+                  {path, (builtin == "Integer" ? "an " : "a ") + builtin});
+    diags_.note(c.type_span,
+                "Modelica 3.6, section 4.4.2.2: variables declared with the flow prefix shall be a "
+                "subtype of Real");
+    throw BuildError{};
+  }
   // an input of the model itself (not of one of its components): a known function of time
   if (c.causality == ast::Causality::Input && parent.parent == nullptr &&
       role == VarRole::Variable) {
@@ -233,7 +253,10 @@ std::unique_ptr<Instance> Flattener::make_component(Instance& parent, const ast:
            {path, builtin.empty() ? "a component of type '" + c.type_name + "'" : "an " + builtin});
     role = VarRole::Input;
   }
-  return make_typed(&parent, path, c, type, builtin, m, dims, 0, role, c.flow, connector, depth);
+  // a flow prefix on a structured component (a record) applies to its members (Modelica 3.6,
+  // section 4.4.2.2, "Prefix Rules")
+  return make_typed(&parent, path, c, type, builtin, m, dims, 0, role, c.flow || parent.flow,
+                    connector, depth);
 }
 
 std::unique_ptr<Instance> Flattener::make_typed(Instance* parent, const std::string& path,
@@ -343,8 +366,11 @@ std::unique_ptr<Instance> Flattener::make_typed(Instance* parent, const std::str
     }
   if (!inst->mbs_element.empty())
     flat_.mech_elements.push_back(MechElement{inst->mbs_element, path, c.type_name, c.span});
-  if (mod.value) {
-    // a record-valued binding `R r = R(...)` is not supported; a value for a model is an error
+  if (mod.value && type->def->kind == ast::ClassKind::Record && mod.pick.empty()) {
+    // `R r = R(1, 2)`: each member is bound to its part of the value (Records.cpp)
+    bind_record(*inst, mod, mod.span.valid() ? mod.span : c.span);
+  } else if (mod.value) {
+    // a value for a model, or for an element of an array of records, is not supported
     fail(DiagKind::unsupported, mod.span.valid() ? mod.span : c.span,
          {"a value binding for component '" + path + "' of type '" + c.type_name + "'"});
   }

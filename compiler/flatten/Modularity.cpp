@@ -130,7 +130,7 @@ std::pair<Instance*, std::unique_ptr<Instance>> Flattener::make_element(
                      path);
     // the modifications of the replaced declaration that name elements of the constraining
     // type are kept (section 7.3.1)
-    ModEntry was = mod_from_ast(orig->mod.get(), &parent);
+    ModEntry was = mod_from_ast(orig->mod.get(), &parent, orig_owner);
     if (is_builtin(limit)) {
       carried = was;
     } else if (const ClassEntry* lc = lookup_class(limit, orig_owner, orig->type_span)) {

@@ -32,15 +32,15 @@ std::string an(ScalarType t, const ClassEntry* e) {
 // Array sizes
 
 std::vector<int> Flattener::component_dims(const ast::Component& c, Instance& parent,
-                                           const ModEntry& m) {
+                                           const ClassEntry* owner, const ModEntry& m) {
   std::vector<const ast::Expr*> all;
   for (const auto& d : c.type_dims) all.push_back(d.get());
   for (const auto& d : c.dims) all.push_back(d.get());
   bool colon = false;
   for (const ast::Expr* d : all) colon = colon || d->kind == ast::ExprKind::Colon;
   if (!colon) {
-    std::vector<int> dims = eval_dims(c.type_dims, Scope{&parent, nullptr});
-    auto more = eval_dims(c.dims, Scope{&parent, nullptr});
+    std::vector<int> dims = eval_dims(c.type_dims, Scope{&parent, nullptr, nullptr, owner});
+    auto more = eval_dims(c.dims, Scope{&parent, nullptr, nullptr, owner});
     dims.insert(dims.end(), more.begin(), more.end());
     return dims;
   }
@@ -59,7 +59,9 @@ std::vector<int> Flattener::component_dims(const ast::Component& c, Instance& pa
   const auto key = std::make_pair(m.value, m.scope);
   auto it = array_mod_values_.find(key);
   if (it == array_mod_values_.end())
-    it = array_mod_values_.emplace(key, eval(*m.value, Scope{m.scope, nullptr})).first;
+    it = array_mod_values_
+             .emplace(key, eval(*m.value, Scope{m.scope, nullptr, nullptr, m.scope_cls}))
+             .first;
   Value v = it->second;
   for (int idx : m.pick) {  // a component of an element of an array of components
     if (v.shape.empty() || idx >= v.shape[0]) break;
@@ -80,7 +82,7 @@ std::vector<int> Flattener::component_dims(const ast::Component& c, Instance& pa
       dims.push_back(v.shape[k]);
       continue;
     }
-    Value d = eval(*all[k], Scope{&parent, nullptr});
+    Value d = eval(*all[k], Scope{&parent, nullptr, nullptr, owner});
     long n = structural_int(d, all[k]->span, "an array size");
     if (n != v.shape[k]) {
       diags_.report(DiagKind::shape_mismatch, m.value->span,
@@ -105,7 +107,9 @@ void Flattener::check_array_binding(const Instance& inst) {
   const auto key = std::make_pair(m.value, m.scope);
   auto it = array_mod_values_.find(key);
   if (it == array_mod_values_.end())
-    it = array_mod_values_.emplace(key, eval(*m.value, Scope{m.scope, nullptr})).first;
+    it = array_mod_values_
+             .emplace(key, eval(*m.value, Scope{m.scope, nullptr, nullptr, m.scope_cls}))
+             .first;
   const Value& v = it->second;
   if (v.is_string || v.shape.empty() || v.shape == inst.dims) return;
   diags_.report(DiagKind::shape_mismatch, m.value->span,
