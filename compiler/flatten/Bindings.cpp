@@ -62,7 +62,7 @@ Value Flattener::eval_mod_value(const ModEntry& m) {
   // The value of a modifier of an array is evaluated once and each element picks its part (it
   // was evaluated again for every element: start = {f(i) for i in 1:n} took O(n^2)).
   Value v;
-  if (m.leaf >= 0) {
+  if (m.leaf() >= 0) {
     // a member of a record bound as a whole: its scalar of the record's value
     const auto key = std::make_pair(m.value, m.scope);
     auto it = array_mod_values_.find(key);
@@ -70,16 +70,16 @@ Value Flattener::eval_mod_value(const ModEntry& m) {
       if (failed_whole_.count(key)) throw BuildError{};  // reported for another member
       try {
         Value whole = eval_whole(*m.value, Scope{m.scope, nullptr, nullptr, m.scope_cls});
-        whole = as_record(whole, m.whole, m.value->span, "the value of the record component");
+        whole = as_record(whole, m.whole(), m.value->span, "the value of the record component");
         it = array_mod_values_.emplace(key, std::move(whole)).first;
       } catch (const BuildError&) {
         failed_whole_.insert(key);
         throw;
       }
     }
-    if (static_cast<size_t>(m.leaf) >= it->second.elems.size())
+    if (static_cast<size_t>(m.leaf()) >= it->second.elems.size())
       fail(DiagKind::type_error, m.value->span, {"the value of a record component is too short"});
-    return Value::of(it->second.elems[static_cast<size_t>(m.leaf)], it->second.type);
+    return Value::of(it->second.elems[static_cast<size_t>(m.leaf())], it->second.type);
   }
   if (m.pick.empty()) {
     v = eval(*m.value, Scope{m.scope, nullptr, nullptr, m.scope_cls});

@@ -39,8 +39,9 @@ bool Flattener::condition_holds(const ast::Component& c, Instance& parent) {
 
 const ast::Component* Flattener::removed_member(const Instance* inst, const std::string& name) {
   if (!inst) return nullptr;
-  for (const ast::Component* c : inst->removed)
-    if (c->name == name) return c;
+  if (inst->composite)
+    for (const ast::Component* c : inst->composite->removed)
+      if (c->name == name) return c;
   return nullptr;
 }
 

@@ -104,7 +104,7 @@ void Flattener::add_connect(const ast::Equation& eq, Scope s) {
   Instance* b = resolve_connector(*eq.rhs, s, b_out);
   if (!a || !b) return;  // a removed conditional component: the connection is removed with it
   if (a == b) fail(DiagKind::bad_connect, eq.span, {"a connector cannot be connected to itself"});
-  bool a_frame = a->mbs_element == "Frame", b_frame = b->mbs_element == "Frame";
+  bool a_frame = a->mbs_element() == "Frame", b_frame = b->mbs_element() == "Frame";
   if (a_frame != b_frame)
     fail(DiagKind::bad_connect, eq.span,
          {"cannot connect '" + a->path + "' and '" + b->path + "': only a mechanical frame (" +

@@ -122,7 +122,7 @@ void Flattener::elaborate(Instance& inst) {
       return;
     case Instance::Kind::Composite:
       for (auto& el : inst.elems) elaborate(*el);
-      for (const ClassEntry* c : inst.equation_classes) {
+      for (const ClassEntry* c : inst.equation_classes()) {
         add_equations(c->def->equations, Scope{&inst, nullptr, nullptr, c}, inst.path);
         if (!c->def->initial_equations.empty()) add_initial_equations(c, inst);
         if (!c->def->algorithm_starts.empty()) add_algorithms(*c->def, inst, false);

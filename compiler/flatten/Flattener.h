@@ -126,6 +126,22 @@ struct ClassEntry {
 
 struct Instance;
 
+// The rarer parts of a modification, shared between copies and copied on write (ModEntry::edit):
+// most modifications have none, and one ModEntry is held by every scalar instance.
+struct ModExtra {
+  // `redeclare C name(...)` (Modelica 3.6, section 7.3): the new declaration and the instance in
+  // whose scope it was written
+  const ast::Component* redeclare = nullptr;
+  Instance* redeclare_scope = nullptr;
+  // `final k = 2` in a modifier (section 7.2.6); overridden: where a modification from outside
+  // tried to change it (checked by make_element)
+  Span final_span, overridden;
+  // a member of a record bound as a whole (`R r = R(1, 2)`): `value` is the record's and this is
+  // the index of the member's scalar in it (-1: the value is the member's own)
+  int leaf = -1;
+  const RecordLayout* whole = nullptr;  // with leaf: the record the value must be
+};
+
 struct ModEntry {
   const ast::Expr* value = nullptr;
   Instance* scope = nullptr;  // the instance in which `value` is evaluated
@@ -135,26 +151,28 @@ struct ModEntry {
   std::map<std::string, ModEntry> sub;
   Span span;
   bool each = false;
-  // `redeclare C name(...)` (Modelica 3.6, section 7.3): the new declaration and the instance in
-  // whose scope it was written
-  const ast::Component* redeclare = nullptr;
-  Instance* redeclare_scope = nullptr;
-  // `final k = 2` in a modifier (section 7.2.6); overridden: where a modification from outside
-  // tried to change it (checked by make_element)
-  bool final_ = false;
-  Span final_span, overridden;
-  // a member of a record bound as a whole (`R r = R(1, 2)`): `value` is the record's and this is
-  // the index of the member's scalar in it (-1: the value is the member's own)
-  int leaf = -1;
-  const RecordLayout* whole = nullptr;  // with leaf: the record the value must be
+  bool final_ = false;  // `final k = 2` (section 7.2.6)
+  std::shared_ptr<const ModExtra> extra;
+
+  const ast::Component* redeclare() const { return extra ? extra->redeclare : nullptr; }
+  int leaf() const { return extra ? extra->leaf : -1; }
+  const RecordLayout* whole() const { return extra ? extra->whole : nullptr; }
+  // The rarer parts, for writing: this entry's own copy.
+  ModExtra& edit() {
+    auto e = std::make_shared<ModExtra>(extra ? *extra : ModExtra{});
+    ModExtra& r = *e;
+    extra = std::move(e);
+    return r;
+  }
 };
 using ModMap = std::map<std::string, ModEntry>;
 
 // outer takes precedence over inner
 inline ModEntry merge(const ModEntry& outer, const ModEntry& inner) {
   ModEntry r = inner;
-  if (inner.final_ && !r.overridden.valid() && (outer.value || !outer.sub.empty()))
-    r.overridden = outer.span.valid() ? outer.span : inner.span;
+  if (inner.final_ && !(r.extra && r.extra->overridden.valid()) &&
+      (outer.value || !outer.sub.empty()))
+    r.edit().overridden = outer.span.valid() ? outer.span : inner.span;
   if (inner.final_) {
     // a final modification keeps its value
     for (const auto& [k, v] : outer.sub) {
@@ -170,15 +188,19 @@ inline ModEntry merge(const ModEntry& outer, const ModEntry& inner) {
     r.value = outer.value;
     r.scope = outer.scope;
     r.scope_cls = outer.scope_cls;
-    r.leaf = outer.leaf;
-    r.whole = outer.whole;
+    if (outer.leaf() != r.leaf() || outer.whole() != r.whole()) {
+      ModExtra& x = r.edit();
+      x.leaf = outer.leaf();
+      x.whole = outer.whole();
+    }
     r.pick = outer.pick;
     r.span = outer.span;
     r.each = outer.each;
   }
-  if (outer.redeclare) {
-    r.redeclare = outer.redeclare;
-    r.redeclare_scope = outer.redeclare_scope;
+  if (outer.redeclare()) {
+    ModExtra& x = r.edit();
+    x.redeclare = outer.extra->redeclare;
+    x.redeclare_scope = outer.extra->redeclare_scope;
   }
   for (const auto& [k, v] : outer.sub) {
     auto it = r.sub.find(k);
@@ -195,14 +217,17 @@ inline ModEntry merge(const ModEntry& outer, const ModEntry& inner) {
 
 struct Instance {
   enum class Kind { Scalar, Composite, Array } kind = Kind::Composite;
+  ScalarType scalar_type = ScalarType::Real;
+  VarRole role = VarRole::Variable;
+  int var = -1;            // Scalar: index into FlatModel::vars
+  bool is_string = false;  // Scalar: a String parameter or constant (no FlatVar, var = -1)
+  bool is_connector = false;
+  bool flow = false;
   std::string path;
   std::string type_name;
-  const ClassEntry* cls = nullptr;  // Composite
-  ScalarType scalar_type = ScalarType::Real;
-  const ClassEntry* enumeration = nullptr;  // Scalar of an enumeration type (an Integer)
-  bool is_string = false;  // Scalar: a String parameter or constant (no FlatVar, var = -1)
-  int var = -1;            // Scalar: index into FlatModel::vars
-  std::vector<int> dims;   // Array
+  const ClassEntry* cls = nullptr;               // Composite
+  const ClassEntry* enumeration = nullptr;       // Scalar of an enumeration type (an Integer)
+  std::vector<int> dims;                         // Array
   std::vector<std::unique_ptr<Instance>> elems;  // Array elements / Composite members (owned)
   std::vector<std::pair<std::string, Instance*>> members;  // Composite
   Instance* parent = nullptr;
@@ -210,21 +235,35 @@ struct Instance {
   // package instance and array elements): what lookup and access control need (Lookup.cpp)
   const ast::Component* decl = nullptr;
   const ClassEntry* declared_in = nullptr;
-  bool is_connector = false;
-  std::string mbs_element;  // Composite: the multibody element kind of its class (or a base)
-  VarRole role = VarRole::Variable;
-  bool flow = false;
+  // A conditional component (`A a if cond`, present: its condition was true); null otherwise.
+  const ast::Component* conditional = nullptr;
   Span span;
   // Scalar: attribute modifications and binding (evaluated during elaboration)
   ModEntry mod;
-  // Composite: the classes whose equations belong to this instance (the class and its bases)
-  std::vector<const ClassEntry*> equation_classes;
-  // A conditional component (`A a if cond`, present: its condition was true); null otherwise.
-  const ast::Component* conditional = nullptr;
-  // Composite: its conditional components whose condition was false (they have no instance).
-  std::vector<const ast::Component*> removed;
-  // Composite: its `inner` components, found by the `outer` ones below it (Modularity.cpp)
-  std::vector<std::pair<std::string, Instance*>> inners;
+  // What only an instance of a class has (null for scalars and arrays, which are most instances:
+  // kept apart so that they stay small, see test_scaling's peak bytes per equation).
+  struct CompositeData {
+    std::string mbs_element;  // the multibody element kind of its class (or a base)
+    // the classes whose equations belong to this instance (the class and its bases)
+    std::vector<const ClassEntry*> equation_classes;
+    // its conditional components whose condition was false (they have no instance)
+    std::vector<const ast::Component*> removed;
+    // its `inner` components, found by the `outer` ones below it (Modularity.cpp)
+    std::vector<std::pair<std::string, Instance*>> inners;
+  };
+  std::unique_ptr<CompositeData> composite;
+  CompositeData& data() {
+    if (!composite) composite = std::make_unique<CompositeData>();
+    return *composite;
+  }
+  const std::string& mbs_element() const {
+    static const std::string none;
+    return composite ? composite->mbs_element : none;
+  }
+  const std::vector<const ClassEntry*>& equation_classes() const {
+    static const std::vector<const ClassEntry*> none;
+    return composite ? composite->equation_classes : none;
+  }
 
   Instance* member(const std::string& n) const {
     for (const auto& [k, v] : members)

@@ -22,11 +22,12 @@ ModEntry Flattener::mod_from_ast(const ast::Modification* m, Instance* scope,
     sub.each = a.each;
     if (a.final_) {
       sub.final_ = true;
-      sub.final_span = a.span;
+      sub.edit().final_span = a.span;
     }
     if (a.redeclare) {
-      sub.redeclare = a.redeclare.get();
-      sub.redeclare_scope = scope;
+      ModExtra& x = sub.edit();
+      x.redeclare = a.redeclare.get();
+      x.redeclare_scope = scope;
     }
     if (!sub.span.valid()) sub.span = a.span;
     // a dotted path x.start = 1 nests
@@ -105,7 +106,7 @@ void Flattener::collect_elements(
     collect_elements(base, inst, comps, effective, depth + 1);
   }
   for (const auto& c : cls->def->components) comps.emplace_back(&c, cls);
-  inst.equation_classes.push_back(cls);
+  inst.data().equation_classes.push_back(cls);
 }
 
 void Flattener::instantiate_members(Instance& inst, const ClassEntry* cls, const ModEntry& mod,
@@ -148,7 +149,7 @@ void Flattener::instantiate_members(Instance& inst, const ClassEntry* cls, const
       const auto& [c, owner] = comps[k];
       if ((c->condition ? 2 : c->inner ? 0 : 1) != pass) continue;
       if (c->condition && !condition_holds(*c, inst)) {
-        inst.removed.push_back(c);
+        inst.data().removed.push_back(c);
         continue;
       }
       ModEntry m;
@@ -359,13 +360,13 @@ std::unique_ptr<Instance> Flattener::make_typed(Instance* parent, const std::str
   inst->kind = Instance::Kind::Composite;
   inst->cls = type;
   instantiate_members(*inst, type, mod, depth);
-  for (const ClassEntry* e : inst->equation_classes)
+  for (const ClassEntry* e : inst->equation_classes())
     if (!e->def->mbs_element.empty()) {
-      inst->mbs_element = e->def->mbs_element;
+      inst->data().mbs_element = e->def->mbs_element;
       break;
     }
-  if (!inst->mbs_element.empty())
-    flat_.mech_elements.push_back(MechElement{inst->mbs_element, path, c.type_name, c.span});
+  if (!inst->mbs_element().empty())
+    flat_.mech_elements.push_back(MechElement{inst->mbs_element(), path, c.type_name, c.span});
   if (mod.value && type->def->kind == ast::ClassKind::Record && mod.pick.empty()) {
     // `R r = R(1, 2)`: each member is bound to its part of the value (Records.cpp)
     bind_record(*inst, mod, mod.span.valid() ? mod.span : c.span);

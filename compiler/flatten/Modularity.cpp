@@ -92,12 +92,13 @@ std::pair<Instance*, std::unique_ptr<Instance>> Flattener::make_element(
   const ast::Component* decl = &c;
   const ClassEntry* decl_owner = owner;
   Instance* decl_scope = &parent;
-  if (mod.redeclare) {
-    decl = mod.redeclare;
-    decl_scope = mod.redeclare_scope ? mod.redeclare_scope : &parent;
+  if (mod.redeclare()) {
+    decl = mod.redeclare();
+    decl_scope = mod.extra->redeclare_scope ? mod.extra->redeclare_scope : &parent;
     decl_owner = decl_scope->cls ? decl_scope->cls : owner;
-    mod.redeclare = nullptr;
-    mod.redeclare_scope = nullptr;
+    ModExtra& x = mod.edit();
+    x.redeclare = nullptr;
+    x.redeclare_scope = nullptr;
     orig = &c;
     orig_owner = owner;
   }
@@ -109,9 +110,9 @@ std::pair<Instance*, std::unique_ptr<Instance>> Flattener::make_element(
     diags_.help("Modelica 3.6, section 7.2.6: a final element cannot be modified or redeclared");
     throw BuildError{};
   }
-  if (mod.overridden.valid()) {
-    diags_.report(DiagKind::final_modified, mod.overridden, {path, "modified"});
-    diags_.note(mod.final_span, "made final here");
+  if (mod.extra && mod.extra->overridden.valid()) {
+    diags_.report(DiagKind::final_modified, mod.extra->overridden, {path, "modified"});
+    diags_.note(mod.extra->final_span, "made final here");
     diags_.help("Modelica 3.6, section 7.2.6: a final element cannot be modified or redeclared");
     throw BuildError{};
   }
@@ -146,8 +147,9 @@ std::pair<Instance*, std::unique_ptr<Instance>> Flattener::make_element(
     }
     Instance* inner = nullptr;
     for (const Instance* p = parent.parent; p && !inner; p = p->parent)
-      for (const auto& [n, i] : p->inners)
-        if (n == c.name) inner = i;
+      if (p->composite)
+        for (const auto& [n, i] : p->composite->inners)
+          if (n == c.name) inner = i;
     if (!inner) {
       diags_.report(DiagKind::missing_inner, c.span, {path, c.type_name, c.name});
       diags_.help(kInner + std::string(": declare 'inner ") + c.type_name + " " + c.name +
@@ -167,11 +169,11 @@ std::pair<Instance*, std::unique_ptr<Instance>> Flattener::make_element(
     if (!c.inner) return {inner, nullptr};
     // `inner outer`: the outer one here, a new inner one for the instances below
     auto own = make_component(parent, c, owner, mod, depth);
-    parent.inners.emplace_back(c.name, own.get());
+    parent.data().inners.emplace_back(c.name, own.get());
     return {inner, std::move(own)};
   }
   auto own = make_component(parent, *decl, decl_owner, mod, depth, decl_scope, carried);
-  if (c.inner) parent.inners.emplace_back(c.name, own.get());
+  if (c.inner) parent.data().inners.emplace_back(c.name, own.get());
   return {own.get(), std::move(own)};
 }
 

@@ -243,8 +243,9 @@ void Flattener::bind_record(Instance& inst, const ModEntry& mod, Span at) {
       leaf.scope_cls = mod.scope_cls;
       leaf.span = mod.span;
       leaf.pick = mod.pick;
-      leaf.leaf = static_cast<int>(next++);
-      leaf.whole = layout;
+      ModExtra& x = leaf.edit();
+      x.leaf = static_cast<int>(next++);
+      x.whole = layout;
       return;
     }
     for (auto& el : m.elems) walk(*el);
