@@ -372,16 +372,21 @@ class Model:
 
     def simulate(self, t_end: Optional[float] = None, step: Optional[float] = None,
                  solver: Optional[str] = None, progress: Optional[Callable[[Dict[str, Any]], Any]] = None,
-                 progress_interval: float = 1.0, **options: Any) -> Result:
+                 progress_interval: float = 1.0, outputs: Optional[Sequence[str]] = None,
+                 **options: Any) -> Result:
         """Runs the time integration, like ``mbsc --simulate --t-end T --step H --solver S``;
         ``options`` by the option table's names (``rho_inf=0.8``, ``output_every=10``; see
         ``mbs.options()``). The options stay for the next run. Raises SolverError (with the rows
         before in ``.result``), Interrupted on Ctrl-C (a KeyboardInterrupt, with the rows so far).
         ``progress``: a callable given a dict (t, t0, t_end, fraction, h, steps, elapsed, task)
         about every ``progress_interval`` seconds while the run goes; what it raises stops the
-        run and is raised by simulate()."""
+        run and is raised by simulate(). ``outputs``: the result's columns after ``time``, as
+        names or globs with ``*`` and ``?`` (``["x", "der(*)"]``) like ``mbsc --outputs``; a
+        pattern that matches nothing raises UsageError; by default every variable."""
+        if isinstance(outputs, str):
+            outputs = [outputs]
         raw = self._m.simulate(_options(t_end, step, solver, options), progress,
-                               float(progress_interval))
+                               float(progress_interval), list(outputs or []))
         return _raise_for(Result(raw), raw)
 
     def static(self, **options: Any) -> Result:

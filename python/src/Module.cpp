@@ -22,6 +22,7 @@
 #include "python/src/Model.h"
 #include "runtime/analysis/Linearize.h"
 #include "runtime/analysis/Modes.h"
+#include "runtime/io/ColumnSelect.h"
 #include "runtime/io/Interrupt.h"
 #include "runtime/io/Progress.h"
 #include "runtime/solvers/Failure.h"
@@ -62,13 +63,19 @@ py::dict failure_dict(const rt::FailureRecord& f, const rt::CompiledModel& m) {
 
 namespace {
 
-// The rows of a run as they come: [x, outputs...] per row, one buffer.
+// The rows of a run as they come: [x, outputs...] per row, one buffer; with `columns`, only
+// those outputs (their indices, increasing: `outputs=` of simulate).
 struct Rows {
   std::vector<double> data;
   size_t width = 0;
+  const std::vector<int32_t>* columns = nullptr;
   int operator()(double x, std::span<const double> values) {
     data.push_back(x);
-    data.insert(data.end(), values.begin(), values.end());
+    if (columns == nullptr) {
+      data.insert(data.end(), values.begin(), values.end());
+    } else {
+      for (int32_t c : *columns) data.push_back(values[static_cast<size_t>(c)]);
+    }
     return 0;
   }
 };
@@ -80,9 +87,14 @@ py::dict run_result(const rt::CompiledModel& m, const char* first, Rows&& rows,
   py::dict r;
   std::vector<std::string> names{first};
   std::vector<std::string> units{std::string(first) == "time" ? "s" : ""};
-  for (size_t i = 0; i < m.output_names.size(); ++i) {
+  auto add = [&](size_t i) {
     names.push_back(m.output_names[i]);
     units.push_back(i < m.output_unit.size() ? m.output_unit[i] : "");
+  };
+  if (rows.columns != nullptr) {
+    for (int32_t c : *rows.columns) add(static_cast<size_t>(c));
+  } else {
+    for (size_t i = 0; i < m.output_names.size(); ++i) add(i);
   }
   r["names"] = names;
   r["units"] = units;
@@ -148,7 +160,8 @@ class PyProgress final : public rt::ProgressSink {
 };
 
 py::dict simulate(Model& self, const std::vector<std::pair<std::string, std::string>>& options,
-                  py::object progress_callback, double progress_interval) {
+                  py::object progress_callback, double progress_interval,
+                  const std::vector<std::string>& outputs) {
   std::optional<PyProgress> progress;
   if (!progress_callback.is_none()) progress.emplace(progress_callback, progress_interval);
   Session& s = self.session();
@@ -162,8 +175,18 @@ py::dict simulate(Model& self, const std::vector<std::pair<std::string, std::str
   rt::apply_experiment(m, o, given);
   if (auto e = rt::validate(o)) raise_usage(*e);
   s.options() = o;
+  // the columns chosen by `outputs=` (names or globs, as mbsc --outputs), checked before the run
+  std::optional<std::vector<int32_t>> columns;
+  if (!outputs.empty()) {
+    try {
+      columns = rt::select_columns(m.output_names, outputs);
+    } catch (const rt::ColumnSelectError& e) {
+      raise_usage(e.what());
+    }
+  }
   Rows rows;
-  rows.width = m.output_names.size() + 1;
+  rows.columns = columns ? &*columns : nullptr;
+  rows.width = (columns ? columns->size() : m.output_names.size()) + 1;
   // the rows of the output grid, reserved up to 2^20 (adaptive methods may grow it beyond)
   const double steps =
       (o.t_end - m.v0[static_cast<size_t>(m.slot_time)]) / o.h / std::max(o.output_every, 1);
@@ -363,7 +386,7 @@ PYBIND11_MODULE(_mbs, mod) {
              return d;
            })
       .def("simulate", &simulate, py::arg("options"), py::arg("progress") = py::none(),
-           py::arg("progress_interval") = 1.0)
+           py::arg("progress_interval") = 1.0, py::arg("outputs") = std::vector<std::string>{})
       .def("static", &solve_static)
       .def("start_state", &start_state)
       .def("linearize", &linearize, py::arg("state") = py::none());

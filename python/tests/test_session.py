@@ -39,6 +39,22 @@ def test_simulate_is_bit_identical_to_mbsc(tmp_path):
     assert r.statistics["steps"] == 250
 
 
+def test_outputs_choose_the_columns_of_mbsc_outputs(tmp_path):
+    csv = tmp_path / "msd.csv"
+    run_mbsc(MSD, "--simulate", "--t-end", "0.2", "--outputs", "v", "--output", csv)
+    names, rows = read_csv(csv)
+    assert names == ["time", "v"]
+    m = mbs.load(MSD)
+    r = m.simulate(t_end=0.2, outputs=["v"])
+    assert r.names == names and r.units == ["s", "m/s"]
+    assert np.array_equal(r.data, rows)
+    full = m.simulate(t_end=0.2)
+    assert np.array_equal(r["v"], full["v"])
+    assert m.simulate(t_end=0.2, outputs="?").names == full.names
+    with pytest.raises(mbs.UsageError, match="did you mean 'v'"):
+        m.simulate(t_end=0.2, outputs=["vv"])
+
+
 def test_set_and_start_match_the_cli_and_keep_their_checks(tmp_path):
     csv = tmp_path / "msd.csv"
     run_mbsc(MSD, "--simulate", "--set", "d=1.5", "--start", "v=-1", "--t-end", "0.2",
