@@ -157,6 +157,13 @@ void Flattener::check_class_restrictions(const ClassEntry* cls) {
                          c.name),
              "4.6: the elements of a record shall not have the prefixes input, output, stream "
              "or flow (give the prefix to the record component instead)");
+    if (c.stream && !record) {
+      // a stream variable connected as a potential would give wrong numbers without a word
+      diags_.report(DiagKind::unsupported, c.span,
+                    {"the stream variable '" + c.name +
+                     "' (Modelica 3.6, chapter 15: stream connectors, inStream and actualStream)"});
+      throw BuildError{};
+    }
     if (d.kind == ast::ClassKind::Package && c.variability != ast::Variability::Constant)
       refuse(c.span, "can only contain classes and constants, not '" + c.name + "'",
              "4.6: a package may only contain declarations of classes and constants");
