@@ -61,7 +61,6 @@ Expr Flattener::binding_of(size_t var, Span use) {
 Value Flattener::eval_mod_value(const ModEntry& m) {
   // The value of a modifier of an array is evaluated once and each element picks its part (it
   // was evaluated again for every element: start = {f(i) for i in 1:n} took O(n^2)).
-  Value v;
   if (m.leaf() >= 0) {
     // a member of a record bound as a whole: its scalar of the record's value
     const auto key = std::make_pair(m.value, m.scope);
@@ -81,17 +80,21 @@ Value Flattener::eval_mod_value(const ModEntry& m) {
       fail(DiagKind::type_error, m.value->span, {"the value of a record component is too short"});
     return Value::of(it->second.elems[static_cast<size_t>(m.leaf())], it->second.type);
   }
-  if (m.pick.empty()) {
-    v = eval(*m.value, Scope{m.scope, nullptr, nullptr, m.scope_cls});
-  } else {
-    const auto key = std::make_pair(m.value, m.scope);
-    auto it = array_mod_values_.find(key);
-    if (it == array_mod_values_.end())
-      it = array_mod_values_
-               .emplace(key, eval(*m.value, Scope{m.scope, nullptr, nullptr, m.scope_cls}))
-               .first;
-    v = it->second;
-  }
+  if (m.pick.empty()) return eval(*m.value, Scope{m.scope, nullptr, nullptr, m.scope_cls});
+  return pick_part(shared_mod_value(m), m);
+}
+
+const Value& Flattener::shared_mod_value(const ModEntry& m) {
+  const auto key = std::make_pair(m.value, m.scope);
+  auto it = array_mod_values_.find(key);
+  if (it == array_mod_values_.end())
+    it = array_mod_values_
+             .emplace(key, eval(*m.value, Scope{m.scope, nullptr, nullptr, m.scope_cls}))
+             .first;
+  return it->second;
+}
+
+Value Flattener::pick_part(Value v, const ModEntry& m) {
   for (int idx : m.pick) {
     if (v.shape.empty()) break;  // a scalar applies to every element
     int n = v.shape[0];

@@ -12,7 +12,7 @@ Instance* Flattener::resolve_connector(const ast::Expr& ref, Scope s, bool& outs
   outside = false;
   for (size_t i = 0; i < ref.ref.size(); ++i) {
     const auto& part = ref.ref[i];
-    Instance* hidden = nullptr;
+    std::optional<Hidden> hidden;
     Instance* m = cur->kind != Instance::Kind::Composite ? nullptr
                   : i == 0 ? visible_member(cur, part.name, s.cls, &hidden)
                            : cur->member(part.name);
@@ -21,7 +21,7 @@ Instance* Flattener::resolve_connector(const ast::Expr& ref, Scope s, bool& outs
       diags_.report(i == 0 ? DiagKind::unknown_name : DiagKind::unknown_member, part.span,
                     i == 0 ? std::vector<std::string>{part.name}
                            : std::vector<std::string>{cur->path, part.name});
-      if (hidden) note_hidden(part.name, hidden, s.cls);
+      if (hidden) note_hidden(part.name, *hidden, s.cls);
       throw BuildError{};
     }
     if (i > 0) check_dot_access(m, cur->path, part.span);

@@ -105,7 +105,7 @@ Value Flattener::eval_ref(const ast::Expr& e, Scope s) {
   }
   // components: the elements of the class whose text this is (own or inherited, not those of a
   // class that extends it), in the instance the expression belongs to
-  Instance* hidden = nullptr;
+  std::optional<Hidden> hidden;
   Instance* inst = s.inst && !global ? visible_member(s.inst, first, s.cls, &hidden) : nullptr;
   if (s.inst && !s.frame && !global) check_conditional_use(s.inst, inst, first, parts[0].span);
   if (!inst && !global && !s.frame && first == "time" && parts.size() == 1 &&
@@ -154,7 +154,7 @@ Value Flattener::eval_ref(const ast::Expr& e, Scope s) {
     if (!pkg) {
       diags_.report(DiagKind::unknown_name, parts[0].span, {first});
       if (hidden) {
-        note_hidden(first, hidden, s.cls);
+        note_hidden(first, *hidden, s.cls);
         throw BuildError{};
       }
       auto names = member_names(s.inst);

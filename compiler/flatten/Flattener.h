@@ -34,6 +34,7 @@
 #include <functional>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <unordered_map>
@@ -173,18 +174,8 @@ inline ModEntry merge(const ModEntry& outer, const ModEntry& inner) {
   if (inner.final_ && !(r.extra && r.extra->overridden.valid()) &&
       (outer.value || !outer.sub.empty()))
     r.edit().overridden = outer.span.valid() ? outer.span : inner.span;
-  if (inner.final_) {
-    // a final modification keeps its value
-    for (const auto& [k, v] : outer.sub) {
-      auto it = r.sub.find(k);
-      if (it == r.sub.end())
-        r.sub.emplace(k, v);
-      else
-        it->second = merge(v, it->second);
-    }
-    return r;
-  }
-  if (outer.value) {
+  // a final modification keeps its value; its members still merge (below)
+  if (outer.value && !inner.final_) {
     r.value = outer.value;
     r.scope = outer.scope;
     r.scope_cls = outer.scope_cls;
@@ -197,7 +188,7 @@ inline ModEntry merge(const ModEntry& outer, const ModEntry& inner) {
     r.span = outer.span;
     r.each = outer.each;
   }
-  if (outer.redeclare()) {
+  if (outer.redeclare() && !inner.final_) {
     ModExtra& x = r.edit();
     x.redeclare = outer.extra->redeclare;
     x.redeclare_scope = outer.extra->redeclare_scope;
@@ -250,6 +241,14 @@ struct Instance {
     std::vector<const ast::Component*> removed;
     // its `inner` components, found by the `outer` ones below it (Modularity.cpp)
     std::vector<std::pair<std::string, Instance*>> inners;
+    // its `outer` components (their members are inners' instances) and the classes that declare
+    // them, for lookup legality (Legality.cpp)
+    struct Outer {
+      std::string name;
+      const ast::Component* decl;
+      const ClassEntry* declared_in;
+    };
+    std::vector<Outer> outers;
   };
   std::unique_ptr<CompositeData> composite;
   CompositeData& data() {
@@ -371,12 +370,17 @@ class Flattener {
   // ---- lookup and access control (Legality.cpp; Modelica 3.6, sections 4.1, 5.3, 5.6)
   // whether an element declared in `owner` is an element of `from` (its own or inherited)
   bool sees(const ClassEntry* from, const ClassEntry* owner);
+  // A member that a class's text does not see: its declaration and the class that holds it.
+  struct Hidden {
+    Span at;
+    const ClassEntry* in = nullptr;
+  };
   // member `name` of `inst` as the text of class `from` sees it; null when there is none or
-  // when it belongs to a class that extends `from` (then *hidden is that member)
+  // when it belongs to a class that extends `from` (then *hidden says where it is declared)
   Instance* visible_member(Instance* inst, const std::string& name, const ClassEntry* from,
-                           Instance** hidden);
-  // explains why `name` is not found when `hidden` (a visible_member) holds it (a note)
-  void note_hidden(const std::string& name, const Instance* hidden, const ClassEntry* from);
+                           std::optional<Hidden>* hidden);
+  // explains why `name` is not found when `hidden` (of visible_member) holds it (a note)
+  void note_hidden(const std::string& name, const Hidden& hidden, const ClassEntry* from);
   // fails when `m`, reached through a dot after `through`, is a protected element
   void check_dot_access(const Instance* m, const std::string& through, Span at);
   // fails for a non-constant `comp` of the enclosing class `c` named by `name` (section 5.3.1)
@@ -477,6 +481,13 @@ class Flattener {
   // ---- user-defined functions, inlined: their algorithm is executed symbolically
   const ClassEntry* user_function(const ast::Expr& call, Scope s);
   std::vector<Value> call_function(const ast::Expr& call, Scope s, const ClassEntry* fn);
+  // The argument of each of `names` (null: not given) in a call, positional ones first, then by
+  // name (Functions.cpp); `what` names one ("input", "member") and `too_many` is the message for
+  // too many positional arguments. Shared by functions and record constructors.
+  std::vector<const ast::Expr*> match_arguments(const ast::Expr& call,
+                                                const std::vector<std::string>& names,
+                                                const std::string& callee, const char* what,
+                                                const std::string& too_many);
   void exec(const ast::StatementList& list, FunctionFrame& f, const Iterators* iters);
   void exec_statement(const ast::Statement& st, FunctionFrame& f, const Iterators* iters);
   void exec_if(const ast::Statement& st, size_t branch, FunctionFrame& f, const Iterators* iters);
@@ -510,6 +521,10 @@ class Flattener {
                                       Span span);
   Value instance_value(Instance* inst, Span span);
   Value eval_mod_value(const ModEntry& m);
+  // The value of an array's modifier, evaluated once for all its elements (array_mod_values_),
+  // and the part of it an element picks (ModEntry::pick; a scalar applies to every element).
+  const Value& shared_mod_value(const ModEntry& m);
+  Value pick_part(Value v, const ModEntry& m);
   Expr scalar_of(const Value& v, Span span, const char* what);
   double structural(Expr e, Span span, const std::string& what);
   long structural_int(const Value& v, Span span, const std::string& what);

@@ -63,6 +63,40 @@ const ClassEntry* Flattener::user_function(const ast::Expr& call, Scope s) {
   return c;
 }
 
+std::vector<const ast::Expr*> Flattener::match_arguments(const ast::Expr& call,
+                                                         const std::vector<std::string>& names,
+                                                         const std::string& callee,
+                                                         const char* what,
+                                                         const std::string& too_many) {
+  // positional arguments first, then by name (Modelica 3.6, section 12.4.1)
+  std::vector<const ast::Expr*> given(names.size(), nullptr);
+  size_t positional = 0;
+  for (size_t i = 0; i < call.args.size(); ++i) {
+    const bool named = i < call.arg_names.size() && !call.arg_names[i].empty();
+    if (!named) {
+      if (positional != i)
+        fail(DiagKind::bad_call, call.args[i]->span,
+             {"a positional argument cannot follow a named one"});
+      if (i >= names.size()) fail(DiagKind::bad_call, call.span, {too_many});
+      given[i] = call.args[i].get();
+      ++positional;
+      continue;
+    }
+    const std::string& n = call.arg_names[i];
+    const size_t k = static_cast<size_t>(std::find(names.begin(), names.end(), n) - names.begin());
+    if (k == names.size()) {
+      diags_.report(DiagKind::unknown_argument, call.arg_spans[i], {callee, n});
+      help_did_you_mean(n, names);
+      throw BuildError{};
+    }
+    if (given[k])
+      fail(DiagKind::bad_call, call.arg_spans[i],
+           {fmt::format("{} '{}' of '{}' is given twice", what, n, callee)});
+    given[k] = call.args[i].get();
+  }
+  return given;
+}
+
 std::vector<Value> Flattener::call_function(const ast::Expr& call, Scope s, const ClassEntry* fn) {
   const ast::ClassDef& def = *fn->def;
   const std::string& fname = fn->full_name;
@@ -97,38 +131,12 @@ std::vector<Value> Flattener::call_function(const ast::Expr& call, Scope s, cons
     throw BuildError{};
   }
 
-  // match the arguments to the inputs: positional ones first, then by name
-  std::vector<const ast::Expr*> given(inputs.size(), nullptr);
-  size_t positional = 0;
-  for (size_t i = 0; i < call.args.size(); ++i) {
-    const bool named = i < call.arg_names.size() && !call.arg_names[i].empty();
-    if (!named) {
-      if (positional != i)
-        fail(DiagKind::bad_call, call.args[i]->span,
-             {"a positional argument cannot follow a named one"});
-      if (i >= inputs.size())
-        fail(DiagKind::bad_call, call.span,
-             {fmt::format("function '{}' takes {} argument(s), {} given", fname, inputs.size(),
-                          call.args.size())});
-      given[i] = call.args[i].get();
-      ++positional;
-      continue;
-    }
-    const std::string& n = call.arg_names[i];
-    size_t k = 0;
-    while (k < inputs.size() && inputs[k]->name != n) ++k;
-    if (k == inputs.size()) {
-      diags_.report(DiagKind::unknown_argument, call.arg_spans[i], {fname, n});
-      std::vector<std::string> names;
-      for (const auto* in : inputs) names.push_back(in->name);
-      help_did_you_mean(n, names);
-      throw BuildError{};
-    }
-    if (given[k])
-      fail(DiagKind::bad_call, call.arg_spans[i],
-           {fmt::format("input '{}' of '{}' is given twice", n, fname)});
-    given[k] = call.args[i].get();
-  }
+  std::vector<std::string> input_names;
+  for (const auto* in : inputs) input_names.push_back(in->name);
+  const std::vector<const ast::Expr*> given =
+      match_arguments(call, input_names, fname, "input",
+                      fmt::format("function '{}' takes {} argument(s), {} given", fname,
+                                  inputs.size(), call.args.size()));
   std::vector<std::optional<Value>> args(inputs.size());
   for (size_t k = 0; k < inputs.size(); ++k)
     if (given[k]) args[k] = eval_whole(*given[k], s);

@@ -157,10 +157,14 @@ void Flattener::instantiate_members(Instance& inst, const ClassEntry* cls, const
       auto r = replaced.find(c->name);
       auto [member, own] =
           make_element(inst, *c, owner, m, r == replaced.end() ? nullptr : &r->second, depth + 1);
-      member->conditional = c->condition ? c : nullptr;
-      if (own) {  // not an outer component, which is the inner's instance
-        own->decl = c;
-        own->declared_in = owner;
+      if (member == own.get()) {
+        member->conditional = c->condition ? c : nullptr;
+        member->decl = c;
+        member->declared_in = owner;
+      } else {
+        // an outer component: its member is the inner's instance, which keeps its own
+        // declaration; the class that declares the outer one is kept here
+        inst.data().outers.push_back({c->name, c, owner});
       }
       inst.members.emplace_back(c->name, member);
       owned[k] = std::move(own);

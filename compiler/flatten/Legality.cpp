@@ -50,25 +50,30 @@ bool Flattener::sees(const ClassEntry* from, const ClassEntry* owner) {
 }
 
 Instance* Flattener::visible_member(Instance* inst, const std::string& name, const ClassEntry* from,
-                                    Instance** hidden) {
+                                    std::optional<Hidden>* hidden) {
   Instance* m = inst->member(name);
-  // (an outer component's member is the inner's instance, declared elsewhere: not checked here)
-  if (m && m->parent == inst && !sees(from, m->declared_in)) {
-    if (hidden) *hidden = m;
+  if (!m) return nullptr;
+  // an outer component's member is the inner's instance: what declares it here is the outer
+  // declaration
+  Hidden declared{m->decl ? m->decl->span : m->span, m->declared_in};
+  if (m->parent != inst && inst->composite)
+    for (const auto& o : inst->composite->outers)
+      if (o.name == name) declared = {o.decl->span, o.declared_in};
+  if (!sees(from, declared.in)) {
+    if (hidden) *hidden = declared;
     return nullptr;
   }
   return m;
 }
 
-void Flattener::note_hidden(const std::string& name, const Instance* hidden,
-                            const ClassEntry* from) {
-  diags_.note(hidden->decl ? hidden->decl->span : hidden->span,
-              fmt::format("'{}' is declared here, in '{}', which extends '{}': the names in the "
-                          "text of '{}' are looked up where '{}' is defined, never in a class "
-                          "that extends it (Modelica 3.6, section 5.6.1)",
-                          name, hidden->declared_in ? hidden->declared_in->full_name : "?",
-                          from ? from->full_name : "?", from ? from->def->name : "?",
-                          from ? from->def->name : "?"));
+void Flattener::note_hidden(const std::string& name, const Hidden& hidden, const ClassEntry* from) {
+  diags_.note(
+      hidden.at,
+      fmt::format("'{}' is declared here, in '{}', which extends '{}': the names in the "
+                  "text of '{}' are looked up where '{}' is defined, never in a class "
+                  "that extends it (Modelica 3.6, section 5.6.1)",
+                  name, hidden.in ? hidden.in->full_name : "?", from ? from->full_name : "?",
+                  from ? from->def->name : "?", from ? from->def->name : "?"));
 }
 
 void Flattener::check_enclosing_constant(const std::string& name, const ast::Component& comp,

@@ -133,37 +133,12 @@ Value Flattener::as_record(const Value& v, const RecordLayout* target, Span at,
 Value Flattener::construct_record(const ast::Expr& call, Scope s, const ClassEntry* cls) {
   const RecordLayout* layout = record_layout(cls, call.span);
   const auto& fields = layout->fields;
-  std::vector<const ast::Expr*> given(fields.size(), nullptr);
-  size_t positional = 0;
-  for (size_t i = 0; i < call.args.size(); ++i) {
-    const bool named = i < call.arg_names.size() && !call.arg_names[i].empty();
-    if (!named) {
-      if (positional != i)
-        fail(DiagKind::bad_call, call.args[i]->span,
-             {"a positional argument cannot follow a named one"});
-      if (i >= fields.size())
-        fail(DiagKind::bad_call, call.span,
-             {fmt::format("record '{}' has {} member(s), {} arguments given", cls->full_name,
-                          fields.size(), call.args.size())});
-      given[i] = call.args[i].get();
-      ++positional;
-      continue;
-    }
-    const std::string& n = call.arg_names[i];
-    size_t k = 0;
-    while (k < fields.size() && fields[k].name != n) ++k;
-    if (k == fields.size()) {
-      diags_.report(DiagKind::unknown_argument, call.arg_spans[i], {cls->full_name, n});
-      std::vector<std::string> names;
-      for (const auto& f : fields) names.push_back(f.name);
-      help_did_you_mean(n, names);
-      throw BuildError{};
-    }
-    if (given[k])
-      fail(DiagKind::bad_call, call.arg_spans[i],
-           {fmt::format("member '{}' of '{}' is given twice", n, cls->full_name)});
-    given[k] = call.args[i].get();
-  }
+  std::vector<std::string> names;
+  for (const auto& f : fields) names.push_back(f.name);
+  const std::vector<const ast::Expr*> given =
+      match_arguments(call, names, cls->full_name, "member",
+                      fmt::format("record '{}' has {} member(s), {} arguments given",
+                                  cls->full_name, fields.size(), call.args.size()));
   FunctionFrame frame;  // the members given so far, for the defaults
   frame.fn = cls;
   frame.returned = cx_.zero();

@@ -56,22 +56,7 @@ std::vector<int> Flattener::component_dims(const ast::Component& c, Instance& pa
     throw BuildError{};
   }
   // evaluated once here; the elements pick their parts from the same value (eval_mod_value)
-  const auto key = std::make_pair(m.value, m.scope);
-  auto it = array_mod_values_.find(key);
-  if (it == array_mod_values_.end())
-    it = array_mod_values_
-             .emplace(key, eval(*m.value, Scope{m.scope, nullptr, nullptr, m.scope_cls}))
-             .first;
-  Value v = it->second;
-  for (int idx : m.pick) {  // a component of an element of an array of components
-    if (v.shape.empty() || idx >= v.shape[0]) break;
-    size_t stride = v.elems.size() / static_cast<size_t>(v.shape[0]);
-    Value r;
-    r.type = v.type;
-    r.shape.assign(v.shape.begin() + 1, v.shape.end());
-    r.elems.assign(v.elems.begin() + idx * stride, v.elems.begin() + (idx + 1) * stride);
-    v = std::move(r);
-  }
+  const Value v = pick_part(shared_mod_value(m), m);
   if (v.is_string || v.shape.size() != all.size())
     fail(DiagKind::shape_mismatch, m.value->span,
          {fmt::format("'{}' is declared with {} dimension(s), its binding is {}", c.name,
@@ -104,13 +89,7 @@ void Flattener::check_array_binding(const Instance& inst) {
   const Instance* leaf = &inst;
   while (leaf->kind == Instance::Kind::Array && !leaf->elems.empty()) leaf = leaf->elems[0].get();
   if (leaf->kind != Instance::Kind::Scalar) return;
-  const auto key = std::make_pair(m.value, m.scope);
-  auto it = array_mod_values_.find(key);
-  if (it == array_mod_values_.end())
-    it = array_mod_values_
-             .emplace(key, eval(*m.value, Scope{m.scope, nullptr, nullptr, m.scope_cls}))
-             .first;
-  const Value& v = it->second;
+  const Value& v = shared_mod_value(m);
   if (v.is_string || v.shape.empty() || v.shape == inst.dims) return;
   diags_.report(DiagKind::shape_mismatch, m.value->span,
                 {fmt::format("'{}' is declared with size {}, its binding has size {}", inst.path,

@@ -192,6 +192,30 @@ end Top;
 
 // ---- inner and outer (docs/language.md, "inner and outer")
 
+// A conditional outer component (present here) is the inner's instance, not a conditional
+// component of Top: Top's own use of its inner stays legal, and v' = -g = -1 gives v(1) = -1.
+TEST(Modularity, AConditionalOuterLeavesTheInnerAlone) {
+  auto m = compile_source("outer_conditional", R"mbs(
+model W
+  parameter Real g = 9.81;
+end W;
+model P
+  parameter Boolean on = true;
+  outer W w if on;
+end P;
+model Top
+  inner W w(g = 1);
+  P p;
+  Real v(start = 0, fixed = true);
+equation
+  der(v) = -w.g;
+end Top;
+)mbs");
+  ASSERT_TRUE(m);
+  auto r = run(*m, 1.0, 0.1);
+  EXPECT_NEAR(last(*m, r, "v"), -1.0, 1e-9);
+}
+
 // An outer component reads the parameter of the nearest enclosing inner one: v' = -g with the
 // inner's g; `inner outer` is the outer one for its own class and the inner one below it.
 TEST(Modularity, OuterReadsTheNearestInner) {
